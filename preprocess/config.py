@@ -1,0 +1,40 @@
+"""Hard limits shared by the preprocessor, the file format and (later) the shaders, and the build
+configuration. Limits are named constants in one place; tunables live in `BuildConfig`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_CLUSTER_TRIANGLES = 128  # triangles per cluster: a workgroup rasterizes one cluster
+MAX_CLUSTER_VERTICES = 255  # vertices per cluster, so that local indices fit in 8 bits
+PAGE_SIZE = 128 * 1024  # bytes per streaming page (Nanite's size)
+BVH_FANOUT = 8  # children per BVH node
+ROOT_ERROR = 3.0e38  # the parent error of root clusters: never replaced by anything coarser
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """Options of the cluster-LOD build; every field has a default that suits scanned meshes."""
+
+    max_triangles: int = MAX_CLUSTER_TRIANGLES  # triangle limit per cluster (<= 128)
+    max_vertices: int = MAX_CLUSTER_VERTICES  # vertex limit per cluster (<= 255)
+    group_size: int = 16  # target clusters per group handed to METIS (8..32 works)
+    simplify_ratio: float = 0.5  # each group is simplified to this fraction of its triangles
+    stuck_ratio: float = 0.85  # a group that cannot get below this fraction is terminal
+    page_size: int = PAGE_SIZE  # bytes per page
+    root_page_levels: int = 2  # pages whose groups lie in this many coarsest levels are root pages
+    threads: int = 0  # numba threads; 0 = all cores
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_triangles <= MAX_CLUSTER_TRIANGLES:
+            raise ValueError(f"max_triangles must be in 1..{MAX_CLUSTER_TRIANGLES}")
+        if not 3 <= self.max_vertices <= MAX_CLUSTER_VERTICES:
+            raise ValueError(f"max_vertices must be in 3..{MAX_CLUSTER_VERTICES}")
+        if not 2 <= self.group_size <= 64:
+            raise ValueError("group_size must be in 2..64")
+        if not 0.05 <= self.simplify_ratio < 1.0:
+            raise ValueError("simplify_ratio must be in [0.05, 1)")
+        if not self.simplify_ratio < self.stuck_ratio <= 1.0:
+            raise ValueError("stuck_ratio must be in (simplify_ratio, 1]")
+        if self.page_size < 16 * 1024 or self.page_size % 16:
+            raise ValueError("page_size must be a multiple of 16 and at least 16 KiB")

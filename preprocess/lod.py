@@ -1,0 +1,68 @@
+"""The cluster LOD DAG as built in memory: struct-of-arrays numpy data, the contract between the
+DAG builder, the BVH, the page packer and the checks in `preprocess.verify`.
+
+Terms. A *group* is a set of clusters of one level that were merged, simplified together with their
+shared border locked, and re-split into the clusters of a coarser level. Every cluster is a
+*member* of exactly one group (the one whose simplification replaces it) and was *generated* from
+at most one group (none at level 0). The last group, the *root*, is never simplified: its members'
+parent error is `ROOT_ERROR`.
+
+The cut rule. For a view and a threshold tau, cluster i is drawn when
+    projected(self_sphere[i], self_error[i]) <= tau < projected(parent_sphere[i], parent_error[i]).
+Group spheres contain their members' self spheres and group errors are >= their members' self
+errors, so projected errors grow along every child->parent edge and every point of the surface is
+drawn exactly once; locked group borders make the cut watertight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from preprocess.mesh import Mesh
+
+
+@dataclass
+class LodDag:
+    mesh: Mesh  # the welded input: positions and wedges that all levels index
+    triangles: np.ndarray  # (T, 3) int32: wedge ids, every level's clusters concatenated
+    cluster_tri_offset: np.ndarray  # (c + 1,) int64: cluster i owns triangles[o[i]:o[i+1]]
+    cluster_level: np.ndarray  # (c,) int32: 0 is the finest level
+    cluster_group: np.ndarray  # (c,) int32: the group this cluster is a member of
+    cluster_source_group: np.ndarray  # (c,) int32: the group it was generated from, -1 at level 0
+    cluster_bounds: np.ndarray  # (c, 4) float32: tight sphere (x, y, z, r) of its own triangles
+    cluster_self_sphere: np.ndarray  # (c, 4) float32: sphere used with self_error (LOD bound)
+    cluster_self_error: np.ndarray  # (c,) float32: max distance of its surface to the original
+    group_level: np.ndarray  # (g,) int32: level of the group's members
+    group_cluster_offset: np.ndarray  # (g + 1,) int64: group j's members are
+    group_clusters: np.ndarray  # (c,) int32:   group_clusters[o[j]:o[j+1]]
+    group_sphere: np.ndarray  # (g, 4) float32: contains its members' self spheres
+    group_error: np.ndarray  # (g,) float32: >= members' self errors; ROOT_ERROR for the root
+    root_group: int  # index of the root group (the last one)
+
+    @property
+    def cluster_count(self) -> int:
+        return int(self.cluster_level.shape[0])
+
+    @property
+    def group_count(self) -> int:
+        return int(self.group_level.shape[0])
+
+    @property
+    def level_count(self) -> int:
+        return int(self.cluster_level.max()) + 1
+
+    @property
+    def cluster_parent_sphere(self) -> np.ndarray:
+        """(c, 4) float32: the sphere of the group each cluster is a member of."""
+        return self.group_sphere[self.cluster_group]
+
+    @property
+    def cluster_parent_error(self) -> np.ndarray:
+        """(c,) float32: the error of the group each cluster is a member of."""
+        return self.group_error[self.cluster_group]
+
+    def cluster_triangles(self, i: int) -> np.ndarray:
+        """(t, 3) int32 wedge ids of cluster i."""
+        return self.triangles[self.cluster_tri_offset[i] : self.cluster_tri_offset[i + 1]]
