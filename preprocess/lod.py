@@ -66,3 +66,22 @@ class LodDag:
     def cluster_triangles(self, i: int) -> np.ndarray:
         """(t, 3) int32 wedge ids of cluster i."""
         return self.triangles[self.cluster_tri_offset[i] : self.cluster_tri_offset[i + 1]]
+
+
+BVH_EMPTY = -1  # an unused child slot
+
+
+def bvh_group_ref(group: int) -> int:
+    """Encode a group as a BVH child reference (negative, below BVH_EMPTY)."""
+    return -2 - group
+
+
+@dataclass
+class Bvh:
+    """8-ary BVH over the groups of all levels. Child slot v >= 0 is node v; v == BVH_EMPTY is
+    unused; v < BVH_EMPTY is the group -2 - v (a leaf). Node 0 is the root."""
+
+    node_sphere: np.ndarray  # (N, 4) float32: contains the spheres of everything below
+    node_max_error: np.ndarray  # (N,) float32: max group error below (LOD: descend if > tau)
+    node_children: np.ndarray  # (N, 8) int32: child references, see above
+    node_depth: np.ndarray  # (N,) int32: 0 at the root (for per-level traversal)

@@ -1,0 +1,415 @@
+"""The `.tess` asset layout: hierarchy sections as numpy structured dtypes, the page layout, the
+packer that turns a LOD DAG and its BVH into pages, and the decoder that reads them back.
+
+This module is the single definition of the layout; the renderer's WGSL structs are generated from
+(or checked against) the dtypes below. The container (header, section directory, checksums, page
+table, atomic writes) is `preprocess.tessfile`.
+
+Sections (always resident, small):
+    bvh_nodes    NODE_DTYPE, node 0 is the root, breadth-first
+    groups       GROUP_DTYPE, the BVH leaves; a group's members live in one or more parts
+    group_parts  PART_DTYPE, a run of a group's member clusters inside one page
+    page_deps    (d,) uint32 and page_dep_offset (P + 1,) uint32: the pages holding the groups that
+                 the clusters of page p were generated from (streaming needs them resident first)
+
+Page layout (PAGE_SIZE bytes, little-endian, every offset a multiple of 4):
+    0     PAGE_HEADER_DTYPE (16 bytes): cluster count, page index, bytes used, flags
+    16    cluster records, CLUSTER_DTYPE (96 bytes each)
+    ...   per cluster, at the offsets its record gives:
+          positions  u16 x 3 per vertex (6 bytes, stream padded to 4) when the cluster spans less
+                     than 65,536 grid steps on every axis (mode 0), else u32 x 3 (mode 1); the
+                     vertex is (pos_min + offset) * step (step from the asset meta)
+          normals    u32 per vertex: octahedral, 16 bits per component (snorm)
+          uvs        u32 per vertex when the asset has uvs: 16-bit unorm each, mapped to the
+                     asset's uv box (meta uv_min, uv_max)
+          indices    u8 x 3 per triangle, local vertex indices, stream padded to 4
+
+Quantization: one grid per mesh (per-cluster grids crack). The step is a power of two, so that
+grid coordinates times the step are exact in float32: the largest power of two not above 1/64 of
+the median edge length, clamped so that the mesh spans between 2^16 and 2^24 steps. The largest
+position error is sqrt(3)/2 * step, stored in the meta as `quantization_error`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from preprocess.config import ROOT_ERROR, BuildConfig
+from preprocess.lod import BVH_EMPTY, Bvh, LodDag
+
+NODE_DTYPE = np.dtype([
+    ("sphere", "<f4", 4),  # center xyz, radius: contains everything below
+    ("max_error", "<f4"),  # largest group error below: descend only if it projects above tau
+    ("depth", "<u4"),  # 0 at the root
+    ("pad", "<u4", 2),
+    ("children", "<u4", 8),  # child refs: CHILD_EMPTY, node index, or CHILD_GROUP | group index
+])
+CHILD_EMPTY = 0xFFFFFFFF
+CHILD_GROUP = 0x80000000
+
+GROUP_DTYPE = np.dtype([
+    ("sphere", "<f4", 4),  # contains the LOD spheres of its members
+    ("error", "<f4"),  # members' parent error; ROOT_ERROR for the root group
+    ("level", "<u4"),  # LOD level of the group (members' level, 0 finest)
+    ("first_part", "<u4"),  # index into group_parts
+    ("part_count", "<u4"),
+    ("cluster_count", "<u4"),  # members
+    ("pad", "<u4", 3),
+])
+
+PART_DTYPE = np.dtype([
+    ("page", "<u4"),  # page holding this run of members
+    ("first_cluster", "<u4"),  # index of the first cluster record in that page
+    ("cluster_count", "<u4"),
+    ("group", "<u4"),
+])
+
+PAGE_HEADER_DTYPE = np.dtype([
+    ("cluster_count", "<u4"),
+    ("page", "<u4"),  # this page's index
+    ("bytes_used", "<u4"),
+    ("flags", "<u4"),  # PAGE_ROOT
+])
+PAGE_ROOT = 1  # always resident
+
+CLUSTER_DTYPE = np.dtype([
+    ("self_sphere", "<f4", 4),  # LOD sphere used with self_error
+    ("bounds", "<f4", 4),  # tight sphere of the cluster's triangles (frustum, occlusion)
+    ("self_error", "<f4"),  # distance bound of this surface to the original
+    ("parent_error", "<f4"),  # its group's error (drawn when self <= tau < parent)
+    ("group", "<u4"),  # the group it is a member of
+    ("cluster", "<u4"),  # global cluster index (ids, debug views)
+    ("pos_min", "<i4", 3),  # grid origin of its positions
+    ("mode", "<u4"),  # bits 0..7 position mode (0: u16, 1: u32); bit 8: has uvs
+    ("vertex_count", "<u4"),
+    ("triangle_count", "<u4"),
+    ("level", "<u4"),
+    ("position_offset", "<u4"),  # byte offsets from the page start
+    ("normal_offset", "<u4"),
+    ("uv_offset", "<u4"),
+    ("index_offset", "<u4"),
+    ("pad", "<u4"),
+])
+assert NODE_DTYPE.itemsize == 64 and GROUP_DTYPE.itemsize == 48
+assert CLUSTER_DTYPE.itemsize == 96 and PAGE_HEADER_DTYPE.itemsize == 16
+
+
+def choose_step(positions: np.ndarray, pos_tris: np.ndarray) -> float:
+    """The grid step (a power of two) for a mesh; see the module docstring."""
+    extent = float((positions.max(axis=0) - positions.min(axis=0)).max()) or 1.0
+    sample = pos_tris[:: max(1, len(pos_tris) // 100_000)]
+    e = positions[sample[:, 1]].astype(np.float64) - positions[sample[:, 0]]
+    median = float(np.median(np.linalg.norm(e, axis=1))) or extent / 1024
+    step = min(max(median / 64, extent * 2.0**-24), extent * 2.0**-16)
+    return float(2.0 ** np.floor(np.log2(step)))
+
+
+def octahedral_encode(n: np.ndarray) -> np.ndarray:
+    """(k, 3) unit normals -> (k,) uint32, two 16-bit snorm components."""
+    n = n / np.maximum(np.abs(n).sum(axis=1, keepdims=True), 1e-30)
+    x, y, z = n[:, 0], n[:, 1], n[:, 2]
+    ox = np.where(z >= 0, x, (1 - np.abs(y)) * np.where(x >= 0, 1, -1))
+    oy = np.where(z >= 0, y, (1 - np.abs(x)) * np.where(y >= 0, 1, -1))
+    qx = np.round(np.clip(ox, -1, 1) * 32767).astype(np.int32) & 0xFFFF
+    qy = np.round(np.clip(oy, -1, 1) * 32767).astype(np.int32) & 0xFFFF
+    return (qx | (qy << 16)).astype(np.uint32)
+
+
+def octahedral_decode(q: np.ndarray) -> np.ndarray:
+    """(k,) uint32 -> (k, 3) float32 unit normals."""
+    x = ((q & 0xFFFF).astype(np.uint16).view(np.int16) / 32767.0).astype(np.float32)
+    y = ((q >> 16).astype(np.uint16).view(np.int16) / 32767.0).astype(np.float32)
+    z = 1 - np.abs(x) - np.abs(y)
+    t = np.maximum(-z, 0)
+    x = x - np.where(x >= 0, t, -t)
+    y = y - np.where(y >= 0, t, -t)
+    n = np.stack([x, y, z], axis=1)
+    return (n / np.linalg.norm(n, axis=1, keepdims=True)).astype(np.float32)
+
+
+@nb.njit(cache=True, nogil=True)
+def _local_vertices(triangles: np.ndarray, offsets: np.ndarray, wedge_count: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per cluster: its distinct wedges in first-use order and the local corner indices.
+
+    Returns (vertex_offset (c+1,), vertices (V,) wedge ids, local (T, 3) uint8)."""
+    c = offsets.shape[0] - 1
+    slot = np.full(wedge_count, -1, np.int32)
+    vertex_offset = np.zeros(c + 1, np.int64)
+    vertices = np.zeros(triangles.shape[0] * 3, np.int32)
+    local = np.zeros(triangles.shape, np.uint8)
+    nv = 0
+    for i in range(c):
+        start = nv
+        for t in range(offsets[i], offsets[i + 1]):
+            for k in range(3):
+                w = triangles[t, k]
+                if slot[w] < 0:
+                    slot[w] = nv - start
+                    vertices[nv] = w
+                    nv += 1
+                local[t, k] = slot[w]
+        for v in range(start, nv):
+            slot[vertices[v]] = -1
+        vertex_offset[i + 1] = nv
+    return vertex_offset, vertices[:nv].copy(), local
+
+
+def _align4(n: np.ndarray | int) -> np.ndarray | int:
+    return (n + 3) // 4 * 4
+
+
+@dataclass
+class PackedAsset:
+    """What goes into the file: meta, sections and pages (see `preprocess.tessfile.write_tess`)."""
+
+    meta: dict
+    sections: dict[str, np.ndarray]
+    pages: np.ndarray  # (P, page_size) uint8
+    page_flags: np.ndarray  # (P,) uint32
+
+
+def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> PackedAsset:
+    """Lay out the DAG's clusters in pages, coarse to fine, and build the hierarchy sections."""
+    cfg = config or BuildConfig()
+    mesh = dag.mesh
+    positions = mesh.positions
+    step = choose_step(positions, mesh.position_triangles)
+    grid = np.round(positions.astype(np.float64) / step).astype(np.int64)
+    assert np.abs(grid).max() < 2**31
+    has_uv = mesh.wedge_uv is not None
+
+    vertex_offset, vertices, local = _local_vertices(dag.triangles, dag.cluster_tri_offset,
+                                                     len(mesh.wedge_position))
+    nv = np.diff(vertex_offset)
+    nt = np.diff(dag.cluster_tri_offset)
+    vgrid = grid[mesh.wedge_position[vertices]]  # (V, 3)
+    cstart = vertex_offset[:-1]
+    pos_min = np.minimum.reduceat(vgrid, cstart, axis=0)
+    pos_max = np.maximum.reduceat(vgrid, cstart, axis=0)
+    mode = ((pos_max - pos_min).max(axis=1) >= 65536).astype(np.int64)
+    pos_bytes = _align4(np.where(mode == 0, 6, 12) * nv)
+    attr_bytes = nv * 4 * (2 if has_uv else 1)
+    idx_bytes = _align4(nt * 3)
+    data_bytes = pos_bytes + attr_bytes + idx_bytes
+    record = CLUSTER_DTYPE.itemsize
+    header = PAGE_HEADER_DTYPE.itemsize
+    if (data_bytes + record).max() + header > cfg.page_size:
+        raise ValueError("page_size too small for one cluster")
+
+    # pages: groups coarse to fine, each group's members contiguous; a group that does not fit
+    # in what is left of a page starts a new page, and is split only if it fills pages by itself
+    group_order = np.lexsort((np.arange(dag.group_count), -dag.group_level))
+    cluster_page = np.zeros(dag.cluster_count, np.int64)
+    cluster_slot = np.zeros(dag.cluster_count, np.int64)
+    parts: list[tuple[int, int, int, int]] = []
+    group_first_part = np.zeros(dag.group_count, np.int64)
+    group_part_count = np.zeros(dag.group_count, np.int64)
+    page_clusters: list[list[int]] = [[]]
+    used = header
+    for g in group_order:
+        members = dag.group_clusters[dag.group_cluster_offset[g] : dag.group_cluster_offset[g + 1]]
+        need = int((data_bytes[members] + record).sum())
+        if used + need > cfg.page_size and page_clusters[-1]:
+            page_clusters.append([])
+            used = header
+        group_first_part[g] = len(parts)
+        run_start = len(page_clusters[-1])
+        for c in members:
+            size = int(data_bytes[c]) + record
+            if used + size > cfg.page_size:
+                parts.append((len(page_clusters) - 1, run_start,
+                              len(page_clusters[-1]) - run_start, int(g)))
+                page_clusters.append([])
+                used = header
+                run_start = 0
+            cluster_page[c] = len(page_clusters) - 1
+            cluster_slot[c] = len(page_clusters[-1])
+            page_clusters[-1].append(int(c))
+            used += size
+        parts.append((len(page_clusters) - 1, run_start, len(page_clusters[-1]) - run_start,
+                      int(g)))
+        group_part_count[g] = len(parts) - group_first_part[g]
+
+    npages = len(page_clusters)
+    pages = np.zeros((npages, cfg.page_size), np.uint8)
+    records = np.zeros(dag.cluster_count, CLUSTER_DTYPE)
+    max_level = int(dag.group_level.max())
+    root_level = max_level - cfg.root_page_levels + 1
+    page_flags = np.zeros(npages, np.uint32)
+    # byte offsets of every cluster's streams
+    for p, members in enumerate(page_clusters):
+        m = np.array(members, np.int64)
+        offs = header + record * len(m) + np.concatenate([[0], np.cumsum(data_bytes[m])[:-1]])
+        records["position_offset"][m] = offs
+        records["normal_offset"][m] = offs + pos_bytes[m]
+        records["uv_offset"][m] = np.where(has_uv, offs + pos_bytes[m] + nv[m] * 4, 0)
+        records["index_offset"][m] = offs + pos_bytes[m] + attr_bytes[m]
+        hdr = np.zeros(1, PAGE_HEADER_DTYPE)
+        hdr["cluster_count"] = len(m)
+        hdr["page"] = p
+        hdr["bytes_used"] = header + record * len(m) + int(data_bytes[m].sum())
+        if (dag.group_level[dag.cluster_group[m]] >= root_level).any():
+            page_flags[p] = PAGE_ROOT
+        hdr["flags"] = page_flags[p]
+        pages[p, :header] = hdr.view(np.uint8)
+
+    c = np.arange(dag.cluster_count)
+    records["self_sphere"] = dag.cluster_self_sphere
+    records["bounds"] = dag.cluster_bounds
+    records["self_error"] = dag.cluster_self_error
+    records["parent_error"] = dag.cluster_parent_error
+    records["group"] = dag.cluster_group
+    records["cluster"] = c
+    records["pos_min"] = pos_min
+    records["mode"] = mode | (has_uv << 8)
+    records["vertex_count"] = nv
+    records["triangle_count"] = nt
+    records["level"] = dag.cluster_level
+    for p, members in enumerate(page_clusters):
+        m = np.array(members, np.int64)
+        pages[p, header : header + record * len(m)] = records[m].view(np.uint8)
+
+    normals = octahedral_encode(mesh.wedge_normal[vertices].astype(np.float64))
+    if has_uv:
+        uv = mesh.wedge_uv[vertices].astype(np.float64)
+        uv_min = mesh.wedge_uv.min(axis=0).astype(np.float64)
+        uv_max = mesh.wedge_uv.max(axis=0).astype(np.float64)
+        q = np.round((uv - uv_min) / np.maximum(uv_max - uv_min, 1e-30) * 65535)
+        uvs = (q[:, 0].astype(np.uint32) | (q[:, 1].astype(np.uint32) << 16))
+    else:
+        uvs = np.zeros(len(vertices), np.uint32)
+    _write_streams(pages, cluster_page, records["position_offset"].astype(np.int64),
+                   records["normal_offset"].astype(np.int64),
+                   records["uv_offset"].astype(np.int64),
+                   records["index_offset"].astype(np.int64), mode, pos_min, vertex_offset,
+                   vgrid, normals, uvs, has_uv, dag.cluster_tri_offset, local)
+
+    nodes = np.zeros(len(bvh.node_depth), NODE_DTYPE)
+    nodes["sphere"] = bvh.node_sphere
+    nodes["max_error"] = bvh.node_max_error
+    nodes["depth"] = bvh.node_depth
+    ch = bvh.node_children.astype(np.int64)
+    nodes["children"] = np.where(ch == BVH_EMPTY, CHILD_EMPTY,
+                                 np.where(ch >= 0, ch, CHILD_GROUP | (-2 - ch)))
+    groups = np.zeros(dag.group_count, GROUP_DTYPE)
+    groups["sphere"] = dag.group_sphere
+    groups["error"] = dag.group_error
+    groups["level"] = dag.group_level
+    groups["first_part"] = group_first_part
+    groups["part_count"] = group_part_count
+    groups["cluster_count"] = np.diff(dag.group_cluster_offset)
+    part_arr = np.zeros(len(parts), PART_DTYPE)
+    if parts:
+        pa = np.array(parts, np.int64)
+        for i, name in enumerate(("page", "first_cluster", "cluster_count", "group")):
+            part_arr[name] = pa[:, i]
+    # page dependencies: pages of the groups that generated the clusters stored in each page
+    deps: list[np.ndarray] = []
+    for members in page_clusters:
+        src = dag.cluster_source_group[np.array(members)]
+        src = src[src >= 0]
+        parts_src = [part_arr["page"][group_first_part[g] : group_first_part[g]
+                                      + group_part_count[g]] for g in np.unique(src)]
+        deps.append(np.unique(np.concatenate(parts_src)) if parts_src else np.zeros(0, np.int64))
+    dep_offset = np.zeros(npages + 1, np.uint32)
+    dep_offset[1:] = np.cumsum([len(d) for d in deps])
+    page_deps = np.concatenate(deps).astype(np.uint32) if npages else np.zeros(0, np.uint32)
+
+    meta = {
+        "name": mesh.name,
+        "step": step,
+        "quantization_error": float(np.sqrt(3) / 2 * step),
+        "has_uv": bool(has_uv),
+        "uv_min": mesh.wedge_uv.min(axis=0).tolist() if has_uv else [0.0, 0.0],
+        "uv_max": mesh.wedge_uv.max(axis=0).tolist() if has_uv else [1.0, 1.0],
+        "bounds_min": positions.min(axis=0).tolist(),
+        "bounds_max": positions.max(axis=0).tolist(),
+        "input_triangles": int(mesh.triangle_count),
+        "input_vertices": int(mesh.vertex_count),
+        "clusters": int(dag.cluster_count),
+        "groups": int(dag.group_count),
+        "levels": int(dag.level_count),
+        "root_group": int(dag.root_group),
+        "root_error": ROOT_ERROR,
+    }
+    sections = {
+        "bvh_nodes": nodes,
+        "groups": groups,
+        "group_parts": part_arr,
+        "page_deps": page_deps,
+        "page_dep_offset": dep_offset,
+    }
+    return PackedAsset(meta=meta, sections=sections, pages=pages, page_flags=page_flags)
+
+
+@nb.njit(cache=True, nogil=True)
+def _write_streams(pages, cluster_page, pos_off, nrm_off, uv_off, idx_off, mode, pos_min,
+                   vertex_offset, vgrid, normals, uvs, has_uv, tri_offset, local):
+    for c in range(cluster_page.shape[0]):
+        page = pages[cluster_page[c]]
+        o = pos_off[c]
+        for v in range(vertex_offset[c], vertex_offset[c + 1]):
+            for a in range(3):
+                d = vgrid[v, a] - pos_min[c, a]
+                if mode[c] == 0:
+                    page[o] = d & 0xFF
+                    page[o + 1] = (d >> 8) & 0xFF
+                    o += 2
+                else:
+                    for b in range(4):
+                        page[o + b] = (d >> (8 * b)) & 0xFF
+                    o += 4
+        o = nrm_off[c]
+        for v in range(vertex_offset[c], vertex_offset[c + 1]):
+            for b in range(4):
+                page[o + b] = (normals[v] >> (8 * b)) & 0xFF
+            o += 4
+        if has_uv:
+            o = uv_off[c]
+            for v in range(vertex_offset[c], vertex_offset[c + 1]):
+                for b in range(4):
+                    page[o + b] = (uvs[v] >> (8 * b)) & 0xFF
+                o += 4
+        o = idx_off[c]
+        for t in range(tri_offset[c], tri_offset[c + 1]):
+            for k in range(3):
+                page[o] = local[t, k]
+                o += 1
+
+
+def page_clusters(page: np.ndarray) -> np.ndarray:
+    """(page_size,) uint8 -> the page's cluster records, CLUSTER_DTYPE (n,)."""
+    n = int(page[:16].view(PAGE_HEADER_DTYPE)[0]["cluster_count"])
+    start = PAGE_HEADER_DTYPE.itemsize
+    return page[start : start + n * CLUSTER_DTYPE.itemsize].view(CLUSTER_DTYPE)
+
+
+def decode_cluster(page: np.ndarray, rec: np.void, step: float, uv_range=None
+                   ) -> dict[str, np.ndarray]:
+    """Decode one cluster record of a page: positions (v, 3) float32 (dequantized), normals
+    (v, 3) float32, uvs (v, 2) float32 or None, triangles (t, 3) uint8 local indices."""
+    nv = int(rec["vertex_count"])
+    nt = int(rec["triangle_count"])
+    po = int(rec["position_offset"])
+    if int(rec["mode"]) & 0xFF == 0:
+        off = page[po : po + 6 * nv].view("<u2").reshape(nv, 3).astype(np.int64)
+    else:
+        off = page[po : po + 12 * nv].view("<u4").reshape(nv, 3).astype(np.int64)
+    grid = off + rec["pos_min"].astype(np.int64)
+    pos = (grid.astype(np.float64) * step).astype(np.float32)
+    no = int(rec["normal_offset"])
+    normals = octahedral_decode(page[no : no + 4 * nv].view("<u4"))
+    uvs = None
+    if int(rec["mode"]) & 0x100 and uv_range is not None:
+        uo = int(rec["uv_offset"])
+        q = page[uo : uo + 4 * nv].view("<u4")
+        lo, hi = np.asarray(uv_range[0]), np.asarray(uv_range[1])
+        uv = np.stack([q & 0xFFFF, q >> 16], axis=1) / 65535.0
+        uvs = (lo + uv * (hi - lo)).astype(np.float32)
+    io = int(rec["index_offset"])
+    tris = page[io : io + 3 * nt].reshape(nt, 3)
+    return {"positions": pos, "normals": normals, "uvs": uvs, "triangles": tris}

@@ -1,0 +1,89 @@
+"""The 8-ary BVH over the groups of all levels.
+
+Each LOD level gets its own subtree (Nanite does the same): groups of one level are similar in size
+and error, so a whole subtree of fine levels is rejected at its root when its largest error already
+projects below the threshold. A top tree joins the level subtrees. Subtrees are built top-down by
+splitting the sphere centres at count medians along the longest axis, three times per node (eight
+children). Nodes are numbered breadth-first, so node 0 is the root and each depth is contiguous
+(the per-level traversal dispatches one depth at a time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from preprocess.config import BVH_FANOUT
+from preprocess.dag import merge_spheres
+from preprocess.lod import BVH_EMPTY, Bvh, LodDag, bvh_group_ref
+
+
+class _Nodes:
+    def __init__(self) -> None:
+        self.children: list[list[int]] = []
+        self.sphere: list[np.ndarray] = []
+        self.error: list[float] = []
+
+    def add(self, refs: list[int], spheres: np.ndarray, errors: np.ndarray) -> int:
+        self.children.append(refs)
+        self.sphere.append(merge_spheres(spheres))
+        self.error.append(float(errors.max()))
+        return len(self.children) - 1
+
+
+def _split(idx: np.ndarray, centers: np.ndarray, parts: int) -> list[np.ndarray]:
+    """Split idx into `parts` (a power of two) spatially coherent pieces of near-equal count."""
+    if parts == 1 or len(idx) <= 1:
+        return [idx]
+    c = centers[idx]
+    axis = int(np.argmax(c.max(axis=0) - c.min(axis=0)))
+    order = idx[np.argsort(c[:, axis], kind="stable")]
+    half = len(order) // 2
+    return _split(order[:half], centers, parts // 2) + _split(order[half:], centers, parts // 2)
+
+
+def _build(nodes: _Nodes, refs: np.ndarray, spheres: np.ndarray, errors: np.ndarray) -> int:
+    """A subtree over items (child references with their spheres and errors); returns its node."""
+    if len(refs) <= BVH_FANOUT:
+        return nodes.add([int(r) for r in refs], spheres, errors)
+    pieces = [p for p in _split(np.arange(len(refs)), spheres[:, :3], BVH_FANOUT) if len(p)]
+    child = [_build(nodes, refs[p], spheres[p], errors[p]) for p in pieces]
+    return nodes.add(child, np.stack([nodes.sphere[c] for c in child]),
+                     np.array([nodes.error[c] for c in child]))
+
+
+def build_bvh(dag: LodDag) -> Bvh:
+    """8-ary BVH whose leaves are the groups of `dag` (every group exactly once)."""
+    nodes = _Nodes()
+    level_roots = []
+    for level in np.unique(dag.group_level):
+        groups = np.flatnonzero(dag.group_level == level)
+        refs = np.array([bvh_group_ref(int(g)) for g in groups], np.int64)
+        level_roots.append(_build(nodes, refs, dag.group_sphere[groups],
+                                  dag.group_error[groups]))
+    roots = np.array(level_roots, np.int64)
+    if len(roots) == 1:
+        root = int(roots[0])
+    else:
+        root = _build(nodes, roots, np.stack([nodes.sphere[r] for r in roots]),
+                      np.array([nodes.error[r] for r in roots]))
+    # breadth-first renumbering: root first, depths contiguous
+    new_id = {root: 0}
+    queue = [root]
+    depth = [0]
+    for old in queue:
+        for ref in nodes.children[old]:
+            if ref >= 0:
+                new_id[ref] = len(queue)
+                queue.append(ref)
+                depth.append(depth[new_id[old]] + 1)
+    n = len(queue)
+    children = np.full((n, BVH_FANOUT), BVH_EMPTY, np.int32)
+    for i, old in enumerate(queue):
+        refs = [new_id[r] if r >= 0 else r for r in nodes.children[old]]
+        children[i, : len(refs)] = refs
+    return Bvh(
+        node_sphere=np.stack([nodes.sphere[o] for o in queue]).astype(np.float32),
+        node_max_error=np.array([nodes.error[o] for o in queue], np.float32),
+        node_children=children,
+        node_depth=np.array(depth, np.int32),
+    )

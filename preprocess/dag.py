@@ -1,0 +1,274 @@
+"""The cluster LOD DAG: level 0 clusters, then level after level of grouping (METIS over shared
+edges), simplification of each group to about half with its border locked, and re-splitting, until
+one root group remains. See `preprocess.lod` for the data and the cut rule it guarantees.
+
+Errors are honest and cumulative: a group's error is the largest error of its members plus the
+measured distance of the simplified surface to the members' surface (`simplify` measures it), so
+by the triangle inequality every point drawn at any level lies within its stored error of the
+original mesh.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numba as nb
+import numpy as np
+import pymetis
+
+from preprocess.cluster import build_clusters
+from preprocess.config import ROOT_ERROR, BuildConfig
+from preprocess.lod import LodDag
+from preprocess.mesh import Mesh
+from preprocess.simplify import simplify
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+def merge_spheres(spheres: np.ndarray) -> np.ndarray:
+    """(k, 4) float32 spheres -> (4,) float32 sphere containing them all (after float32 rounding)."""
+    s = spheres.astype(np.float64)
+    lo = (s[:, :3] - s[:, 3:]).min(axis=0)
+    hi = (s[:, :3] + s[:, 3:]).max(axis=0)
+    c = np.float32(0.5) * (lo + hi).astype(np.float32)
+    r = (np.linalg.norm(s[:, :3] - c.astype(np.float64), axis=1) + s[:, 3]).max()
+    r32 = np.nextafter(np.float32(r * (1 + 1e-6)), np.float32(np.inf))
+    return np.array([c[0], c[1], c[2], r32], np.float32)
+
+
+@nb.njit(cache=True, nogil=True)
+def _cluster_bounds(positions: np.ndarray, pos_tris: np.ndarray, offsets: np.ndarray
+                    ) -> np.ndarray:
+    c = offsets.shape[0] - 1
+    out = np.zeros((c, 4), np.float32)
+    for i in range(c):
+        lo = np.full(3, np.inf)
+        hi = np.full(3, -np.inf)
+        for t in range(offsets[i], offsets[i + 1]):
+            for k in range(3):
+                for a in range(3):
+                    v = positions[pos_tris[t, k], a]
+                    lo[a] = min(lo[a], v)
+                    hi[a] = max(hi[a], v)
+        ctr = 0.5 * (lo + hi)
+        r2 = 0.0
+        for t in range(offsets[i], offsets[i + 1]):
+            for k in range(3):
+                d = 0.0
+                for a in range(3):
+                    e = positions[pos_tris[t, k], a] - ctr[a]
+                    d += e * e
+                r2 = max(r2, d)
+        out[i, 0] = ctr[0]
+        out[i, 1] = ctr[1]
+        out[i, 2] = ctr[2]
+        out[i, 3] = np.sqrt(r2) * (1.0 + 1e-6) + 1e-30
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _shared_positions(pos_tris: np.ndarray, tri_group: np.ndarray, n: int) -> np.ndarray:
+    """(n,) bool: positions used by triangles of two or more groups."""
+    first = np.full(n, -1, np.int32)
+    shared = np.zeros(n, np.bool_)
+    for t in range(pos_tris.shape[0]):
+        g = tri_group[t]
+        for k in range(3):
+            p = pos_tris[t, k]
+            if first[p] == -1:
+                first[p] = g
+            elif first[p] != g:
+                shared[p] = True
+    return shared
+
+
+def _cluster_adjacency(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters: int
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR graph of clusters sharing edges: (xadj, adjncy, weights = shared edge count)."""
+    e = np.concatenate([pos_tris[:, [0, 1]], pos_tris[:, [1, 2]], pos_tris[:, [2, 0]]])
+    e.sort(axis=1)
+    key = e[:, 0].astype(np.int64) << 32 | e[:, 1].astype(np.int64)
+    cl = np.tile(tri_cluster, 3)
+    order = np.lexsort((cl, key))
+    key = key[order]
+    cl = cl[order]
+    same = (key[1:] == key[:-1]) & (cl[1:] != cl[:-1])
+    a = cl[:-1][same].astype(np.int64)
+    b = cl[1:][same].astype(np.int64)
+    pairs = np.concatenate([a * nclusters + b, b * nclusters + a])
+    upairs, counts = np.unique(pairs, return_counts=True)
+    src = upairs // nclusters
+    dst = upairs % nclusters
+    xadj = np.zeros(nclusters + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=nclusters), out=xadj[1:])
+    return xadj, dst.astype(np.int64), counts.astype(np.int64)
+
+
+def partition_clusters(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters: int,
+                       group_size: int) -> np.ndarray:
+    """(nclusters,) int32 group of each cluster: METIS k-way over shared-edge adjacency.
+
+    pos_tris (t, 3) int32 position ids of all triangles of the clusters; tri_cluster (t,) int32.
+    """
+    nparts = -(-nclusters // group_size)
+    if nparts <= 1:
+        return np.zeros(nclusters, np.int32)
+    xadj, adjncy, weights = _cluster_adjacency(pos_tris, tri_cluster, nclusters)
+    opts = pymetis.Options(seed=1)
+    _, parts = pymetis.part_graph(nparts, xadj=xadj, adjncy=adjncy, eweights=weights,
+                                  options=opts)
+    parts = np.asarray(parts, np.int32)
+    # METIS may leave parts empty: renumber densely
+    _, dense = np.unique(parts, return_inverse=True)
+    return dense.astype(np.int32)
+
+
+class _Builder:
+    """Accumulates clusters and groups while the levels are built."""
+
+    def __init__(self, mesh: Mesh, config: BuildConfig) -> None:
+        self.mesh = mesh
+        self.config = config
+        self.positions = np.ascontiguousarray(mesh.positions, np.float32)
+        self.wpos = np.ascontiguousarray(mesh.wedge_position, np.int32)
+        self.attrs = np.ascontiguousarray(mesh.wedge_attributes(), np.float32)
+        self.tris: list[np.ndarray] = []  # per cluster (t, 3) int32 wedge ids
+        self.level: list[int] = []
+        self.source: list[int] = []
+        self.self_sphere: list[np.ndarray] = []
+        self.self_error: list[float] = []
+        self.group_of: list[int] = []
+        self.groups: list[np.ndarray] = []  # member cluster ids
+        self.group_level: list[int] = []
+        self.group_sphere: list[np.ndarray] = []
+        self.group_error: list[float] = []
+
+    def add_clusters(self, tris: np.ndarray, order: np.ndarray, offsets: np.ndarray, level: int,
+                     source: int, sphere: np.ndarray | None, error: float) -> np.ndarray:
+        """Append the clusters tris[order[offsets[i]:offsets[i+1]]]; returns their ids."""
+        first = len(self.tris)
+        ordered = tris[order]
+        if sphere is None:  # level 0: the LOD sphere is the cluster's own bound
+            bounds = _cluster_bounds(self.positions, self.wpos[ordered], offsets)
+        for i in range(len(offsets) - 1):
+            self.tris.append(ordered[offsets[i] : offsets[i + 1]])
+            self.level.append(level)
+            self.source.append(source)
+            self.self_sphere.append(bounds[i] if sphere is None else sphere)
+            self.self_error.append(error)
+            self.group_of.append(-1)
+        return np.arange(first, len(self.tris), dtype=np.int32)
+
+    def add_group(self, members: np.ndarray, level: int, error: float) -> int:
+        g = len(self.groups)
+        sphere = merge_spheres(np.stack([self.self_sphere[c] for c in members]))
+        self.groups.append(np.asarray(members, np.int32))
+        self.group_level.append(level)
+        self.group_sphere.append(sphere)
+        self.group_error.append(error)
+        for c in members:
+            self.group_of[c] = g
+        return g
+
+    def simplify_group(self, members: np.ndarray, locked: np.ndarray
+                       ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray] | None:
+        """Merge, simplify and re-split one group. None when it cannot shrink enough."""
+        cfg = self.config
+        tris = np.concatenate([self.tris[c] for c in members])
+        wedges, local = np.unique(tris, return_inverse=True)
+        local = local.reshape(-1, 3).astype(np.int32)
+        pos_ids, local_wp = np.unique(self.wpos[wedges], return_inverse=True)
+        target = max(1, int(len(tris) * cfg.simplify_ratio))
+        new_local, err = simplify(self.positions[pos_ids], local, local_wp.astype(np.int32),
+                                  self.attrs[wedges], locked[pos_ids], target)
+        if len(new_local) == 0 or len(new_local) > cfg.stuck_ratio * len(tris):
+            return None
+        order, offsets = build_clusters(self.positions[pos_ids], new_local,
+                                        local_wp.astype(np.int32),
+                                        max_triangles=cfg.max_triangles,
+                                        max_vertices=cfg.max_vertices)
+        return wedges[new_local].astype(np.int32), float(err), order, offsets
+
+
+def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
+              progress: Progress | None = None) -> LodDag:
+    """Build the cluster LOD DAG of a mesh (see module docstring)."""
+    cfg = config or BuildConfig()
+    b = _Builder(mesh, cfg)
+    report = progress or (lambda stage, done, total: None)
+    threads = cfg.threads or os.cpu_count() or 1
+
+    report("cluster", 0, 1)
+    order, offsets = build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position,
+                                    max_triangles=cfg.max_triangles,
+                                    max_vertices=cfg.max_vertices)
+    pending = b.add_clusters(mesh.triangles, order, offsets, 0, -1, None, 0.0)
+    report("cluster", 1, 1)
+
+    level = 0
+    total_tris = mesh.triangle_count
+    done_tris = 0
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        while len(pending) > 1:
+            tri_counts = np.array([len(b.tris[c]) for c in pending])
+            tris = np.concatenate([b.tris[c] for c in pending])
+            pos_tris = b.wpos[tris]
+            tri_cluster = np.repeat(np.arange(len(pending), dtype=np.int32), tri_counts)
+            part = partition_clusters(pos_tris, tri_cluster, len(pending), cfg.group_size)
+            locked = _shared_positions(pos_tris, part[tri_cluster], len(b.positions))
+            ngroups = int(part.max()) + 1
+            order = np.argsort(part, kind="stable")
+            bounds = np.searchsorted(part[order], np.arange(ngroups + 1))
+            members = [pending[order[bounds[g] : bounds[g + 1]]] for g in range(ngroups)]
+            results = pool.map(lambda m: b.simplify_group(m, locked), members)
+            next_pending: list[np.ndarray] = []
+            progressed = False
+            for m, res in zip(members, results, strict=True):
+                done_tris += int(sum(len(b.tris[c]) for c in m))
+                report("simplify", min(done_tris, total_tris), total_tris)
+                if res is None:  # terminal for now: try again with other neighbours
+                    next_pending.append(m)
+                    continue
+                progressed = True
+                new_tris, err, corder, coffsets = res
+                error = max(b.self_error[c] for c in m) + err
+                g = b.add_group(m, level, error)
+                next_pending.append(b.add_clusters(new_tris, corder, coffsets, level + 1, g,
+                                                   b.group_sphere[g], error))
+            pending = np.concatenate(next_pending)
+            level += 1
+            if not progressed:
+                break
+    b.add_group(pending, level, ROOT_ERROR)
+    report("simplify", total_tris, total_tris)
+    return _finish(b, mesh)
+
+
+def _finish(b: _Builder, mesh: Mesh) -> LodDag:
+    counts = np.array([len(t) for t in b.tris], np.int64)
+    offsets = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    triangles = np.concatenate(b.tris).astype(np.int32)
+    members = np.concatenate(b.groups).astype(np.int32)
+    goff = np.zeros(len(b.groups) + 1, np.int64)
+    np.cumsum([len(g) for g in b.groups], out=goff[1:])
+    bounds = _cluster_bounds(b.positions, b.wpos[triangles], offsets)
+    return LodDag(
+        mesh=mesh,
+        triangles=triangles,
+        cluster_tri_offset=offsets,
+        cluster_level=np.array(b.level, np.int32),
+        cluster_group=np.array(b.group_of, np.int32),
+        cluster_source_group=np.array(b.source, np.int32),
+        cluster_bounds=bounds,
+        cluster_self_sphere=np.stack(b.self_sphere).astype(np.float32),
+        cluster_self_error=np.array(b.self_error, np.float32),
+        group_level=np.array(b.group_level, np.int32),
+        group_cluster_offset=goff,
+        group_clusters=members,
+        group_sphere=np.stack(b.group_sphere).astype(np.float32),
+        group_error=np.array(b.group_error, np.float32),
+        root_group=len(b.groups) - 1,
+    )

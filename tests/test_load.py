@@ -1,0 +1,514 @@
+"""Loading and welding (preprocess.load) and the procedural assets (assets.rock, assets.shapes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+
+from assets.rock import DEFAULT_ASSET, default_mesh, fbm, make_rock, make_terrain
+from assets.shapes import geodesic_sphere
+from preprocess import load as load_module
+from preprocess.load import load_mesh, mesh_from_arrays, weld_positions
+from preprocess.mesh import Mesh, MeshError
+
+SHARED_ASSETS = Path(__file__).resolve().parents[1].parent / "shared" / "assets"
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+
+
+def edge_use_counts(mesh: Mesh) -> tuple[np.ndarray, np.ndarray]:
+    """(undirected edge use counts, directed edge use counts) over position ids."""
+    t = mesh.position_triangles.astype(np.int64)
+    directed = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
+    n = mesh.vertex_count
+    d_keys = directed[:, 0] * n + directed[:, 1]
+    u_keys = np.minimum(directed[:, 0], directed[:, 1]) * n + np.maximum(
+        directed[:, 0], directed[:, 1]
+    )
+    return np.unique(u_keys, return_counts=True)[1], np.unique(d_keys, return_counts=True)[1]
+
+
+def assert_closed_manifold(mesh: Mesh) -> None:
+    undirected, directed = edge_use_counts(mesh)
+    assert (undirected == 2).all(), "every edge is shared by exactly two triangles"
+    assert (directed == 1).all(), "consistent orientation: each directed edge used once"
+
+
+def signed_volume(mesh: Mesh) -> float:
+    p = mesh.positions.astype(np.float64)[mesh.position_triangles]
+    return float(np.einsum("ij,ij->i", p[:, 0], np.cross(p[:, 1], p[:, 2])).sum() / 6.0)
+
+
+def assert_valid(mesh: Mesh) -> None:
+    """The Mesh contract: dtypes, shapes, ranges, unit normals, everything referenced."""
+    assert mesh.positions.dtype == np.float32 and mesh.positions.shape[1] == 3
+    assert mesh.triangles.dtype == np.int32 and mesh.triangles.shape[1] == 3
+    assert mesh.wedge_position.dtype == np.int32
+    assert mesh.wedge_normal.dtype == np.float32
+    k = mesh.wedge_position.shape[0]
+    assert mesh.wedge_normal.shape == (k, 3)
+    assert mesh.triangles.min() >= 0 and mesh.triangles.max() < k
+    assert np.array_equal(np.unique(mesh.triangles), np.arange(k)), "all wedges used"
+    assert np.array_equal(np.unique(mesh.wedge_position), np.arange(mesh.vertex_count))
+    np.testing.assert_allclose(np.linalg.norm(mesh.wedge_normal, axis=1), 1.0, atol=1e-5)
+    if mesh.wedge_uv is not None:
+        assert mesh.wedge_uv.dtype == np.float32 and mesh.wedge_uv.shape == (k, 2)
+    # positions distinct, wedges distinct
+    assert np.unique(mesh.positions, axis=0).shape[0] == mesh.vertex_count
+    assert np.unique(
+        np.concatenate([mesh.wedge_position[:, None].astype(np.float32), mesh.wedge_attributes()],
+                       axis=1), axis=0
+    ).shape[0] == k  # fmt: skip
+    pt = mesh.position_triangles
+    assert (pt[:, 0] != pt[:, 1]).all() and (pt[:, 1] != pt[:, 2]).all()
+    assert (pt[:, 2] != pt[:, 0]).all()
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+QUAD_OBJ = """\
+v 0 0 0
+v 1 0 0
+v 1 1 0
+v 0 1 0
+v 2 0 0
+v 2 1 0
+f 1 2 3 4
+f 2 5 6 3
+"""
+
+
+# --------------------------------------------------------------------------------------------------
+# formats
+
+
+def test_obj_round_trip(tmp_path):
+    sphere = trimesh.creation.icosphere(subdivisions=2)
+    path = tmp_path / "ico.obj"
+    sphere.export(path, include_normals=False)
+    mesh = load_mesh(path)
+    assert_valid(mesh)
+    assert mesh.name == "ico"
+    assert mesh.triangle_count == 320 and mesh.vertex_count == 162
+    assert mesh.wedge_uv is None
+    assert_closed_manifold(mesh)
+    assert signed_volume(mesh) > 0
+
+
+def test_ply_round_trip(tmp_path):
+    box = trimesh.creation.box(extents=(1, 2, 3))
+    path = tmp_path / "box.ply"
+    box.export(path)
+    mesh = load_mesh(path)
+    assert_valid(mesh)
+    assert (mesh.triangle_count, mesh.vertex_count) == (12, 8)
+    assert_closed_manifold(mesh)
+    assert signed_volume(mesh) == pytest.approx(6.0)
+
+
+def test_stl_welds_triangle_soup(tmp_path):
+    box = trimesh.creation.box()
+    path = tmp_path / "box.stl"
+    box.export(path)
+    assert trimesh.load(path, process=False).vertices.shape[0] == 36  # STL is a triangle soup
+    mesh = load_mesh(path)
+    assert (mesh.triangle_count, mesh.vertex_count) == (12, 8)
+    assert_closed_manifold(mesh)
+    # flat faces share corners: computed smooth normals point out of the corners (area-weighted,
+    # so not exactly diagonal: a corner touches one or two triangles of each face)
+    n = mesh.wedge_normal
+    p = mesh.positions[mesh.wedge_position]
+    np.testing.assert_array_equal(np.sign(n), np.sign(p))
+
+
+def test_off(tmp_path):
+    path = tmp_path / "box.off"
+    trimesh.creation.box().export(path)
+    mesh = load_mesh(path)
+    assert (mesh.triangle_count, mesh.vertex_count) == (12, 8)
+
+
+def test_glb_scene_is_flattened_with_transforms(tmp_path):
+    box = trimesh.creation.box()  # unit cube, volume 1
+    ico = trimesh.creation.icosphere(subdivisions=1)
+    scene = trimesh.Scene()
+    move_scale = trimesh.transformations.translation_matrix([10, 0, 0]) @ np.diag([2, 2, 2, 1.0])
+    scene.add_geometry(box, node_name="big", geom_name="box", transform=move_scale)
+    scene.add_geometry(ico, node_name="ball", geom_name="ico")
+    mirror = trimesh.transformations.translation_matrix([-10, 0, 0]) @ np.diag([-1, 1, 1, 1.0])
+    scene.add_geometry(box, node_name="mirrored", geom_name="box", transform=mirror)
+    path = tmp_path / "scene.glb"
+    scene.export(path)
+
+    mesh = load_mesh(path)
+    assert_valid(mesh)
+    assert mesh.triangle_count == 12 + 80 + 12
+    assert mesh.vertex_count == 8 + 42 + 8
+    lo, hi = mesh.positions.min(axis=0), mesh.positions.max(axis=0)
+    np.testing.assert_allclose(lo, [-10.5, -1.0, -1.0], atol=1e-6)
+    np.testing.assert_allclose(hi, [11.0, 1.0, 1.0], atol=1e-6)
+    big = mesh.positions[:, 0] > 5
+    assert big.sum() == 8
+    np.testing.assert_allclose(np.sort(np.unique(mesh.positions[big, 0])), [9.0, 11.0])
+    # every part stays outward-facing (the mirror flips winding back): volumes add up
+    assert_closed_manifold(mesh)
+    assert signed_volume(mesh) == pytest.approx(8.0 + ico.volume + 1.0, rel=1e-5)
+
+
+def test_glb_normals_transformed_by_inverse_transpose(tmp_path):
+    ico = trimesh.creation.icosphere(subdivisions=1)
+    normals = ico.vertex_normals.copy()
+    scene = trimesh.Scene()
+    scene.add_geometry(ico, node_name="n", geom_name="ico", transform=np.diag([2.0, 1, 1, 1]))
+    path = tmp_path / "normals.glb"
+    scene.export(path, include_normals=True)
+    mesh = load_mesh(path)
+    assert (mesh.triangle_count, mesh.vertex_count) == (80, 42)
+    expect = normals / np.array([2.0, 1, 1])
+    expect /= np.linalg.norm(expect, axis=1, keepdims=True)
+    # match wedges to the original vertices by position
+    pos = mesh.positions[mesh.wedge_position] / np.array([2.0, 1, 1], dtype=np.float32)
+    dist = np.linalg.norm(pos[:, None, :] - ico.vertices[None, :, :], axis=2)
+    np.testing.assert_allclose(mesh.wedge_normal, expect[dist.argmin(axis=1)], atol=1e-5)
+
+
+def test_obj_quads_are_triangulated(tmp_path):
+    mesh = load_mesh(write(tmp_path / "quads.obj", QUAD_OBJ))
+    assert mesh.triangle_count == 4 and mesh.vertex_count == 6
+    np.testing.assert_allclose(mesh.wedge_normal, np.tile([0, 0, 1], (6, 1)), atol=1e-7)
+
+
+def test_obj_several_objects_are_merged(tmp_path):
+    text = "o a\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\no b\nv 5 0 0\nv 6 0 0\nv 5 1 0\nf 4 5 6\n"
+    mesh = load_mesh(write(tmp_path / "two.obj", text))
+    assert (mesh.triangle_count, mesh.vertex_count) == (2, 6)
+
+
+# --------------------------------------------------------------------------------------------------
+# attributes
+
+
+def test_normals_kept_from_file(tmp_path):
+    # One triangle with deliberately non-geometric, non-unit normals.
+    text = "v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 0 3 4\nvn 0 0 0\nf 1//1 2//1 3//2\n"
+    mesh = load_mesh(write(tmp_path / "n.obj", text))
+    assert mesh.triangle_count == 1 and len(mesh.wedge_position) == 3
+    by_pos = mesh.wedge_normal[np.argsort(mesh.wedge_position)]
+    np.testing.assert_allclose(by_pos[0], [0, 0.6, 0.8], atol=1e-7)
+    np.testing.assert_allclose(by_pos[1], [0, 0.6, 0.8], atol=1e-7)
+    np.testing.assert_allclose(by_pos[2], [0, 0, 1], atol=1e-7)  # zero-length: computed
+
+
+def test_ply_normals_kept(tmp_path):
+    ico = trimesh.creation.icosphere(subdivisions=1)
+    normals = ico.vertex_normals.copy()
+    normals[:, 0] *= -1  # deliberately not the geometric normals
+    tm = trimesh.Trimesh(ico.vertices, ico.faces, vertex_normals=normals, process=False)
+    path = tmp_path / "normals.ply"
+    tm.export(path, vertex_normal=True)
+    mesh = load_mesh(path)
+    np.testing.assert_allclose(mesh.wedge_normal, normals, atol=1e-6)
+
+
+def test_normals_computed_when_absent(tmp_path):
+    mesh = load_mesh(write(tmp_path / "q.obj", QUAD_OBJ))
+    assert len(mesh.wedge_position) == mesh.vertex_count  # one wedge per position
+    np.testing.assert_allclose(mesh.wedge_normal, np.tile([0, 0, 1], (6, 1)), atol=1e-7)
+
+
+def test_hard_edge_normals_make_two_wedges(tmp_path):
+    # Two faces of a folded sheet sharing the edge 1-2, each with its own face normal.
+    text = (
+        "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nvn 0 0 1\nvn 0 -1 0\n"
+        "f 1//1 2//1 3//1\nf 2//2 1//2 4//2\n"
+    )
+    mesh = load_mesh(write(tmp_path / "hard.obj", text))
+    assert mesh.vertex_count == 4
+    assert len(mesh.wedge_position) == 6
+    assert np.bincount(mesh.wedge_position).tolist() == [2, 2, 1, 1]
+
+
+def test_uvs_kept_and_seam_makes_two_wedges(tmp_path):
+    # Two triangles sharing the edge 2-3; vertex 3 has different uvs on each side (a seam).
+    text = (
+        "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\n"
+        "vt 0 0\nvt 1 0\nvt 0 1\nvt 0.25 0.75\nvt 1 1\n"
+        "f 1/1 2/2 3/3\nf 2/2 4/5 3/4\n"
+    )
+    mesh = load_mesh(write(tmp_path / "seam.obj", text))
+    assert_valid(mesh)
+    assert mesh.wedge_uv is not None
+    assert mesh.vertex_count == 4 and len(mesh.wedge_position) == 5
+    counts = np.bincount(mesh.wedge_position)
+    seam_pos = int(np.flatnonzero(counts == 2)[0])
+    np.testing.assert_array_equal(mesh.positions[seam_pos], [0, 1, 0])
+    uvs = mesh.wedge_uv[mesh.wedge_position == seam_pos]
+    assert sorted(map(tuple, uvs.tolist())) == [(0.0, 1.0), (0.25, 0.75)]
+    # both wedges at the seam share the smooth normal of the position
+    np.testing.assert_array_equal(*mesh.wedge_normal[mesh.wedge_position == seam_pos])
+
+
+def test_ply_uvs_kept(tmp_path):
+    ico = trimesh.creation.icosphere(subdivisions=1)
+    uv = np.random.default_rng(1).random((len(ico.vertices), 2))
+    ico.visual = trimesh.visual.TextureVisuals(uv=uv)
+    path = tmp_path / "uv.ply"
+    ico.export(path)
+    mesh = load_mesh(path)
+    assert mesh.wedge_uv is not None and len(mesh.wedge_position) == 42
+    np.testing.assert_allclose(mesh.wedge_uv, uv.astype(np.float32))  # same order: first use
+
+
+# --------------------------------------------------------------------------------------------------
+# welding and cleanup (mesh_from_arrays)
+
+
+def test_clean_input_comes_back_unchanged():
+    rng = np.random.default_rng(0)
+    pos = rng.random((50, 3)).astype(np.float32)
+    faces = np.array([[i, (i + 1) % 50, (i + 7) % 50] for i in range(50)])
+    mesh = mesh_from_arrays(pos, faces)
+    np.testing.assert_array_equal(mesh.positions, pos)
+    np.testing.assert_array_equal(mesh.triangles, faces)
+    np.testing.assert_array_equal(mesh.wedge_position, np.arange(50))
+    again = mesh_from_arrays(mesh.positions, mesh.triangles, mesh.wedge_normal)
+    np.testing.assert_array_equal(again.wedge_normal, mesh.wedge_normal)
+    np.testing.assert_array_equal(again.triangles, mesh.triangles)
+
+
+def test_duplicate_positions_are_welded():
+    quad = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=np.float64)
+    soup = np.concatenate([quad[[0, 1, 2]], quad[[0, 2, 3]]])  # 6 vertices, 4 positions
+    soup[0, 0] = -0.0  # -0.0 and +0.0 are the same position
+    mesh = mesh_from_arrays(soup, np.arange(6).reshape(2, 3))
+    assert mesh.vertex_count == 4 and len(mesh.wedge_position) == 4
+    np.testing.assert_array_equal(mesh.position_triangles, [[0, 1, 2], [0, 2, 3]])
+    # nearly equal is not equal: welding is exact
+    soup[3, 0] = np.nextafter(np.float32(0), np.float32(1))
+    assert mesh_from_arrays(soup, np.arange(6).reshape(2, 3)).vertex_count == 5
+
+
+def test_degenerate_and_duplicate_triangles_are_dropped():
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [2, 0, 0], [5, 5, 5]], dtype=np.float32)
+    faces = np.array(
+        [
+            [0, 1, 2],  # kept
+            [0, 0, 2],  # repeated index
+            [0, 1, 3],  # collinear: zero area
+            [1, 2, 0],  # same triangle, rotated: duplicate
+            [0, 2, 1],  # opposite orientation: kept (a two-sided sheet)
+            [0, 1, 2],  # exact duplicate
+        ]
+    )
+    mesh = mesh_from_arrays(pos, faces)
+    assert mesh.triangle_count == 2
+    np.testing.assert_array_equal(mesh.position_triangles, [[0, 1, 2], [0, 2, 1]])
+    assert mesh.vertex_count == 3  # positions 3 and 4 are no longer used
+    np.testing.assert_allclose(np.linalg.norm(mesh.wedge_normal, axis=1), 1.0, atol=1e-6)
+
+
+def test_hash_collisions_are_resolved_exactly(monkeypatch):
+    rng = np.random.default_rng(3)
+    pts = rng.integers(0, 5, size=(2000, 3)).astype(np.float32)
+    expect_pos, expect_inv = weld_positions(pts)
+    monkeypatch.setattr(
+        load_module, "_hash_columns", lambda cols: np.zeros(len(cols[0]), np.uint64)
+    )
+    got_pos, got_inv = weld_positions(pts)
+    np.testing.assert_array_equal(got_pos, expect_pos)
+    np.testing.assert_array_equal(got_inv, expect_inv)
+    np.testing.assert_array_equal(got_pos[got_inv], pts)
+    assert len(got_pos) == len(np.unique(pts, axis=0))
+
+
+def test_array_errors():
+    pos = np.zeros((3, 3))
+    with pytest.raises(MeshError, match="out of range"):
+        mesh_from_arrays(np.eye(3), [[0, 1, 3]], name="bad")
+    with pytest.raises(MeshError, match="out of range"):
+        mesh_from_arrays(np.eye(3), [[0, 1, -1]])
+    with pytest.raises(MeshError, match="degenerate"):
+        mesh_from_arrays(pos, [[0, 1, 2]])
+    with pytest.raises(MeshError, match="no triangles"):
+        mesh_from_arrays(pos, np.zeros((0, 3), int))
+    with pytest.raises(MeshError, match="NaN"):
+        mesh_from_arrays([[0, 0, 0], [1, 0, 0], [0, np.inf, 0]], [[0, 1, 2]])
+    with pytest.raises(MeshError, match="shape"):
+        mesh_from_arrays(np.eye(3), [[0, 1, 2, 0]])
+
+
+# --------------------------------------------------------------------------------------------------
+# errors from files: one line, naming the file
+
+
+def _error(path: Path) -> str:
+    with pytest.raises(MeshError) as info:
+        load_mesh(path)
+    message = str(info.value)
+    assert "\n" not in message, message
+    assert path.name in message, message
+    return message
+
+
+def test_error_missing_file(tmp_path):
+    assert "not found" in _error(tmp_path / "nothing.obj")
+
+
+def test_error_unsupported_suffix(tmp_path):
+    assert "unsupported" in _error(write(tmp_path / "mesh.fbx", "whatever"))
+
+
+def test_error_unreadable(tmp_path):
+    for name in ("junk.ply", "junk.glb", "junk.obj", "junk.stl"):
+        path = tmp_path / name
+        path.write_bytes(b"garbage\x00\x01 not a mesh at all")
+        _error(path)
+    _error(write(tmp_path / "empty.obj", ""))
+
+
+def test_error_point_cloud(tmp_path):
+    path = tmp_path / "cloud.ply"
+    trimesh.PointCloud(np.random.default_rng(0).random((10, 3))).export(path)
+    assert "not a triangle mesh" in _error(path)
+    points_obj = write(tmp_path / "points.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\n")
+    assert "not a triangle mesh" in _error(points_obj)
+    lines_obj = write(tmp_path / "lines.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\nl 1 2 3\n")
+    assert "not a triangle mesh" in _error(lines_obj)
+
+
+def test_error_nan_coordinates(tmp_path):
+    assert "NaN" in _error(write(tmp_path / "nan.obj", "v 0 0 nan\nv 1 0 0\nv 1 1 0\nf 1 2 3\n"))
+    assert "NaN" in _error(write(tmp_path / "inf.obj", "v 0 0 0\nv inf 0 0\nv 1 1 0\nf 1 2 3\n"))
+
+
+@pytest.mark.parametrize("face", ["1 2 4", "1 2 99", "1 2 -7", "0 1 2", "1 2 3 100"])
+def test_error_obj_index_out_of_range(tmp_path, face):
+    path = write(tmp_path / "oob.obj", f"v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 3\nf {face}\n")
+    assert "out of range" in _error(path)
+
+
+def test_error_ply_index_out_of_range(tmp_path):
+    text = (
+        "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+        "property float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n"
+        "0 0 0\n1 0 0\n0 1 0\n3 0 1 5\n"
+    )
+    assert "out of range" in _error(write(tmp_path / "oob.ply", text))
+
+
+def test_error_all_degenerate(tmp_path):
+    path = write(tmp_path / "flat.obj", "v 0 0 0\nv 1 0 0\nv 2 0 0\nf 1 2 3\nf 1 1 2\n")
+    assert "degenerate" in _error(path)
+
+
+# --------------------------------------------------------------------------------------------------
+# real meshes
+
+
+def _shared(name: str) -> Path:
+    path = SHARED_ASSETS / name
+    if not path.exists():
+        pytest.skip(f"{path} not available")
+    return path
+
+
+def test_real_bunny():
+    mesh = load_mesh(_shared("stanford-bunny.obj"))
+    assert_valid(mesh)
+    assert (mesh.triangle_count, mesh.vertex_count) == (69_451, 34_834)
+
+
+def test_real_beast_quads_uvs_seams():
+    mesh = load_mesh(_shared("beast.obj"))
+    assert_valid(mesh)
+    assert mesh.triangle_count == 64_618
+    assert mesh.wedge_uv is not None
+    assert len(mesh.wedge_position) == 33_963  # the README's vertex count: (position, uv) pairs
+    assert mesh.vertex_count == 32_311  # welded positions: seams share them
+    assert mesh.vertex_count < len(mesh.wedge_position)
+
+
+def test_real_igea():
+    mesh = load_mesh(_shared("igea.obj"))
+    assert (mesh.triangle_count, mesh.vertex_count) == (268_686, 134_345)
+    # The assets README calls igea open at the neck, but this file is closed: every edge is used
+    # twice and V - E + F == 2.
+    undirected, _ = edge_use_counts(mesh)
+    assert (undirected == 2).all()
+
+
+def test_real_bunny_has_open_holes():
+    undirected, _ = edge_use_counts(load_mesh(_shared("stanford-bunny.obj")))
+    assert (undirected == 1).any(), "holes in the base"
+
+
+# --------------------------------------------------------------------------------------------------
+# procedural assets
+
+
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_geodesic_sphere(n):
+    mesh = geodesic_sphere(n)
+    assert_valid(mesh)
+    assert mesh.triangle_count == 20 * n * n
+    assert mesh.vertex_count == 10 * n * n + 2
+    assert_closed_manifold(mesh)
+    np.testing.assert_allclose(np.linalg.norm(mesh.positions, axis=1), 1.0, atol=1e-6)
+    assert signed_volume(mesh) > 0
+
+
+def test_rock_is_closed_manifold_and_deterministic():
+    assert DEFAULT_ASSET == "rock"
+    mesh = make_rock(30_000, seed=3)
+    assert_valid(mesh)
+    assert abs(mesh.triangle_count - 30_000) <= 0.05 * 30_000
+    assert_closed_manifold(mesh)
+    assert signed_volume(mesh) > 0
+    again = make_rock(30_000, seed=3)
+    np.testing.assert_array_equal(mesh.positions, again.positions)
+    np.testing.assert_array_equal(mesh.triangles, again.triangles)
+    other = make_rock(30_000, seed=4)
+    assert not np.array_equal(mesh.positions, other.positions)
+    extent = mesh.positions.max(axis=0) - mesh.positions.min(axis=0)
+    assert (extent > 1.0).all() and (extent < 4.0).all()
+
+
+@pytest.mark.parametrize("triangles", [2_000, 100_000, 1_000_000, 4_000_000])
+def test_rock_triangle_count_within_5_percent(triangles):
+    n = round(np.sqrt(triangles / 20))
+    assert abs(20 * n * n - triangles) <= 0.05 * triangles
+
+
+def test_terrain_has_open_border_and_uvs():
+    res = 24
+    mesh = make_terrain(resolution=res, seed=1)
+    assert_valid(mesh)
+    assert mesh.triangle_count == 2 * res * res
+    assert mesh.vertex_count == (res + 1) ** 2
+    assert mesh.wedge_uv is not None
+    undirected, directed = edge_use_counts(mesh)
+    assert (undirected == 1).sum() == 4 * res
+    assert (directed == 1).all()
+    assert (mesh.wedge_normal[:, 1] > 0).all(), "faces up"
+
+
+def test_fbm_kernel_matches_numpy_reference():
+    p = np.random.default_rng(5).normal(size=(500, 3)) * 4.0
+    for ridged in (False, True):
+        fast = fbm(p, 4, seed=2, frequency=1.3, ridged=ridged)
+        ref = fbm(p, 4, seed=2, frequency=1.3, ridged=ridged, reference=True)
+        np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-12)
+
+
+def test_default_mesh():
+    mesh = default_mesh(triangles=5_000)
+    assert mesh.name.startswith(DEFAULT_ASSET)
+    assert abs(mesh.triangle_count - 5_000) <= 0.05 * 5_000

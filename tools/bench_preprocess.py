@@ -1,0 +1,137 @@
+"""Benchmark of the whole `preprocess` build (load excluded, numba caches warm).
+
+For each mesh: seconds (median of --runs), triangles per second, the per-stage split, clusters per
+level against the reference builder's figures, level-0 fill, and peak memory of the build. Each
+mesh is built in a fresh subprocess that first warms the JIT on a tiny mesh and reads the mesh
+from an .npz, so that the peak RSS it reports belongs to the build, not to parsing the file.
+
+    python tools/bench_preprocess.py                 # bunny, igea, sphere 1M, sphere 4M
+    python tools/bench_preprocess.py --only bunny igea --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "assets"
+
+# meshoptimizer's clusterlod builder, one thread, this 2-core machine (shared/assets/README.md)
+REFERENCE = {
+    "bunny": {"seconds": 0.121, "clusters": 1142, "level0": 546},
+    "igea": {"seconds": 0.475, "clusters": 4393, "level0": 2112},
+    "sphere-1M": {"seconds": 2.012, "clusters": 16383, "level0": 7885},
+    "sphere-4M": {"seconds": 8.044, "clusters": 65697, "level0": 31567},
+}
+
+CHILD = r"""
+import json, resource, sys, time
+import numpy as np
+from preprocess.build import build_asset
+from preprocess.config import BuildConfig
+from preprocess.mesh import Mesh
+from assets.shapes import geodesic_sphere
+
+cfg = BuildConfig(threads=int(sys.argv[3]))
+build_asset(geodesic_sphere(12), cfg)  # JIT warm-up (numba caches on disk too)
+z = np.load(sys.argv[1])
+mesh = Mesh(z["positions"], z["triangles"], z["wedge_position"], z["wedge_normal"],
+            z["wedge_uv"] if "wedge_uv" in z else None, name="bench")
+def rss_mb():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+base = rss_mb()
+runs = []
+for _ in range(int(sys.argv[2])):
+    seconds = {}
+    t = time.perf_counter()
+    dag, bvh, packed = build_asset(mesh, cfg, seconds=seconds)
+    seconds["total"] = time.perf_counter() - t
+    runs.append(seconds)
+    del dag, bvh
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"runs": runs, "peak_mb": peak - base, "meta": packed.meta}))
+"""
+
+
+def load(name: str):
+    from assets.shapes import geodesic_sphere
+    from preprocess.load import load_mesh
+
+    if name == "bunny":
+        return load_mesh(SHARED / "stanford-bunny.obj")
+    if name == "igea":
+        return load_mesh(SHARED / "igea.obj")
+    if name == "sphere-1M":
+        return geodesic_sphere(224)
+    if name == "sphere-4M":
+        return geodesic_sphere(448)
+    raise SystemExit(f"unknown mesh {name}")
+
+
+def bench(name: str, runs: int, threads: int) -> dict:
+    mesh = load(name)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "mesh.npz"
+        arrays = {"positions": mesh.positions, "triangles": mesh.triangles,
+                  "wedge_position": mesh.wedge_position, "wedge_normal": mesh.wedge_normal}
+        if mesh.wedge_uv is not None:
+            arrays["wedge_uv"] = mesh.wedge_uv
+        np.savez(path, **arrays)
+        out = subprocess.run([sys.executable, "-c", CHILD, str(path), str(runs), str(threads)],
+                             capture_output=True, text=True, cwd=ROOT, check=False)
+    if out.returncode:
+        raise SystemExit(f"{name}: build failed:\n{out.stderr}")
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["triangles"] = mesh.triangle_count
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--only", nargs="+", default=list(REFERENCE), choices=list(REFERENCE))
+    p.add_argument("--runs", type=int, default=3, help="builds per mesh; the median is quoted")
+    p.add_argument("--threads", type=int, default=0, help="worker threads (0: one per core)")
+    p.add_argument("--json", help="write the figures to this file")
+    args = p.parse_args(argv)
+    print(f"preprocess benchmark, {os.cpu_count()} cores, threads={args.threads or 'all'}, "
+          f"median of {args.runs}; {time.strftime('%Y-%m-%d')}")
+    header = (f"{'mesh':<10} {'tris':>10} {'s':>7} {'ref s':>6} {'ratio':>6} {'Mtri/s':>7} "
+              f"{'clusters':>9} {'ref':>6} {'L0':>6} {'fill':>6} {'levels':>6} "
+              f"{'peak MB':>8} {'MB/Mtri':>8}  stages (s)")
+    print(header)
+    results = {}
+    for name in args.only:
+        r = bench(name, args.runs, args.threads)
+        ref = REFERENCE[name]
+        total = float(np.median([x["total"] for x in r["runs"]]))
+        stages = {k: float(np.median([x.get(k, 0.0) for x in r["runs"]]))
+                  for k in r["runs"][0] if k != "total"}
+        meta = r["meta"]
+        mtri = r["triangles"] / 1e6
+        print(f"{name:<10} {r['triangles']:>10,} {total:>7.3f} {ref['seconds']:>6.3f} "
+              f"{total / ref['seconds']:>6.2f} {mtri / total:>7.2f} {meta['clusters']:>9,} "
+              f"{ref['clusters']:>6,} {meta['clusters_per_level'][0]:>6,} "
+              f"{100 * meta['level0_fill']:>5.1f}% {meta['levels']:>6} {r['peak_mb']:>8.0f} "
+              f"{r['peak_mb'] / mtri:>8.0f}  "
+              + " ".join(f"{k} {v:.3f}" for k, v in stages.items()))
+        results[name] = {"triangles": r["triangles"], "seconds": total, "stages": stages,
+                         "reference": ref, "clusters": meta["clusters"],
+                         "level0_clusters": meta["clusters_per_level"][0],
+                         "level0_fill": meta["level0_fill"], "levels": meta["levels"],
+                         "peak_mb": r["peak_mb"]}
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
