@@ -117,8 +117,8 @@ def partition_clusters(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters:
         return np.zeros(nclusters, np.int32)
     xadj, adjncy, weights = _cluster_adjacency(pos_tris, tri_cluster, nclusters)
     opts = pymetis.Options(seed=1)
-    _, parts = pymetis.part_graph(nparts, xadj=xadj, adjncy=adjncy, eweights=weights,
-                                  options=opts)
+    graph = pymetis.CSRAdjacency(xadj, adjncy)
+    _, parts = pymetis.part_graph(nparts, graph, eweights=weights, options=opts)
     parts = np.asarray(parts, np.int32)
     # METIS may leave parts empty: renumber densely
     _, dense = np.unique(parts, return_inverse=True)

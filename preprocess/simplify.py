@@ -38,22 +38,15 @@ _FLIP_COS = 0.2  # reject a collapse that turns a triangle normal to a cosine be
 _MAX_PASSES = 200
 _ERROR_SLACK = 1.0e-6  # the returned error adds this times the input bounding-box diagonal
 
-# Barycentric sample points on a simplified triangle (its vertices are input vertices: distance 0).
-_SAMPLES = np.array(
+# Sample points on a simplified triangle (its vertices are input vertices: distance 0): points
+# along each edge (parameters), and barycentric points inside, the centroid first.
+_EDGE_SAMPLES = np.array([0.25, 0.5, 0.75], dtype=np.float64)
+_FACE_SAMPLES = np.array(
     [
-        [0.5, 0.5, 0.0],
-        [0.0, 0.5, 0.5],
-        [0.5, 0.0, 0.5],
         [1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0],
         [2.0 / 3.0, 1.0 / 6.0, 1.0 / 6.0],
         [1.0 / 6.0, 2.0 / 3.0, 1.0 / 6.0],
         [1.0 / 6.0, 1.0 / 6.0, 2.0 / 3.0],
-        [0.75, 0.25, 0.0],
-        [0.25, 0.75, 0.0],
-        [0.0, 0.75, 0.25],
-        [0.0, 0.25, 0.75],
-        [0.25, 0.0, 0.75],
-        [0.75, 0.0, 0.25],
     ],
     dtype=np.float64,
 )
@@ -635,7 +628,7 @@ def _point_triangle_d2(px, py, pz, G, t):
     return r
 
 
-@_jit_inline
+@_jit
 def _hash_cell(ix, iy, iz, mask):
     h = (ix * 73856093) ^ (iy * 19349663) ^ (iz * 83492791)
     return h & mask
@@ -754,7 +747,7 @@ def _build_grid(positions, pt):
     return G, gp, boff, btri
 
 
-@_jit_inline
+@_jit
 def _visit_bucket(px, py, pz, hc, G, boff, btri, stamp, qid, best, bt):
     """Test the untested triangles of bucket hc against p; returns the updated (best, bt)."""
     for k in range(boff[hc], boff[hc + 1]):
@@ -774,7 +767,7 @@ def _visit_bucket(px, py, pz, hc, G, boff, btri, stamp, qid, best, bt):
     return best, bt
 
 
-@_jit_inline
+@_jit
 def _cell_of(x, o, inv, dim):
     c = (x - o) * inv
     if not c > 0.0:  # also nan
@@ -782,7 +775,7 @@ def _cell_of(x, o, inv, dim):
     return int(min(c, dim - 1.0))
 
 
-@_jit_inline
+@_jit
 def _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, qid, enough):
     """(squared distance, triangle) of the grid triangle nearest to p. hint: a triangle to try
     first (-1: none), which makes coherent queries cheap. The search stops as soon as it finds a
@@ -879,8 +872,22 @@ def _distances(points, positions, pt):
 
 
 @_jit
-def _measure(positions, in_pt, out_pt, modified, samples):
-    """Max distance from sample points of the modified output triangles to the input triangles."""
+def _measure_point(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst):
+    # a sample only matters when it is farther than the worst so far: the search stops at the
+    # first triangle that is at least that close (the Hausdorff early break), so the result stays
+    # the exact maximum over the samples
+    d2, hint = _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst)
+    return max(d2, worst), hint
+
+
+@_jit
+def _measure(positions, in_pt, out_pt, modified, edge_samples, face_samples):
+    """Max distance from sample points of the modified output triangles to the input triangles.
+
+    Per modified output triangle: face_samples (s, 3) barycentric points, and edge_samples (e,)
+    parameters along each edge (a, b) with a < b: an edge of the output that is not an input edge
+    lies between two modified triangles, so sampling it from the a < b side covers it once; the
+    others lie on the input (distance 0), and so do the vertices."""
     if not modified.any():
         return 0.0
     G, gp, boff, btri = _build_grid(positions, in_pt)
@@ -888,34 +895,52 @@ def _measure(positions, in_pt, out_pt, modified, samples):
     worst = 0.0
     hint = -1
     qid = 0
-    for t in range(out_pt.shape[0]):
-        if not modified[t]:
-            continue
-        a = out_pt[t, 0]
-        b = out_pt[t, 1]
-        c = out_pt[t, 2]
-        ax = np.float64(positions[a, 0])
-        ay = np.float64(positions[a, 1])
-        az = np.float64(positions[a, 2])
-        bx = np.float64(positions[b, 0])
-        by = np.float64(positions[b, 1])
-        bz = np.float64(positions[b, 2])
-        cx = np.float64(positions[c, 0])
-        cy = np.float64(positions[c, 1])
-        cz = np.float64(positions[c, 2])
-        for s in range(samples.shape[0]):
-            wa = samples[s, 0]
-            wb = samples[s, 1]
-            wc = samples[s, 2]
-            px = wa * ax + wb * bx + wc * cx
-            py = wa * ay + wb * by + wc * cy
-            pz = wa * az + wb * bz + wc * cz
-            # a sample only matters when it beats the worst so far: stop at the first triangle
-            # that is at least that close (the Hausdorff early break)
-            d2, hint = _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst)
-            qid += 1
-            if d2 > worst:
-                worst = d2
+    for phase in range(2):  # the first face sample of every triangle first: a good early worst
+        for t in range(out_pt.shape[0]):
+            if not modified[t]:
+                continue
+            a = out_pt[t, 0]
+            b = out_pt[t, 1]
+            c = out_pt[t, 2]
+            ax = np.float64(positions[a, 0])
+            ay = np.float64(positions[a, 1])
+            az = np.float64(positions[a, 2])
+            bx = np.float64(positions[b, 0])
+            by = np.float64(positions[b, 1])
+            bz = np.float64(positions[b, 2])
+            cx = np.float64(positions[c, 0])
+            cy = np.float64(positions[c, 1])
+            cz = np.float64(positions[c, 2])
+            s0 = 0 if phase == 0 else 1
+            s1 = 1 if phase == 0 else face_samples.shape[0]
+            for s in range(s0, s1):
+                wa = face_samples[s, 0]
+                wb = face_samples[s, 1]
+                wc = face_samples[s, 2]
+                px = wa * ax + wb * bx + wc * cx
+                py = wa * ay + wb * by + wc * cy
+                pz = wa * az + wb * bz + wc * cz
+                worst, hint = _measure_point(
+                    px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst
+                )
+                qid += 1
+            if phase == 0:
+                continue
+            for e in range(3):
+                i0 = out_pt[t, e]
+                i1 = out_pt[t, (e + 1) % 3]
+                if i0 > i1:
+                    continue
+                for s in range(edge_samples.shape[0]):
+                    w1 = edge_samples[s]
+                    w0 = 1.0 - w1
+                    px = w0 * np.float64(positions[i0, 0]) + w1 * np.float64(positions[i1, 0])
+                    py = w0 * np.float64(positions[i0, 1]) + w1 * np.float64(positions[i1, 1])
+                    pz = w0 * np.float64(positions[i0, 2]) + w1 * np.float64(positions[i1, 2])
+                    worst, hint = _measure_point(
+                        px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst
+                    )
+                    qid += 1
     return np.sqrt(worst)
 
 
@@ -988,7 +1013,7 @@ def simplify(
     if not modified.any():
         return out_w, 0.0
     in_pt = wpos[tri]
-    measured = _measure(pos, in_pt, out_p, modified, _SAMPLES)
+    measured = _measure(pos, in_pt, out_p, modified, _EDGE_SAMPLES, _FACE_SAMPLES)
     used = pos[in_pt.reshape(-1)]
     diag = float(np.linalg.norm(used.max(axis=0).astype(np.float64) - used.min(axis=0)))
     return out_w, float(measured) + _ERROR_SLACK * diag

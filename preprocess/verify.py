@@ -928,10 +928,11 @@ def check_all(dag: LodDag, bvh: Bvh | None = None, *, thresholds: int = 20,
     positions around the mesh, far, mid and grazing, so that cuts mix levels). For each view, the
     `thresholds` values of tau are spread log-uniformly from half the smallest nonzero projected
     group error (the cut must draw only clusters of error 0: level 0 where no group simplified
-    at no error) to twice the largest finite one (the cut must be
-    the root group's members). Each cut passes `check_cut`, and with a BVH, the cut reached through
-    the BVH must equal `select_cut`'s. The honest error is checked once on every generated cluster
-    (a cluster's honesty does not depend on the cut).
+    at no error) to twice the largest finite one among the groups whose sphere does not hold the
+    camera, plus one tau above all of them (the cut must be the root group's members). Each cut
+    passes `check_cut`, and with a BVH, the cut reached through the BVH must equal `select_cut`'s.
+    The honest error is checked once on every generated cluster (a cluster's honesty does not
+    depend on the cut).
 
     Returns {"limits", "dag", "bvh", "honest": the figures of each check, "cuts": one
     {"camera", "tau", "clusters", "triangles", "levels", "area_ratio"} per cut, "area_ratio":
@@ -950,9 +951,19 @@ def check_all(dag: LodDag, bvh: Bvh | None = None, *, thresholds: int = 20,
     cuts = []
     for cam in views:
         proj = projected_error(dag.group_sphere, dag.group_error, cam, scale=scale)
-        useful = proj[np.isfinite(proj) & (proj > 0)]
-        lo, hi = (0.5 * useful.min(), 2.0 * useful.max()) if len(useful) else (0.5, 2.0)
-        taus = np.geomspace(lo, hi, thresholds)
+        useful = np.isfinite(proj) & (proj > 0)
+        if not useful.any():
+            taus = np.geomspace(0.5, 2.0, thresholds)
+        else:
+            # spread the taus over the groups seen from outside (a sphere around the camera
+            # projects huge), then one tau above everything: the coarsest cut
+            seen = useful
+            if cam is not None:
+                gs = np.asarray(dag.group_sphere, np.float64)
+                seen = useful & (np.linalg.norm(gs[:, :3] - cam, axis=1) > gs[:, 3])
+            spread = proj[seen] if seen.any() else proj[useful]
+            taus = np.append(np.geomspace(0.5 * spread.min(), 2.0 * spread.max(), thresholds - 1),
+                             2.0 * proj[useful].max())
         for t, tau in enumerate(taus):
             cut = select_cut(dag, float(tau), cam, scale)
             where = f"tau {tau:.6g}, camera {None if cam is None else np.round(cam, 4).tolist()}"

@@ -1,0 +1,140 @@
+"""The page packer and decoder: every cluster of the DAG is in exactly one page, decodes back to its
+own triangles within the documented quantization error, pages respect their size and order, and
+the hierarchy sections agree with the DAG and BVH."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from assets.rock import make_terrain
+from assets.shapes import geodesic_sphere
+from preprocess.asset import (
+    CHILD_EMPTY,
+    CHILD_GROUP,
+    PAGE_ROOT,
+    decode_cluster,
+    octahedral_decode,
+    octahedral_encode,
+    page_clusters,
+)
+from preprocess.build import build_asset
+from preprocess.config import BuildConfig
+from preprocess.tessfile import read_tess, write_tess
+
+
+@pytest.fixture(scope="module", params=["terrain-uv", "sphere-small-pages"])
+def built(request):
+    if request.param == "terrain-uv":
+        mesh, cfg = make_terrain(64, seed=2), BuildConfig()
+    else:  # small pages force groups to split across pages
+        mesh, cfg = geodesic_sphere(40), BuildConfig(page_size=16 * 1024)
+    dag, bvh, packed = build_asset(mesh, cfg)
+    return mesh, cfg, dag, bvh, packed
+
+
+def test_octahedral_normals_round_trip():
+    rng = np.random.default_rng(1)
+    n = rng.normal(size=(10_000, 3))
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    n[:6] = np.vstack([np.eye(3), -np.eye(3)])  # the axes, where the octahedron folds
+    back = octahedral_decode(octahedral_encode(n))
+    # 16-bit components: about 2 / 32767 of the octahedron's side, ~1e-4 in angle
+    assert np.abs(back - n).max() < 2e-4
+
+
+def test_every_cluster_decodes_to_its_triangles(built):
+    mesh, cfg, dag, bvh, packed = built
+    meta = packed.meta
+    step = meta["step"]
+    seen = np.zeros(dag.cluster_count, np.int64)
+    for p in range(len(packed.pages)):
+        page = packed.pages[p]
+        for rec in page_clusters(page):
+            c = int(rec["cluster"])
+            seen[c] += 1
+            tris = dag.cluster_triangles(c)
+            d = decode_cluster(page, rec, step, (meta["uv_min"], meta["uv_max"]))
+            assert d["triangles"].max() < rec["vertex_count"] <= cfg.max_vertices
+            assert len(d["triangles"]) == len(tris) == rec["triangle_count"]
+            # local indices name the cluster's wedges in first-use order
+            wedges = tris.ravel()[np.sort(np.unique(tris.ravel(), return_index=True)[1])]
+            assert np.array_equal(wedges[d["triangles"]], tris)
+            want = mesh.positions[mesh.wedge_position[wedges]]
+            # one grid per mesh: rounding moves each coordinate at most step / 2
+            assert np.abs(d["positions"] - want).max() <= step / 2 * (1 + 1e-6)
+            assert np.abs(d["normals"] - mesh.wedge_normal[wedges]).max() < 2e-4
+            if mesh.wedge_uv is not None:
+                span = np.asarray(meta["uv_max"]) - np.asarray(meta["uv_min"])
+                assert (np.abs(d["uvs"] - mesh.wedge_uv[wedges]) <= span / 65535 + 1e-6).all()
+            assert rec["self_error"] == dag.cluster_self_error[c]
+            assert rec["parent_error"] == dag.cluster_parent_error[c]
+            assert rec["group"] == dag.cluster_group[c]
+    assert (seen == 1).all(), "every cluster is stored exactly once"
+
+
+def test_pages_hold_groups_coarse_to_fine(built):
+    _, cfg, dag, _, packed = built
+    levels = []
+    for p, page in enumerate(packed.pages):
+        header = page[:16].view(np.uint32)
+        assert header[1] == p and header[2] <= cfg.page_size
+        recs = page_clusters(page)
+        levels.append(dag.group_level[recs["group"]])
+    order = np.concatenate(levels)
+    assert (np.diff(order) <= 0).all(), "groups are placed coarse to fine"
+    root = packed.page_flags & PAGE_ROOT
+    assert root[0] and (np.diff(root.astype(np.int64)) <= 0).all(), "root pages are a prefix"
+    root_group_pages = packed.sections["group_parts"]["page"][
+        packed.sections["group_parts"]["group"] == dag.root_group]
+    assert root[root_group_pages].all(), "the root group is in root pages"
+
+
+def test_group_parts_cover_members(built):
+    _, _, dag, _, packed = built
+    groups = packed.sections["groups"]
+    parts = packed.sections["group_parts"]
+    for g in range(dag.group_count):
+        got = []
+        for k in range(groups["first_part"][g], groups["first_part"][g] + groups["part_count"][g]):
+            part = parts[k]
+            assert part["group"] == g
+            recs = page_clusters(packed.pages[part["page"]])
+            run = recs[part["first_cluster"] : part["first_cluster"] + part["cluster_count"]]
+            got.extend(run["cluster"].tolist())
+        members = dag.group_clusters[dag.group_cluster_offset[g] : dag.group_cluster_offset[g + 1]]
+        assert sorted(got) == sorted(members.tolist())
+        assert groups["cluster_count"][g] == len(members)
+
+
+def test_sections_match_bvh_and_page_deps(built):
+    _, _, dag, bvh, packed = built
+    nodes = packed.sections["bvh_nodes"]
+    ch = bvh.node_children.astype(np.int64)
+    enc = nodes["children"].astype(np.int64)
+    assert (enc[ch == -1] == CHILD_EMPTY).all()
+    assert (enc[ch >= 0] == ch[ch >= 0]).all()
+    assert (enc[ch < -1] == (CHILD_GROUP | (-2 - ch[ch < -1]))).all()
+    # a page depends on the pages of the groups its clusters were generated from
+    parts = packed.sections["group_parts"]
+    deps, offs = packed.sections["page_deps"], packed.sections["page_dep_offset"]
+    for p, page in enumerate(packed.pages):
+        src = dag.cluster_source_group[page_clusters(page)["cluster"]]
+        want = set(parts["page"][np.isin(parts["group"], src[src >= 0])].tolist())
+        assert set(deps[offs[p] : offs[p + 1]].tolist()) == want
+
+
+def test_file_round_trip_bit_exact(built, tmp_path):
+    *_, packed = built
+    a, b = tmp_path / "a.tess", tmp_path / "b.tess"
+    write_tess(a, meta=packed.meta, sections=packed.sections, pages=packed.pages,
+               page_flags=packed.page_flags)
+    with read_tess(a, verify_pages=True) as f:
+        assert f.meta == packed.meta
+        for name, arr in packed.sections.items():
+            assert f.sections[name].dtype == arr.dtype
+            assert np.array_equal(f.sections[name], arr)
+        assert np.array_equal(f.pages_array(), packed.pages)
+        write_tess(b, meta=f.meta, sections=f.sections, pages=f.pages_array(),
+                   page_flags=f.page_flags)
+    assert a.read_bytes() == b.read_bytes()
