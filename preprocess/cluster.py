@@ -124,6 +124,17 @@ def _kd_clusters(centroids: np.ndarray, tris: np.ndarray, wedge_count: int, max_
     return perm, offsets[: nclusters + 1].copy()
 
 
+@nb.njit(cache=True, nogil=True)
+def _centroids(positions: np.ndarray, wedge_position: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    out = np.zeros((tris.shape[0], 3), np.float32)
+    for t in range(tris.shape[0]):
+        for k in range(3):
+            p = wedge_position[tris[t, k]]
+            for a in range(3):
+                out[t, a] += positions[p, a] * np.float32(1.0 / 3.0)
+    return out
+
+
 def build_clusters(positions: np.ndarray, triangles: np.ndarray, wedge_position: np.ndarray, *,
                    max_triangles: int = 128, max_vertices: int = 255
                    ) -> tuple[np.ndarray, np.ndarray]:
@@ -136,6 +147,6 @@ def build_clusters(positions: np.ndarray, triangles: np.ndarray, wedge_position:
     tris = np.ascontiguousarray(triangles, dtype=np.int32)
     if tris.shape[0] == 0:
         return np.zeros(0, np.int32), np.zeros(1, np.int64)
-    p = positions[wedge_position[tris]]  # (m, 3, 3)
-    centroids = np.ascontiguousarray(p.mean(axis=1), dtype=np.float32)
+    centroids = _centroids(np.ascontiguousarray(positions, np.float32),
+                           np.ascontiguousarray(wedge_position, np.int32), tris)
     return _kd_clusters(centroids, tris, int(wedge_position.shape[0]), max_triangles, max_vertices)

@@ -84,21 +84,51 @@ def _shared_positions(pos_tris: np.ndarray, tri_group: np.ndarray, n: int) -> np
     return shared
 
 
+@nb.njit(cache=True, nogil=True)
+def _adjacent_pairs(pos_tris: np.ndarray, tri_cluster: np.ndarray) -> np.ndarray:
+    """(k, 2) int64 cluster pairs, one row per edge shared by triangles of two clusters.
+
+    An open-addressing hash of edge keys remembers the first cluster that used each edge."""
+    m = pos_tris.shape[0]
+    size = 1
+    while size < 3 * m:
+        size *= 2
+    keys = np.full(size, -1, np.int64)
+    owner = np.zeros(size, np.int32)
+    out = np.zeros((3 * m, 2), np.int64)
+    n = 0
+    for t in range(m):
+        c = tri_cluster[t]
+        for k in range(3):
+            a = pos_tris[t, k]
+            b = pos_tris[t, (k + 1) % 3]
+            if a > b:
+                a, b = b, a
+            key = (np.int64(a) << 32) | np.int64(b)
+            h = (key * np.int64(-7046029254386353131)) >> 20
+            slot = h & (size - 1)
+            while True:
+                if keys[slot] == -1:
+                    keys[slot] = key
+                    owner[slot] = c
+                    break
+                if keys[slot] == key:
+                    if owner[slot] != c:
+                        out[n, 0] = owner[slot]
+                        out[n, 1] = c
+                        n += 1
+                    break
+                slot = (slot + 1) & (size - 1)
+    return out[:n]
+
+
 def _cluster_adjacency(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters: int
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR graph of clusters sharing edges: (xadj, adjncy, weights = shared edge count)."""
-    e = np.concatenate([pos_tris[:, [0, 1]], pos_tris[:, [1, 2]], pos_tris[:, [2, 0]]])
-    e.sort(axis=1)
-    key = e[:, 0].astype(np.int64) << 32 | e[:, 1].astype(np.int64)
-    cl = np.tile(tri_cluster, 3)
-    order = np.lexsort((cl, key))
-    key = key[order]
-    cl = cl[order]
-    same = (key[1:] == key[:-1]) & (cl[1:] != cl[:-1])
-    a = cl[:-1][same].astype(np.int64)
-    b = cl[1:][same].astype(np.int64)
-    pairs = np.concatenate([a * nclusters + b, b * nclusters + a])
-    upairs, counts = np.unique(pairs, return_counts=True)
+    pairs = _adjacent_pairs(pos_tris, tri_cluster)
+    a, b = pairs[:, 0], pairs[:, 1]
+    keys = np.concatenate([a * nclusters + b, b * nclusters + a])
+    upairs, counts = np.unique(keys, return_counts=True)
     src = upairs // nclusters
     dst = upairs % nclusters
     xadj = np.zeros(nclusters + 1, np.int64)
@@ -149,17 +179,18 @@ class _Builder:
                      source: int, sphere: np.ndarray | None, error: float) -> np.ndarray:
         """Append the clusters tris[order[offsets[i]:offsets[i+1]]]; returns their ids."""
         first = len(self.tris)
+        n = len(offsets) - 1
         ordered = tris[order]
+        self.tris.extend(np.split(ordered, offsets[1:-1]))
+        self.level.extend([level] * n)
+        self.source.extend([source] * n)
         if sphere is None:  # level 0: the LOD sphere is the cluster's own bound
-            bounds = _cluster_bounds(self.positions, self.wpos[ordered], offsets)
-        for i in range(len(offsets) - 1):
-            self.tris.append(ordered[offsets[i] : offsets[i + 1]])
-            self.level.append(level)
-            self.source.append(source)
-            self.self_sphere.append(bounds[i] if sphere is None else sphere)
-            self.self_error.append(error)
-            self.group_of.append(-1)
-        return np.arange(first, len(self.tris), dtype=np.int32)
+            self.self_sphere.extend(_cluster_bounds(self.positions, self.wpos[ordered], offsets))
+        else:
+            self.self_sphere.extend([sphere] * n)
+        self.self_error.extend([error] * n)
+        self.group_of.extend([-1] * n)
+        return np.arange(first, first + n, dtype=np.int32)
 
     def add_group(self, members: np.ndarray, level: int, error: float) -> int:
         g = len(self.groups)
