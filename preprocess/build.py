@@ -49,7 +49,8 @@ def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> s
     for lv, (c, t) in enumerate(zip(per_level, tris_level, strict=True)):
         lines.append(f"    level {lv:<3} {c:>8,} clusters {t:>11,} triangles")
     lines += [
-        f"  root          {meta['root_clusters']} clusters, {meta['root_triangles']:,} triangles",
+        f"  root          {meta['root_clusters']} cluster{'s' * (meta['root_clusters'] != 1)}, "
+        f"{meta['root_triangles']:,} triangles",
         f"  quantization  step {meta['step']:.3g} (max error {meta['quantization_error']:.3g})",
         f"  pages         {page_count:,} of {meta['page_size'] // 1024} KiB "
         f"({root_pages} root)",

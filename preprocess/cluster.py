@@ -16,16 +16,18 @@ import numpy as np
 
 
 @nb.njit(cache=True, nogil=True)
-def _select(keys: np.ndarray, perm: np.ndarray, lo: int, hi: int, k: int) -> None:
-    """Reorder perm[lo:hi] so that the k-th smallest key (by perm) sits at k, smaller before it."""
+def _select(cs: np.ndarray, axis: int, perm: np.ndarray, lo: int, hi: int, k: int) -> None:
+    """Reorder cs[:, lo:hi] (and perm with it) so that the k-th smallest cs[axis] sits at k,
+    smaller ones before it. The centroids travel with perm: sequential access, no indirection."""
+    keys = cs[axis]
     left = lo
     right = hi - 1
     while right > left:
         mid = (left + right) >> 1
         # median of three as the pivot
-        a = keys[perm[left]]
-        b = keys[perm[mid]]
-        c = keys[perm[right]]
+        a = keys[left]
+        b = keys[mid]
+        c = keys[right]
         if a > b:
             a, b = b, a
         if b > c:
@@ -36,14 +38,18 @@ def _select(keys: np.ndarray, perm: np.ndarray, lo: int, hi: int, k: int) -> Non
         i = left
         j = right
         while i <= j:
-            while keys[perm[i]] < pivot:
+            while keys[i] < pivot:
                 i += 1
-            while keys[perm[j]] > pivot:
+            while keys[j] > pivot:
                 j -= 1
             if i <= j:
                 t = perm[i]
                 perm[i] = perm[j]
                 perm[j] = t
+                for d in range(3):
+                    f = cs[d, i]
+                    cs[d, i] = cs[d, j]
+                    cs[d, j] = f
                 i += 1
                 j -= 1
         if k <= j:
@@ -72,7 +78,7 @@ def _kd_clusters(centroids: np.ndarray, tris: np.ndarray, wedge_count: int, max_
                  max_vertices: int) -> tuple[np.ndarray, np.ndarray]:
     m = tris.shape[0]
     perm = np.arange(m).astype(np.int32)
-    keys = np.zeros(m, np.float32)
+    cs = np.ascontiguousarray(centroids.T)  # (3, m), permuted along with perm
     stamp = np.full(wedge_count, -1, np.int64)
     offsets = np.zeros(m + 1, np.int64)
     nclusters = 0
@@ -101,9 +107,9 @@ def _kd_clusters(centroids: np.ndarray, tris: np.ndarray, wedge_count: int, max_
         # split along the longest axis of the centroid box
         bmin = np.full(3, np.inf)
         bmax = np.full(3, -np.inf)
-        for t in range(lo, hi):
-            for a in range(3):
-                v = centroids[perm[t], a]
+        for a in range(3):
+            for t in range(lo, hi):
+                v = cs[a, t]
                 if v < bmin[a]:
                     bmin[a] = v
                 if v > bmax[a]:
@@ -113,9 +119,7 @@ def _kd_clusters(centroids: np.ndarray, tris: np.ndarray, wedge_count: int, max_
             axis = 1
         if bmax[2] - bmin[2] > bmax[axis] - bmin[axis]:
             axis = 2
-        for t in range(lo, hi):
-            keys[perm[t]] = centroids[perm[t], axis]
-        _select(keys, perm, lo, hi, cut)
+        _select(cs, axis, perm, lo, hi, cut)
         stack[top, 0] = cut
         stack[top, 1] = hi
         stack[top + 1, 0] = lo

@@ -11,8 +11,9 @@ original mesh.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import numba as nb
 import numpy as np
@@ -27,15 +28,66 @@ from preprocess.simplify import simplify
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
+@nb.njit(cache=True, nogil=True)
 def merge_spheres(spheres: np.ndarray) -> np.ndarray:
-    """(k, 4) float32 spheres -> (4,) float32 sphere containing them all (after float32 rounding)."""
-    s = spheres.astype(np.float64)
-    lo = (s[:, :3] - s[:, 3:]).min(axis=0)
-    hi = (s[:, :3] + s[:, 3:]).max(axis=0)
-    c = np.float32(0.5) * (lo + hi).astype(np.float32)
-    r = (np.linalg.norm(s[:, :3] - c.astype(np.float64), axis=1) + s[:, 3]).max()
-    r32 = np.nextafter(np.float32(r * (1 + 1e-6)), np.float32(np.inf))
-    return np.array([c[0], c[1], c[2], r32], np.float32)
+    """(k, 4) float32 spheres -> (4,) float32 sphere containing them all (after float32 rounding).
+
+    Centre: the middle of the box around the spheres; radius: the farthest sphere surface."""
+    lo = np.full(3, np.inf)
+    hi = np.full(3, -np.inf)
+    for i in range(spheres.shape[0]):
+        r = np.float64(spheres[i, 3])
+        for a in range(3):
+            lo[a] = min(lo[a], spheres[i, a] - r)
+            hi[a] = max(hi[a], spheres[i, a] + r)
+    out = np.zeros(4, np.float32)
+    for a in range(3):
+        out[a] = np.float32(0.5 * (lo[a] + hi[a]))
+    rmax = 0.0
+    for i in range(spheres.shape[0]):
+        d = 0.0
+        for a in range(3):
+            e = np.float64(spheres[i, a]) - np.float64(out[a])
+            d += e * e
+        rmax = max(rmax, np.sqrt(d) + spheres[i, 3])
+    out[3] = np.nextafter(np.float32(rmax * (1 + 1e-6)), np.float32(np.inf))
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _localize(tris: np.ndarray, wpos: np.ndarray, wslot: np.ndarray, pslot: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A group's sub-mesh with local numbering, in first-use order.
+
+    tris (t, 3) global wedge ids; wslot/pslot: per-thread scratch, all -1 on entry and on exit.
+    Returns (local tris (t, 3), wedges (k,) global ids, local wedge->position (k,),
+    positions (n,) global ids)."""
+    t = tris.shape[0]
+    local = np.zeros((t, 3), np.int32)
+    wedges = np.zeros(3 * t, np.int32)
+    lwp = np.zeros(3 * t, np.int32)
+    pos = np.zeros(3 * t, np.int32)
+    nw = 0
+    npos = 0
+    for i in range(t):
+        for k in range(3):
+            w = tris[i, k]
+            if wslot[w] < 0:
+                p = wpos[w]
+                if pslot[p] < 0:
+                    pslot[p] = npos
+                    pos[npos] = p
+                    npos += 1
+                wslot[w] = nw
+                wedges[nw] = w
+                lwp[nw] = pslot[p]
+                nw += 1
+            local[i, k] = wslot[w]
+    for i in range(nw):
+        wslot[wedges[i]] = -1
+    for i in range(npos):
+        pslot[pos[i]] = -1
+    return local, wedges[:nw].copy(), lwp[:nw].copy(), pos[:npos].copy()
 
 
 @nb.njit(cache=True, nogil=True)
@@ -175,6 +227,7 @@ class _Builder:
         self.group_level: list[int] = []
         self.group_sphere: list[np.ndarray] = []
         self.group_error: list[float] = []
+        self.scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-thread _localize
 
     def add_clusters(self, tris: np.ndarray, order: np.ndarray, offsets: np.ndarray, level: int,
                      source: int, sphere: np.ndarray | None, error: float) -> np.ndarray:
@@ -182,7 +235,7 @@ class _Builder:
         first = len(self.tris)
         n = len(offsets) - 1
         ordered = tris[order]
-        self.tris.extend(np.split(ordered, offsets[1:-1]))
+        self.tris.extend([ordered[offsets[i] : offsets[i + 1]] for i in range(n)])
         self.level.extend([level] * n)
         self.source.extend([source] * n)
         if sphere is None:  # level 0: the LOD sphere is the cluster's own bound
@@ -209,16 +262,18 @@ class _Builder:
         """Merge, simplify and re-split one group. None when it cannot shrink enough."""
         cfg = self.config
         tris = np.concatenate([self.tris[c] for c in members])
-        wedges, local = np.unique(tris, return_inverse=True)
-        local = local.reshape(-1, 3).astype(np.int32)
-        pos_ids, local_wp = np.unique(self.wpos[wedges], return_inverse=True)
+        scratch = self.scratch.get(threading.get_ident())
+        if scratch is None:
+            scratch = (np.full(len(self.wpos), -1, np.int32),
+                       np.full(len(self.positions), -1, np.int32))
+            self.scratch[threading.get_ident()] = scratch
+        local, wedges, local_wp, pos_ids = _localize(tris, self.wpos, *scratch)
         target = max(1, int(len(tris) * cfg.simplify_ratio))
-        new_local, err = simplify(self.positions[pos_ids], local, local_wp.astype(np.int32),
+        new_local, err = simplify(self.positions[pos_ids], local, local_wp,
                                   self.attrs[wedges], locked[pos_ids], target)
         if len(new_local) == 0 or len(new_local) > cfg.stuck_ratio * len(tris):
             return None
-        order, offsets = build_clusters(self.positions[pos_ids], new_local,
-                                        local_wp.astype(np.int32),
+        order, offsets = build_clusters(self.positions[pos_ids], new_local, local_wp,
                                         max_triangles=cfg.max_triangles,
                                         max_vertices=cfg.max_vertices)
         return wedges[new_local].astype(np.int32), float(err), order, offsets
@@ -240,7 +295,8 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
     report("cluster", 1, 1)
 
     level = 0
-    total_tris = mesh.triangle_count
+    # work estimate for the progress bar: each level has about half the triangles of the last
+    work = 2 * mesh.triangle_count
     done_tris = 0
     with ThreadPoolExecutor(max_workers=threads) as pool:
         while len(pending) > 1:
@@ -254,12 +310,16 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
             order = np.argsort(part, kind="stable")
             bounds = np.searchsorted(part[order], np.arange(ngroups + 1))
             members = [pending[order[bounds[g] : bounds[g + 1]]] for g in range(ngroups)]
-            results = pool.map(lambda m: b.simplify_group(m, locked), members)
+            # the whole level is collected before the bookkeeping: interleaving it with the
+            # workers makes the main thread wait for the GIL at every step
+            futures = {pool.submit(b.simplify_group, m, locked): m for m in members}
+            for f in as_completed(futures):
+                done_tris += int(sum(len(b.tris[c]) for c in futures[f]))
+                report("simplify", min(done_tris, work), work)
+            results = [f.result() for f in futures]
             next_pending: list[np.ndarray] = []
             progressed = False
             for m, res in zip(members, results, strict=True):
-                done_tris += int(sum(len(b.tris[c]) for c in m))
-                report("simplify", min(done_tris, total_tris), total_tris)
                 if res is None:  # terminal for now: try again with other neighbours
                     next_pending.append(m)
                     continue
@@ -274,7 +334,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
             if not progressed:
                 break
     b.add_group(pending, level, ROOT_ERROR)
-    report("simplify", total_tris, total_tris)
+    report("simplify", work, work)
     return _finish(b, mesh)
 
 

@@ -44,7 +44,7 @@ def test_octahedral_normals_round_trip():
 
 
 def test_every_cluster_decodes_to_its_triangles(built):
-    mesh, cfg, dag, bvh, packed = built
+    mesh, cfg, dag, _, packed = built
     meta = packed.meta
     step = meta["step"]
     seen = np.zeros(dag.cluster_count, np.int64)
