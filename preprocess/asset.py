@@ -162,6 +162,60 @@ def _align4(n: np.ndarray | int) -> np.ndarray | int:
     return (n + 3) // 4 * 4
 
 
+@nb.njit(cache=True, nogil=True)
+def _assign_pages(group_order, group_offset, group_clusters, size, header, page_size):
+    """Groups in `group_order` go to pages in turn, each group's members contiguous; a group that
+    does not fit in what is left of a page starts a new page, and is split into parts only when
+    it fills whole pages by itself. Returns (cluster_page, cluster_slot, parts (k, 4) as
+    (page, first_cluster, cluster_count, group), group_first_part, group_part_count, pages)."""
+    c = group_clusters.shape[0]
+    g_count = group_order.shape[0]
+    cluster_page = np.zeros(c, np.int64)
+    cluster_slot = np.zeros(c, np.int64)
+    parts = np.zeros((c + g_count, 4), np.int64)
+    first_part = np.zeros(g_count, np.int64)
+    part_count = np.zeros(g_count, np.int64)
+    page = 0
+    slot = 0
+    used = header
+    nparts = 0
+    for g in group_order:
+        lo = group_offset[g]
+        hi = group_offset[g + 1]
+        need = 0
+        for i in range(lo, hi):
+            need += size[group_clusters[i]]
+        if used + need > page_size and slot > 0:
+            page += 1
+            slot = 0
+            used = header
+        first_part[g] = nparts
+        run_start = slot
+        for i in range(lo, hi):
+            cl = group_clusters[i]
+            if used + size[cl] > page_size:
+                parts[nparts, 0] = page
+                parts[nparts, 1] = run_start
+                parts[nparts, 2] = slot - run_start
+                parts[nparts, 3] = g
+                nparts += 1
+                page += 1
+                slot = 0
+                used = header
+                run_start = 0
+            cluster_page[cl] = page
+            cluster_slot[cl] = slot
+            slot += 1
+            used += size[cl]
+        parts[nparts, 0] = page
+        parts[nparts, 1] = run_start
+        parts[nparts, 2] = slot - run_start
+        parts[nparts, 3] = g
+        nparts += 1
+        part_count[g] = nparts - first_part[g]
+    return cluster_page, cluster_slot, parts[:nparts].copy(), first_part, part_count, page + 1
+
+
 @dataclass
 class PackedAsset:
     """What goes into the file: meta, sections and pages (see `preprocess.tessfile.write_tess`)."""
@@ -202,46 +256,20 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
 
     # pages: groups coarse to fine, each group's members contiguous; a group that does not fit
     # in what is left of a page starts a new page, and is split only if it fills pages by itself
-    group_order = np.lexsort((np.arange(dag.group_count), -dag.group_level))
-    cluster_page = np.zeros(dag.cluster_count, np.int64)
-    cluster_slot = np.zeros(dag.cluster_count, np.int64)
-    parts: list[tuple[int, int, int, int]] = []
-    group_first_part = np.zeros(dag.group_count, np.int64)
-    group_part_count = np.zeros(dag.group_count, np.int64)
-    page_clusters: list[list[int]] = [[]]
-    used = header
-    for g in group_order:
-        members = dag.group_clusters[dag.group_cluster_offset[g] : dag.group_cluster_offset[g + 1]]
-        need = int((data_bytes[members] + record).sum())
-        if used + need > cfg.page_size and page_clusters[-1]:
-            page_clusters.append([])
-            used = header
-        group_first_part[g] = len(parts)
-        run_start = len(page_clusters[-1])
-        for c in members:
-            size = int(data_bytes[c]) + record
-            if used + size > cfg.page_size:
-                parts.append((len(page_clusters) - 1, run_start,
-                              len(page_clusters[-1]) - run_start, int(g)))
-                page_clusters.append([])
-                used = header
-                run_start = 0
-            cluster_page[c] = len(page_clusters) - 1
-            cluster_slot[c] = len(page_clusters[-1])
-            page_clusters[-1].append(int(c))
-            used += size
-        parts.append((len(page_clusters) - 1, run_start, len(page_clusters[-1]) - run_start,
-                      int(g)))
-        group_part_count[g] = len(parts) - group_first_part[g]
-
-    npages = len(page_clusters)
+    group_order = np.lexsort((np.arange(dag.group_count), -dag.group_level)).astype(np.int64)
+    cluster_page, cluster_slot, parts, group_first_part, group_part_count, npages = (
+        _assign_pages(group_order, dag.group_cluster_offset, dag.group_clusters,
+                      (data_bytes + record).astype(np.int64), header, cfg.page_size))
+    order = np.lexsort((cluster_slot, cluster_page))
+    page_start = np.searchsorted(cluster_page[order], np.arange(npages + 1))
+    in_page = [order[page_start[p] : page_start[p + 1]] for p in range(npages)]
     pages = np.zeros((npages, cfg.page_size), np.uint8)
     records = np.zeros(dag.cluster_count, CLUSTER_DTYPE)
     max_level = int(dag.group_level.max())
     root_level = max_level - cfg.root_page_levels + 1
     page_flags = np.zeros(npages, np.uint32)
     # byte offsets of every cluster's streams
-    for p, members in enumerate(page_clusters):
+    for p, members in enumerate(in_page):
         m = np.array(members, np.int64)
         offs = header + record * len(m) + np.concatenate([[0], np.cumsum(data_bytes[m])[:-1]])
         records["position_offset"][m] = offs
@@ -252,7 +280,7 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
         hdr["cluster_count"] = len(m)
         hdr["page"] = p
         hdr["bytes_used"] = header + record * len(m) + int(data_bytes[m].sum())
-        if (dag.group_level[dag.cluster_group[m]] >= root_level).any():
+        if dag.group_level[dag.cluster_group[m[0]]] >= root_level:  # coarse to fine
             page_flags[p] = PAGE_ROOT
         hdr["flags"] = page_flags[p]
         pages[p, :header] = hdr.view(np.uint8)
@@ -269,7 +297,7 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
     records["vertex_count"] = nv
     records["triangle_count"] = nt
     records["level"] = dag.cluster_level
-    for p, members in enumerate(page_clusters):
+    for p, members in enumerate(in_page):
         m = np.array(members, np.int64)
         pages[p, header : header + record * len(m)] = records[m].view(np.uint8)
 
@@ -303,13 +331,11 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
     groups["part_count"] = group_part_count
     groups["cluster_count"] = np.diff(dag.group_cluster_offset)
     part_arr = np.zeros(len(parts), PART_DTYPE)
-    if parts:
-        pa = np.array(parts, np.int64)
-        for i, name in enumerate(("page", "first_cluster", "cluster_count", "group")):
-            part_arr[name] = pa[:, i]
+    for i, name in enumerate(("page", "first_cluster", "cluster_count", "group")):
+        part_arr[name] = parts[:, i]
     # page dependencies: pages of the groups that generated the clusters stored in each page
     deps: list[np.ndarray] = []
-    for members in page_clusters:
+    for members in in_page:
         src = dag.cluster_source_group[np.array(members)]
         src = src[src >= 0]
         parts_src = [part_arr["page"][group_first_part[g] : group_first_part[g]
