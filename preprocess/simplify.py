@@ -32,7 +32,8 @@ import numpy as np
 
 _MANIFOLD = 0
 _SEAM = 1
-_LOCKED = 2
+_BORDER = 2
+_LOCKED = 3
 
 _FLIP_COS = 0.2  # reject a collapse that turns a triangle normal to a cosine below this
 _MAX_PASSES = 200
@@ -40,6 +41,7 @@ _ERROR_SLACK = 1.0e-6  # the returned error adds this times the input bounding-b
 _BOUND_TOLERANCE = 0.1  # refine the bound until within this fraction of the sampled maximum
 _MAX_DEPTH = 4  # at most 4**depth sub-triangles per output triangle
 _CAP_FACTOR = 1.5  # where no bound is proven at _MAX_DEPTH: this times the sampled maximum
+_BORDER_WEIGHT = 2.0  # weight of the open-border edge planes (meshoptimizer's boundary weight)
 
 # Sample points on a simplified triangle (its vertices are input vertices: distance 0): points
 # along each edge (parameters), and barycentric points inside, the centroid first.
@@ -126,8 +128,9 @@ def _quadric_error(Q, i, x, y, z):
 
 
 @_jit
-def _add_seam_plane(Q, P, tp, t, a, b):
-    """Add to a and b the plane through edge ab perpendicular to triangle t (seam quadric)."""
+def _add_seam_plane(Q, P, tp, t, a, b, weight):
+    """Add to a and b the plane through edge ab perpendicular to triangle t (seam and border
+    quadrics), weighted by weight times the squared edge length."""
     p0 = tp[t, 0]
     p1 = tp[t, 1]
     p2 = tp[t, 2]
@@ -153,14 +156,14 @@ def _add_seam_plane(Q, P, tp, t, a, b):
     py /= pl
     pz /= pl
     d = -(px * P[a, 0] + py * P[a, 1] + pz * P[a, 2])
-    w = ex * ex + ey * ey + ez * ez
+    w = weight * (ex * ex + ey * ey + ez * ez)
     _add_plane(Q, a, px, py, pz, d, w)
     _add_plane(Q, b, px, py, pz, d, w)
 
 
 @_jit
 def _classify(P, tp, tw, m, n, off, adj, locked, Q):
-    """Vertex kinds (n,) int8, and seam-edge quadrics added to Q. See the module header."""
+    """Vertex kinds (n,) int8, and seam- and border-edge quadrics added to Q. See the header."""
     kind = np.full(n, _LOCKED, np.int8)
     stamp = np.full(n, -1, np.int32)
     cnt = np.zeros(n, np.int32)
@@ -193,10 +196,11 @@ def _classify(P, tp, tw, m, n, off, adj, locked, Q):
                     cnt[b] += 1
                     if tw[t, ia] != first_wa[b] or tw[t, ib] != first_wb[b]:
                         if not seam[b] and a < b:
-                            _add_seam_plane(Q, P, tp, first_t[b], a, b)
-                            _add_seam_plane(Q, P, tp, t, a, b)
+                            _add_seam_plane(Q, P, tp, first_t[b], a, b, 1.0)
+                            _add_seam_plane(Q, P, tp, t, a, b, 1.0)
                         seam[b] = True
         n_seam = 0
+        n_border = 0
         w0 = -1
         w1 = -1
         n_wedges = 0
@@ -215,38 +219,74 @@ def _classify(P, tp, tw, m, n, off, adj, locked, Q):
                 if done[b] == a:
                     continue
                 done[b] = a
-                if cnt[b] != 2:
-                    lock = True  # open border or non-manifold edge
+                if cnt[b] == 1:
+                    n_border += 1
+                    if a < b:  # an open-border edge: keep the border's shape
+                        _add_seam_plane(Q, P, tp, t, a, b, _BORDER_WEIGHT)
+                elif cnt[b] != 2:
+                    lock = True  # non-manifold edge
                 if seam[b]:
                     n_seam += 1
         if lock:
             continue
-        # the fan must be one consistently oriented cycle (no bowtie, no orientation flip)
+        # the fan must be one consistently oriented cycle (interior vertex) or, with exactly two
+        # border edges, one consistently oriented open chain (border vertex)
         deg = e - s
-        t0 = adj[s]
-        nxt = tp[t0, (_corner(tp, t0, a) + 1) % 3]
-        steps = 1
-        ok = True
-        while True:
-            found = -1
+        if n_border == 0:
+            t0 = adj[s]
+            nxt = tp[t0, (_corner(tp, t0, a) + 1) % 3]
+        elif n_border == 2:
+            # start at the triangle whose next edge (a, tp[ia + 1]) is a border edge, walk back
+            t0 = -1
             for k in range(s, e):
                 t = adj[k]
-                if tp[t, (_corner(tp, t, a) + 2) % 3] == nxt:
-                    found = t
+                if cnt[tp[t, (_corner(tp, t, a) + 1) % 3]] == 1:
+                    t0 = t
                     break
+            if t0 < 0:
+                continue
+            nxt = tp[t0, (_corner(tp, t0, a) + 2) % 3]
+        else:
+            continue
+        steps = 1
+        ok = True
+        t = t0
+        while True:
+            if n_border == 2 and cnt[nxt] == 1:
+                break  # reached the other border edge
+            found = -1
+            if n_border == 0:
+                for k in range(s, e):
+                    t2 = adj[k]
+                    if tp[t2, (_corner(tp, t2, a) + 2) % 3] == nxt:
+                        found = t2
+                        break
+                if found == t0:
+                    break
+            else:
+                for k in range(s, e):
+                    t2 = adj[k]
+                    if tp[t2, (_corner(tp, t2, a) + 1) % 3] == nxt:
+                        found = t2
+                        break
             if found < 0:
                 ok = False
                 break
-            if found == t0:
-                break
-            nxt = tp[found, (_corner(tp, found, a) + 1) % 3]
+            if n_border == 0:
+                nxt = tp[found, (_corner(tp, found, a) + 1) % 3]
+            else:
+                nxt = tp[found, (_corner(tp, found, a) + 2) % 3]
+            t = found
             steps += 1
             if steps > deg:
                 ok = False
                 break
         if not ok or steps != deg:
             continue
-        if n_seam == 0 and n_wedges == 1:
+        if n_border == 2:
+            if n_seam == 0 and n_wedges == 1:
+                kind[a] = _BORDER
+        elif n_seam == 0 and n_wedges == 1:
             kind[a] = _MANIFOLD
         elif n_seam == 2 and n_wedges == 2:
             kind[a] = _SEAM
@@ -309,9 +349,18 @@ def _is_seam_edge(tp, tw, t, t2, a, b):
 
 
 @_jit
-def _can_collapse(P, tp, off, adj, u, v, lstamp, sid, on):
+def _can_collapse(P, tp, off, adj, u, v, border, locked, lstamp, sid, on):
     """Topology and flip checks of the half-edge collapse u -> v on intact fans; returns
-    (ok, t1, t2): t1 and t2 are the two triangles of edge uv."""
+    (ok, t1, t2): t1 and t2 are the triangles of edge uv (t2 = -1 along an open border).
+
+    The link condition, with the open border linked to a virtual vertex: an interior u needs
+    exactly two triangles on uv; a border u (border=True) exactly one (uv is a border edge, so
+    a border vertex never moves inward), and u, v must not both be border neighbours of that
+    triangle's third vertex; in both cases the common neighbours of u and v are exactly the
+    third vertices of uv's triangles. So no edge ends up with more than two triangles, and a
+    border edge keeps exactly one. And no new edge may join two caller-locked vertices: two
+    neighbouring groups could both make the same chord across their shared border, and the cut
+    would then hold four triangles on it."""
     t1 = -1
     t2 = -1
     o1 = -1
@@ -330,7 +379,20 @@ def _can_collapse(P, tp, off, adj, u, v, lstamp, sid, on):
                 o2 = o
             else:
                 return False, -1, -1
-    if t2 < 0 or o1 == o2:
+    if t1 < 0:
+        return False, -1, -1
+    if border:
+        if t2 >= 0:
+            return False, -1, -1
+        if off[u + 1] - off[u] == 1:
+            # u's only triangle is t1, so u-o1 is a border edge: v-o1 must not be one too
+            uses = 0
+            for k in range(off[v], off[v + 1]):
+                if _corner(tp, adj[k], o1) >= 0:
+                    uses += 1
+            if uses < 2:
+                return False, -1, -1
+    elif t2 < 0 or o1 == o2:
         return False, -1, -1
     # the summed (area-weighted) normal of u's fan: new triangles must also face its way, which
     # stops slivers standing across the surface (each still passing the per-triangle test)
@@ -364,9 +426,13 @@ def _can_collapse(P, tp, off, adj, u, v, lstamp, sid, on):
         iu = _corner(tp, t, u)
         x = tp[t, (iu + 1) % 3]
         y = tp[t, (iu + 2) % 3]
+        if x == v or y == v:
+            return False, -1, -1  # a third triangle on uv (fans are intact: cannot happen)
         cx = lstamp[x] == sid and x != o1 and x != o2
         cy = lstamp[y] == sid and y != o1 and y != o2
         if cx or cy:
+            return False, -1, -1
+        if locked[v] and ((locked[x] and lstamp[x] != sid) or (locked[y] and lstamp[y] != sid)):
             return False, -1, -1
         if lstamp[x] == sid and lstamp[y] == sid:
             # u's triangle (u, x, y) becomes (v, x, y): a duplicate if v already has one on x, y
@@ -485,7 +551,7 @@ def _simplify_core(positions, triangles, wedge_position, wedge_attr, locked, tar
             on[t, 2] = nz / ln
     kind = _classify(P, tp, tw, m, n, off, adj, locked, Q)
 
-    cap = 3 * m // 2 + 3
+    cap = 3 * m + 3  # at most one candidate per edge
     cand_u = np.empty(cap, np.int32)
     cand_v = np.empty(cap, np.int32)
     cand_cost = np.empty(cap, np.float32)
@@ -505,18 +571,20 @@ def _simplify_core(positions, triangles, wedge_position, wedge_attr, locked, tar
             for i in range(3):
                 a = tp[t, i]
                 b = tp[t, (i + 1) % 3]
-                if a > b:
-                    continue
                 ka = kind[a]
                 kb = kind[b]
                 if ka == _LOCKED and kb == _LOCKED:
                     continue
                 seam_edge = False
-                if ka == _SEAM or kb == _SEAM:
+                border_edge = False
+                if ka == _SEAM or kb == _SEAM or ka == _BORDER or kb == _BORDER:
                     t2 = _twin(tp, off, adj, t, a, b)
                     if t2 < 0:
-                        continue
-                    seam_edge = _is_seam_edge(tp, tw, t, t2, a, b)
+                        border_edge = True
+                    else:
+                        seam_edge = _is_seam_edge(tp, tw, t, t2, a, b)
+                if a > b and not border_edge:
+                    continue  # an interior edge is costed from its a < b side
                 best = np.inf
                 bu = -1
                 bv = -1
@@ -529,6 +597,9 @@ def _simplify_core(positions, triangles, wedge_position, wedge_attr, locked, tar
                             continue
                     elif ku == _SEAM:
                         if not seam_edge or kind[v] == _MANIFOLD:
+                            continue
+                    elif ku == _BORDER:
+                        if not border_edge:
                             continue
                     else:
                         continue
@@ -562,13 +633,18 @@ def _simplify_core(positions, triangles, wedge_position, wedge_attr, locked, tar
             if frozen[u] == pass_id or frozen[v] == pass_id:
                 continue
             sid += 1
-            ok, t1, t2 = _can_collapse(P, tp, off, adj, u, v, lstamp, sid, on)
+            ok, t1, t2 = _can_collapse(
+                P, tp, off, adj, u, v, kind[u] == _BORDER, locked, lstamp, sid, on
+            )
             if not ok:
                 continue
             wu1 = tw[t1, _corner(tp, t1, u)]
             wv1 = tw[t1, _corner(tp, t1, v)]
-            wu2 = tw[t2, _corner(tp, t2, u)]
-            wv2 = tw[t2, _corner(tp, t2, v)]
+            wu2 = wu1
+            wv2 = wv1
+            if t2 >= 0:
+                wu2 = tw[t2, _corner(tp, t2, u)]
+                wv2 = tw[t2, _corner(tp, t2, v)]
             if kind[u] == _MANIFOLD and wv1 != wv2:
                 continue
             if kind[u] == _SEAM and wu1 == wu2:
@@ -593,7 +669,7 @@ def _simplify_core(positions, triangles, wedge_position, wedge_attr, locked, tar
                 modified[t] = True
             for j in range(11):
                 Q[v, j] += Q[u, j]
-            removed += 2
+            removed += 1 if t2 < 0 else 2
             performed += 1
         if performed == 0:
             break
