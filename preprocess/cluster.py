@@ -129,7 +129,9 @@ def _kd_clusters(centroids: np.ndarray, tris: np.ndarray, wedge_count: int, max_
 
 
 @nb.njit(cache=True, nogil=True)
-def _centroids(positions: np.ndarray, wedge_position: np.ndarray, tris: np.ndarray) -> np.ndarray:
+def triangle_centroids(positions: np.ndarray, wedge_position: np.ndarray, tris: np.ndarray
+                       ) -> np.ndarray:
+    """(m, 3) float32 centroids of triangles given as wedge ids."""
     out = np.zeros((tris.shape[0], 3), np.float32)
     for t in range(tris.shape[0]):
         for k in range(3):
@@ -151,6 +153,6 @@ def build_clusters(positions: np.ndarray, triangles: np.ndarray, wedge_position:
     tris = np.ascontiguousarray(triangles, dtype=np.int32)
     if tris.shape[0] == 0:
         return np.zeros(0, np.int32), np.zeros(1, np.int64)
-    centroids = _centroids(np.ascontiguousarray(positions, np.float32),
+    centroids = triangle_centroids(np.ascontiguousarray(positions, np.float32),
                            np.ascontiguousarray(wedge_position, np.int32), tris)
     return _kd_clusters(centroids, tris, int(wedge_position.shape[0]), max_triangles, max_vertices)

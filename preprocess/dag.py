@@ -19,7 +19,7 @@ import numba as nb
 import numpy as np
 import pymetis
 
-from preprocess.cluster import build_clusters
+from preprocess.cluster import build_clusters, triangle_centroids
 from preprocess.config import ROOT_ERROR, BuildConfig
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
@@ -140,20 +140,43 @@ def _shared_positions(pos_tris: np.ndarray, tri_group: np.ndarray, n: int) -> np
 def _adjacent_pairs(pos_tris: np.ndarray, tri_cluster: np.ndarray) -> np.ndarray:
     """(k, 2) int64 cluster pairs, one row per edge shared by triangles of two clusters.
 
-    An open-addressing hash of edge keys remembers the first cluster that used each edge."""
+    An open-addressing hash of edge keys remembers the first cluster that used each edge. Only
+    edges whose two ends are used by two or more clusters can be shared: the others (most of
+    them, inside clusters) never enter the hash."""
     m = pos_tris.shape[0]
+    npos = 0
+    for t in range(m):
+        for k in range(3):
+            npos = max(npos, pos_tris[t, k] + 1)
+    first = np.full(npos, -1, np.int32)
+    shared = np.zeros(npos, np.bool_)
+    for t in range(m):
+        c = tri_cluster[t]
+        for k in range(3):
+            p = pos_tris[t, k]
+            if first[p] == -1:
+                first[p] = c
+            elif first[p] != c:
+                shared[p] = True
+    candidates = 0
+    for t in range(m):
+        for k in range(3):
+            if shared[pos_tris[t, k]] and shared[pos_tris[t, (k + 1) % 3]]:
+                candidates += 1
     size = 1
-    while size < 3 * m:
+    while size < 2 * candidates + 2:
         size *= 2
     keys = np.full(size, -1, np.int64)
     owner = np.zeros(size, np.int32)
-    out = np.zeros((3 * m, 2), np.int64)
+    out = np.zeros((candidates, 2), np.int64)
     n = 0
     for t in range(m):
         c = tri_cluster[t]
         for k in range(3):
             a = pos_tris[t, k]
             b = pos_tris[t, (k + 1) % 3]
+            if not (shared[a] and shared[b]):
+                continue
             if a > b:
                 a, b = b, a
             key = (np.int64(a) << 32) | np.int64(b)
@@ -228,6 +251,7 @@ class _Builder:
         self.group_sphere: list[np.ndarray] = []
         self.group_error: list[float] = []
         self.scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-thread _localize
+        self.level0_bounds = np.zeros((0, 4), np.float32)
 
     def add_clusters(self, tris: np.ndarray, order: np.ndarray, offsets: np.ndarray, level: int,
                      source: int, sphere: np.ndarray | None, error: float) -> np.ndarray:
@@ -239,7 +263,8 @@ class _Builder:
         self.level.extend([level] * n)
         self.source.extend([source] * n)
         if sphere is None:  # level 0: the LOD sphere is the cluster's own bound
-            self.self_sphere.extend(_cluster_bounds(self.positions, self.wpos[ordered], offsets))
+            self.level0_bounds = _cluster_bounds(self.positions, self.wpos[ordered], offsets)
+            self.self_sphere.extend(self.level0_bounds)
         else:
             self.self_sphere.extend([sphere] * n)
         self.self_error.extend([error] * n)
@@ -279,6 +304,29 @@ class _Builder:
         return wedges[new_local].astype(np.int32), float(err), order, offsets
 
 
+def _level0_clusters(mesh: Mesh, cfg: BuildConfig, pool: ThreadPoolExecutor | None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Level-0 clusters (see `build_clusters`); a large mesh is cut once at a multiple of the
+    cluster size along its longest axis, exactly as the kd split would, and the halves are
+    clustered on two threads."""
+    kw = {"max_triangles": cfg.max_triangles, "max_vertices": cfg.max_vertices}
+    m = mesh.triangle_count
+    if pool is None or m < 100_000:
+        return build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position, **kw)
+    centroids = triangle_centroids(mesh.positions, mesh.wedge_position, mesh.triangles)
+    axis = int(np.argmax(centroids.max(axis=0) - centroids.min(axis=0)))
+    k = -(-m // cfg.max_triangles)
+    cut = (k // 2) * cfg.max_triangles
+    part = np.argpartition(centroids[:, axis], cut)
+    halves = [np.sort(part[:cut]), np.sort(part[cut:])]
+    results = list(pool.map(lambda idx: build_clusters(mesh.positions, mesh.triangles[idx],
+                                                       mesh.wedge_position, **kw), halves))
+    order = np.concatenate([h[o] for h, (o, _) in zip(halves, results, strict=True)])
+    (_, off0), (_, off1) = results
+    offsets = np.concatenate([off0, off1[1:] + off0[-1]])
+    return order.astype(np.int32), offsets
+
+
 def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
               progress: Progress | None = None) -> LodDag:
     """Build the cluster LOD DAG of a mesh (see module docstring)."""
@@ -287,18 +335,14 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
     report = progress or (lambda stage, done, total: None)
     threads = cfg.threads or os.cpu_count() or 1
 
-    report("cluster", 0, 1)
-    order, offsets = build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position,
-                                    max_triangles=cfg.max_triangles,
-                                    max_vertices=cfg.max_vertices)
-    pending = b.add_clusters(mesh.triangles, order, offsets, 0, -1, None, 0.0)
-    report("cluster", 1, 1)
-
     level = 0
-    # work estimate for the progress bar: each level has about half the triangles of the last
-    work = 2 * mesh.triangle_count
+    work = 2 * mesh.triangle_count  # for the progress bar: each level halves the last
     done_tris = 0
     with ThreadPoolExecutor(max_workers=threads) as pool:
+        report("cluster", 0, 1)
+        order, offsets = _level0_clusters(mesh, cfg, pool if threads > 1 else None)
+        pending = b.add_clusters(mesh.triangles, order, offsets, 0, -1, None, 0.0)
+        report("cluster", 1, 1)
         while len(pending) > 1:
             tri_counts = np.array([len(b.tris[c]) for c in pending])
             tris = np.concatenate([b.tris[c] for c in pending])
@@ -346,7 +390,10 @@ def _finish(b: _Builder, mesh: Mesh) -> LodDag:
     members = np.concatenate(b.groups).astype(np.int32)
     goff = np.zeros(len(b.groups) + 1, np.int64)
     np.cumsum([len(g) for g in b.groups], out=goff[1:])
-    bounds = _cluster_bounds(b.positions, b.wpos[triangles], offsets)
+    n0 = len(b.level0_bounds)  # level 0 comes first and its bounds are known
+    upper = offsets[n0:] - offsets[n0]
+    bounds = np.concatenate([b.level0_bounds, _cluster_bounds(
+        b.positions, b.wpos[triangles[offsets[n0] :]], upper)])
     return LodDag(
         mesh=mesh,
         triangles=triangles,
