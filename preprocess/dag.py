@@ -294,8 +294,11 @@ class _Builder:
             self.scratch[threading.get_ident()] = scratch
         local, wedges, local_wp, pos_ids = _localize(tris, self.wpos, *scratch)
         target = max(1, int(len(tris) * cfg.simplify_ratio))
-        new_local, err = simplify(self.positions[pos_ids], local, local_wp,
-                                  self.attrs[wedges], locked[pos_ids], target)
+        args = (self.positions[pos_ids], local, local_wp, self.attrs[wedges], locked[pos_ids],
+                target)
+        new_local, err = simplify(*args)
+        if len(new_local) > cfg.stuck_ratio * len(tris):  # try dearer collapses before giving up
+            new_local, err = simplify(*args, persist=True)
         if len(new_local) == 0 or len(new_local) > cfg.stuck_ratio * len(tris):
             return None
         order, offsets = build_clusters(self.positions[pos_ids], new_local, local_wp,

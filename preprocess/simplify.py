@@ -516,7 +516,9 @@ def _radix_order(keys_f32, count, hist, order):
 
 
 @_jit
-def _simplify_core(positions, triangles, wedge_position, wedge_attr, locked, target, max_err_sq):
+def _simplify_core(
+    positions, triangles, wedge_position, wedge_attr, locked, target, max_err_sq, persist
+):
     """Returns (tw (m2, 3) int32 wedge ids, tp (m2, 3) int32 position ids, modified (m2,) bool)."""
     m = triangles.shape[0]
     n = positions.shape[0]
@@ -626,7 +628,11 @@ def _simplify_core(positions, triangles, wedge_position, wedge_attr, locked, tar
         for r in range(count):
             ci = order[r]
             cost = cand_cost[ci]
-            if cost > max_err_sq or cost > error_goal or removed >= tri_goal:
+            if cost > max_err_sq or removed >= tri_goal:
+                break
+            if cost > error_goal and (performed > 0 or not persist):
+                # the rest waits for the next pass, with fresh costs; but when every cheap
+                # candidate was rejected (flips, links), go on to dearer ones instead of stopping
                 break
             u = cand_u[ci]
             v = cand_v[ci]
@@ -1263,6 +1269,7 @@ def simplify(
     *,
     max_error: float = np.inf,
     rigorous: bool = True,
+    persist: bool = False,
 ) -> tuple[np.ndarray, float]:
     """Simplify one group by half-edge collapses towards target_triangles.
 
@@ -1276,6 +1283,11 @@ def simplify(
     can collapse. Output vertices are input vertices; a surviving triangle whose corner moved takes
     the wedge its new position has on the same side of any seam (the wedge of the removed triangle
     on that side; wedge_attr only breaks ties that valid seams never produce).
+
+    A pass does the cheapest collapses first, up to 1.5 times the cost of the one that would reach
+    the target; when every one of those is rejected (flips, links), the pass ends the call, unless
+    persist=True: then it goes on to dearer collapses. The DAG builder retries a group that could
+    not shrink with persist=True (dearer collapses make worse triangles, so not by default).
 
     Returns (new_triangles (m2, 3) int32 wedge ids, error float). error bounds the distance from
     any point of the output surface to the input surface (one-sided Hausdorff distance):
@@ -1304,7 +1316,9 @@ def simplify(
     if tri.shape[0] <= target:
         return tri.copy(), 0.0
     max_err_sq = float(max_error) ** 2 if np.isfinite(max_error) else np.inf
-    out_w, out_p, modified = _simplify_core(pos, tri, wpos, attr, lock, target, max_err_sq)
+    out_w, out_p, modified = _simplify_core(
+        pos, tri, wpos, attr, lock, target, max_err_sq, persist
+    )
     if not modified.any():
         return out_w, 0.0
     in_pt = wpos[tri]
@@ -1354,7 +1368,7 @@ if __name__ == "__main__":  # benchmark: python -m preprocess.simplify
     ds = (time.perf_counter() - t0) / reps
     t0 = time.perf_counter()
     for _ in range(reps):
-        _simplify_core(pos, tris, wpos, attr, lock, len(tris) // 2, np.inf)
+        _simplify_core(pos, tris, wpos, attr, lock, len(tris) // 2, np.inf, False)
     dc = (time.perf_counter() - t0) / reps
     print(f"{len(tris)} -> {len(out)} triangles")
     print(f"  collapses only:          {dc * 1e3:.3f} ms ({len(tris) / dc / 1e6:.2f} M tris/s)")
