@@ -122,7 +122,7 @@ def _cluster_bounds(positions: np.ndarray, pos_tris: np.ndarray, offsets: np.nda
 
 @nb.njit(cache=True, nogil=True)
 def _shared_positions(pos_tris: np.ndarray, tri_group: np.ndarray, n: int) -> np.ndarray:
-    """(n,) bool: positions used by triangles of two or more groups."""
+    """(n,) bool: positions used by triangles of two or more groups (or clusters)."""
     first = np.full(n, -1, np.int32)
     shared = np.zeros(n, np.bool_)
     for t in range(pos_tris.shape[0]):
@@ -137,27 +137,15 @@ def _shared_positions(pos_tris: np.ndarray, tri_group: np.ndarray, n: int) -> np
 
 
 @nb.njit(cache=True, nogil=True)
-def _adjacent_pairs(pos_tris: np.ndarray, tri_cluster: np.ndarray) -> np.ndarray:
-    """(k, 2) int64 cluster pairs, one row per edge shared by triangles of two clusters.
+def _adjacent_pairs(pos_tris: np.ndarray, tri_cluster: np.ndarray, n: int) -> np.ndarray:
+    """(k, 2) int64 cluster pairs, one row per edge shared by triangles of two clusters
+    (n: the number of positions).
 
     An open-addressing hash of edge keys remembers the first cluster that used each edge. Only
     edges whose two ends are used by two or more clusters can be shared: the others (most of
     them, inside clusters) never enter the hash."""
     m = pos_tris.shape[0]
-    npos = 0
-    for t in range(m):
-        for k in range(3):
-            npos = max(npos, pos_tris[t, k] + 1)
-    first = np.full(npos, -1, np.int32)
-    shared = np.zeros(npos, np.bool_)
-    for t in range(m):
-        c = tri_cluster[t]
-        for k in range(3):
-            p = pos_tris[t, k]
-            if first[p] == -1:
-                first[p] = c
-            elif first[p] != c:
-                shared[p] = True
+    shared = _shared_positions(pos_tris, tri_cluster, n)
     candidates = 0
     for t in range(m):
         for k in range(3):
@@ -200,7 +188,7 @@ def _adjacent_pairs(pos_tris: np.ndarray, tri_cluster: np.ndarray) -> np.ndarray
 def _cluster_adjacency(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters: int
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR graph of clusters sharing edges: (xadj, adjncy, weights = shared edge count)."""
-    pairs = _adjacent_pairs(pos_tris, tri_cluster)
+    pairs = _adjacent_pairs(pos_tris, tri_cluster, int(pos_tris.max()) + 1)
     a, b = pairs[:, 0], pairs[:, 1]
     keys = np.concatenate([a * nclusters + b, b * nclusters + a])
     upairs, counts = np.unique(keys, return_counts=True)
