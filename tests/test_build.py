@@ -118,8 +118,14 @@ def test_real_mesh(name: str) -> None:
         assert abs(sum(per_level) - ref) <= 0.10 * ref, (sum(per_level), ref)
 
 
-@pytest.mark.parametrize("make", [sphere, terrain, pieces, uv_sphere],
-                         ids=["sphere", "terrain", "pieces", "uv-seam"])
+def rock() -> Mesh:
+    from assets.rock import make_rock
+
+    return make_rock(30_000, seed=3)  # the default asset, small: a noisy closed surface
+
+
+@pytest.mark.parametrize("make", [sphere, terrain, pieces, uv_sphere, rock],
+                         ids=["sphere", "terrain", "pieces", "uv-seam", "rock"])
 def test_generated_mesh(make) -> None:
     build_and_check(make())
 
