@@ -19,7 +19,7 @@ import numba as nb
 import numpy as np
 import pymetis
 
-from preprocess.cluster import build_clusters, triangle_centroids
+from preprocess.cluster import build_clusters
 from preprocess.config import ROOT_ERROR, BuildConfig
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
@@ -295,29 +295,6 @@ class _Builder:
         return wedges[new_local].astype(np.int32), float(err), order, offsets
 
 
-def _level0_clusters(mesh: Mesh, cfg: BuildConfig, pool: ThreadPoolExecutor | None
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """Level-0 clusters (see `build_clusters`); a large mesh is cut once at a multiple of the
-    cluster size along its longest axis, exactly as the kd split would, and the halves are
-    clustered on two threads."""
-    kw = {"max_triangles": cfg.max_triangles, "max_vertices": cfg.max_vertices}
-    m = mesh.triangle_count
-    if pool is None or m < 100_000:
-        return build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position, **kw)
-    centroids = triangle_centroids(mesh.positions, mesh.wedge_position, mesh.triangles)
-    axis = int(np.argmax(centroids.max(axis=0) - centroids.min(axis=0)))
-    k = -(-m // cfg.max_triangles)
-    cut = (k // 2) * cfg.max_triangles
-    part = np.argpartition(centroids[:, axis], cut)
-    halves = [np.sort(part[:cut]), np.sort(part[cut:])]
-    results = list(pool.map(lambda idx: build_clusters(mesh.positions, mesh.triangles[idx],
-                                                       mesh.wedge_position, **kw), halves))
-    order = np.concatenate([h[o] for h, (o, _) in zip(halves, results, strict=True)])
-    (_, off0), (_, off1) = results
-    offsets = np.concatenate([off0, off1[1:] + off0[-1]])
-    return order.astype(np.int32), offsets
-
-
 def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
               progress: Progress | None = None) -> LodDag:
     """Build the cluster LOD DAG of a mesh (see module docstring)."""
@@ -331,7 +308,9 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
     done_tris = 0
     with ThreadPoolExecutor(max_workers=threads) as pool:
         report("cluster", 0, 1)
-        order, offsets = _level0_clusters(mesh, cfg, pool if threads > 1 else None)
+        order, offsets = build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position,
+                                        max_triangles=cfg.max_triangles,
+                                        max_vertices=cfg.max_vertices)
         pending = b.add_clusters(mesh.triangles, order, offsets, 0, -1, None, 0.0)
         report("cluster", 1, 1)
         while len(pending) > 1:
