@@ -20,6 +20,9 @@ from preprocess.mesh import Mesh
 from preprocess.tessfile import write_tess
 
 
+STAGES = ("load", "cluster", "simplify", "bvh", "pack", "write")  # in pipeline order
+
+
 def dag_stats(dag: LodDag) -> dict:
     """Figures of a built DAG that are stored in the file's meta."""
     counts = np.diff(dag.cluster_tri_offset)
@@ -47,7 +50,8 @@ def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> s
         f"{meta['groups']:,} groups; level-0 fill {100 * meta['level0_fill']:.1f}%",
     ]
     for lv, (c, t) in enumerate(zip(per_level, tris_level, strict=True)):
-        lines.append(f"    level {lv:<3} {c:>8,} clusters {t:>11,} triangles")
+        noun = "clusters" if c != 1 else "cluster "
+        lines.append(f"    level {lv:<3} {c:>8,} {noun} {t:>11,} triangles")
     lines += [
         f"  root          {meta['root_clusters']} cluster{'s' * (meta['root_clusters'] != 1)}, "
         f"{meta['root_triangles']:,} triangles",
@@ -57,8 +61,9 @@ def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> s
         f"  file          {file_size / 2**20:.2f} MiB",
     ]
     seconds = meta.get("seconds", {})
-    if seconds:
-        parts = ", ".join(f"{k} {v:.2f}" for k, v in seconds.items())
+    if seconds:  # pipeline order (the meta JSON stores its keys sorted)
+        order = [k for k in STAGES if k in seconds] + [k for k in seconds if k not in STAGES]
+        parts = ", ".join(f"{k} {seconds[k]:.2f}" for k in order)
         total = sum(v for k, v in seconds.items() if k != "load")
         lines.append(f"  seconds       {parts} (build {total:.2f} without load)")
     return "\n".join(lines)
