@@ -55,6 +55,20 @@ _FACE_SAMPLES = np.array(
 )
 
 _jit = numba.njit(cache=True, nogil=True)
+_jit_inline = numba.njit(cache=True, nogil=True, inline="always")
+
+
+@_jit_inline
+def _cross(P, a, b, c):
+    """(b - a) x (c - a) for the positions a, b, c of P: the triangle's normal times twice its
+    area."""
+    ux = P[b, 0] - P[a, 0]
+    uy = P[b, 1] - P[a, 1]
+    uz = P[b, 2] - P[a, 2]
+    vx = P[c, 0] - P[a, 0]
+    vy = P[c, 1] - P[a, 1]
+    vz = P[c, 2] - P[a, 2]
+    return uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
 
 
 # --------------------------------------------------------------------------------------------
@@ -129,18 +143,7 @@ def _quadric_error(Q, i, x, y, z):
 def _add_seam_plane(Q, P, tp, t, a, b, weight):
     """Add to a and b the plane through edge ab perpendicular to triangle t (seam and border
     quadrics), weighted by weight times the squared edge length."""
-    p0 = tp[t, 0]
-    p1 = tp[t, 1]
-    p2 = tp[t, 2]
-    ux = P[p1, 0] - P[p0, 0]
-    uy = P[p1, 1] - P[p0, 1]
-    uz = P[p1, 2] - P[p0, 2]
-    vx = P[p2, 0] - P[p0, 0]
-    vy = P[p2, 1] - P[p0, 1]
-    vz = P[p2, 2] - P[p0, 2]
-    nx = uy * vz - uz * vy
-    ny = uz * vx - ux * vz
-    nz = ux * vy - uy * vx
+    nx, ny, nz = _cross(P, tp[t, 0], tp[t, 1], tp[t, 2])
     ex = P[b, 0] - P[a, 0]
     ey = P[b, 1] - P[a, 1]
     ez = P[b, 2] - P[a, 2]
@@ -299,15 +302,7 @@ def _face_quadrics(P, tp, m, n):
         a = tp[t, 0]
         b = tp[t, 1]
         c = tp[t, 2]
-        ux = P[b, 0] - P[a, 0]
-        uy = P[b, 1] - P[a, 1]
-        uz = P[b, 2] - P[a, 2]
-        vx = P[c, 0] - P[a, 0]
-        vy = P[c, 1] - P[a, 1]
-        vz = P[c, 2] - P[a, 2]
-        nx = uy * vz - uz * vy
-        ny = uz * vx - ux * vz
-        nz = ux * vy - uy * vx
+        nx, ny, nz = _cross(P, a, b, c)
         ln = np.sqrt(nx * nx + ny * ny + nz * nz)
         if ln <= 0.0:
             continue
@@ -399,18 +394,10 @@ def _can_collapse(P, tp, off, adj, u, v, border, locked, lstamp, sid, on):
     fz = 0.0
     for k in range(off[u], off[u + 1]):
         t = adj[k]
-        a = tp[t, 0]
-        b = tp[t, 1]
-        c = tp[t, 2]
-        ux = P[b, 0] - P[a, 0]
-        uy = P[b, 1] - P[a, 1]
-        uz = P[b, 2] - P[a, 2]
-        vx = P[c, 0] - P[a, 0]
-        vy = P[c, 1] - P[a, 1]
-        vz = P[c, 2] - P[a, 2]
-        fx += uy * vz - uz * vy
-        fy += uz * vx - ux * vz
-        fz += ux * vy - uy * vx
+        nx, ny, nz = _cross(P, tp[t, 0], tp[t, 1], tp[t, 2])
+        fx += nx
+        fy += ny
+        fz += nz
     ff = fx * fx + fy * fy + fz * fz
     # link condition: the common neighbours of u and v are exactly o1 and o2
     for k in range(off[v], off[v + 1]):
@@ -442,30 +429,14 @@ def _can_collapse(P, tp, off, adj, u, v, border, locked, lstamp, sid, on):
         a = tp[t, 0]
         b = tp[t, 1]
         c = tp[t, 2]
-        ux = P[b, 0] - P[a, 0]
-        uy = P[b, 1] - P[a, 1]
-        uz = P[b, 2] - P[a, 2]
-        vx = P[c, 0] - P[a, 0]
-        vy = P[c, 1] - P[a, 1]
-        vz = P[c, 2] - P[a, 2]
-        nx = uy * vz - uz * vy
-        ny = uz * vx - ux * vz
-        nz = ux * vy - uy * vx
+        nx, ny, nz = _cross(P, a, b, c)
         if iu == 0:
             a = v
         elif iu == 1:
             b = v
         else:
             c = v
-        ux = P[b, 0] - P[a, 0]
-        uy = P[b, 1] - P[a, 1]
-        uz = P[b, 2] - P[a, 2]
-        vx = P[c, 0] - P[a, 0]
-        vy = P[c, 1] - P[a, 1]
-        vz = P[c, 2] - P[a, 2]
-        mx = uy * vz - uz * vy
-        my = uz * vx - ux * vz
-        mz = ux * vy - uy * vx
+        mx, my, mz = _cross(P, a, b, c)
         dot = nx * mx + ny * my + nz * mz
         mm = mx * mx + my * my + mz * mz
         nn = (nx * nx + ny * ny + nz * nz) * mm
@@ -534,16 +505,7 @@ def _simplify_core(
     Q = _face_quadrics(P, tp, m, n)
     on = np.zeros((m, 3), np.float64)  # unit normal of each input triangle, kept through compaction
     for t in range(m):
-        a = tp[t, 0]
-        ux = P[tp[t, 1], 0] - P[a, 0]
-        uy = P[tp[t, 1], 1] - P[a, 1]
-        uz = P[tp[t, 1], 2] - P[a, 2]
-        vx = P[tp[t, 2], 0] - P[a, 0]
-        vy = P[tp[t, 2], 1] - P[a, 1]
-        vz = P[tp[t, 2], 2] - P[a, 2]
-        nx = uy * vz - uz * vy
-        ny = uz * vx - ux * vz
-        nz = ux * vy - uy * vx
+        nx, ny, nz = _cross(P, tp[t, 0], tp[t, 1], tp[t, 2])
         ln = np.sqrt(nx * nx + ny * ny + nz * nz)
         if ln > 0.0:
             on[t, 0] = nx / ln
@@ -698,8 +660,6 @@ def _simplify_core(
 # Distance to a triangle mesh: hash grid + exact point-triangle distance
 # --------------------------------------------------------------------------------------------
 
-
-_jit_inline = numba.njit(cache=True, nogil=True, inline="always")
 
 # Per-triangle record of the distance grid, G (m, _G_SIZE) float64:
 # a (0:3), e0 = b - a (3:6), e1 = c - a (6:9), unit normal (9:12), d00, d01, d11, 1 / det (12:16),
