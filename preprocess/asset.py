@@ -268,9 +268,19 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
     max_level = int(dag.group_level.max())
     root_level = max_level - cfg.root_page_levels + 1
     page_flags = np.zeros(npages, np.uint32)
-    # byte offsets of every cluster's streams
-    for p, members in enumerate(in_page):
-        m = np.array(members, np.int64)
+    records["self_sphere"] = dag.cluster_self_sphere
+    records["bounds"] = dag.cluster_bounds
+    records["self_error"] = dag.cluster_self_error
+    records["parent_error"] = dag.cluster_parent_error
+    records["group"] = dag.cluster_group
+    records["cluster"] = np.arange(dag.cluster_count)
+    records["pos_min"] = pos_min
+    records["mode"] = mode | (has_uv << 8)
+    records["vertex_count"] = nv
+    records["triangle_count"] = nt
+    records["level"] = dag.cluster_level
+    # per page: the byte offsets of every cluster's streams, the header, the records
+    for p, m in enumerate(in_page):
         offs = header + record * len(m) + np.concatenate([[0], np.cumsum(data_bytes[m])[:-1]])
         records["position_offset"][m] = offs
         records["normal_offset"][m] = offs + pos_bytes[m]
@@ -284,21 +294,6 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
             page_flags[p] = PAGE_ROOT
         hdr["flags"] = page_flags[p]
         pages[p, :header] = hdr.view(np.uint8)
-
-    c = np.arange(dag.cluster_count)
-    records["self_sphere"] = dag.cluster_self_sphere
-    records["bounds"] = dag.cluster_bounds
-    records["self_error"] = dag.cluster_self_error
-    records["parent_error"] = dag.cluster_parent_error
-    records["group"] = dag.cluster_group
-    records["cluster"] = c
-    records["pos_min"] = pos_min
-    records["mode"] = mode | (has_uv << 8)
-    records["vertex_count"] = nv
-    records["triangle_count"] = nt
-    records["level"] = dag.cluster_level
-    for p, members in enumerate(in_page):
-        m = np.array(members, np.int64)
         pages[p, header : header + record * len(m)] = records[m].view(np.uint8)
 
     normals = octahedral_encode(mesh.wedge_normal[vertices].astype(np.float64))
