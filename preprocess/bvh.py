@@ -6,6 +6,11 @@ projects below the threshold. A top tree joins the level subtrees. Subtrees are 
 splitting the sphere centres at count medians along the longest axis, three times per node (eight
 children). Nodes are numbered breadth-first, so node 0 is the root and each depth is contiguous
 (the per-level traversal dispatches one depth at a time).
+
+A node's sphere contains the LOD spheres of the groups below it and also the tight bounds of their
+member clusters (a simplified cluster may poke slightly out of its group's LOD sphere), so that the
+runtime can frustum- and occlusion-cull a node by its sphere without losing geometry. A bigger
+sphere only projects a bigger error, so the node's LOD test stays conservative.
 """
 
 from __future__ import annotations
@@ -51,14 +56,31 @@ def _build(nodes: _Nodes, refs: np.ndarray, spheres: np.ndarray, errors: np.ndar
                      np.array([nodes.error[c] for c in child]))
 
 
+def _group_reach(dag: LodDag) -> np.ndarray:
+    """(g, 4) float32: per group, a sphere containing its LOD sphere and its members' bounds."""
+    out = np.asarray(dag.group_sphere, np.float32).copy()
+    off = np.asarray(dag.group_cluster_offset, np.int64)
+    members = np.asarray(dag.group_clusters, np.int64)
+    bounds = np.asarray(dag.cluster_bounds, np.float32)
+    centers = out[:, :3]
+    # only groups with a member poking out need a merge
+    owner = np.repeat(np.arange(len(out)), np.diff(off))
+    b = bounds[members]
+    poke = np.linalg.norm(b[:, :3] - centers[owner], axis=1) + b[:, 3] > out[owner, 3]
+    for g in np.unique(owner[poke]):
+        out[g] = merge_spheres(np.concatenate([out[g : g + 1], b[off[g] : off[g + 1]]]))
+    return out
+
+
 def build_bvh(dag: LodDag) -> Bvh:
     """8-ary BVH whose leaves are the groups of `dag` (every group exactly once)."""
     nodes = _Nodes()
+    reach = _group_reach(dag)
     level_roots = []
     for level in np.unique(dag.group_level):
         groups = np.flatnonzero(dag.group_level == level)
         refs = np.array([bvh_group_ref(int(g)) for g in groups], np.int64)
-        level_roots.append(_build(nodes, refs, dag.group_sphere[groups],
+        level_roots.append(_build(nodes, refs, reach[groups],
                                   dag.group_error[groups]))
     roots = np.array(level_roots, np.int64)
     if len(roots) == 1:

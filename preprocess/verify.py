@@ -417,7 +417,8 @@ def check_bvh(dag: LodDag, bvh: Bvh) -> dict[str, Any]:
       group a leaf exactly once;
     - node_depth is 0 at the root and parent + 1 below (with single parents this also rules out
       cycles); every node is reached from the root;
-    - node spheres contain their child nodes' spheres and their leaf groups' spheres;
+    - node spheres contain their child nodes' spheres, their leaf groups' spheres and the bounds
+      of those groups' member clusters (so that culling a node by its sphere loses no geometry);
     - node_max_error equals the max group_error of the groups below (exactly: a max of float32).
 
     Returns {"nodes", "depth", "mean_fanout", "leaves"}.
@@ -480,6 +481,14 @@ def check_bvh(dag: LodDag, bvh: Bvh) -> dict[str, Any]:
     for k in _first(ex > 0):
         _fail(f"BVH node {pg[k]} {_sphere_str(nsphere[pg[k]])} does not contain its leaf group "
               f"{leaf_groups[k]} {_sphere_str(gsphere[leaf_groups[k]])}: out by {ex[k]:.6g}")
+    leaf_node = np.zeros(g, np.int64)
+    leaf_node[leaf_groups] = pg
+    cbounds = np.asarray(dag.cluster_bounds, np.float32)
+    holder = leaf_node[np.asarray(dag.cluster_group, np.int64)]
+    ex = _containment_excess(nsphere[holder], cbounds[:, :3], cbounds[:, 3])
+    for i in _first(ex > 0):
+        _fail(f"BVH node {holder[i]} {_sphere_str(nsphere[holder[i]])} does not contain the bounds "
+              f"{_sphere_str(cbounds[i])} of cluster {i} of its leaf group: out by {ex[i]:.6g}")
     # max errors, bottom up
     expected = np.full(n, -np.inf, np.float32)
     np.maximum.at(expected, pg, np.asarray(dag.group_error, np.float32)[leaf_groups])

@@ -420,6 +420,14 @@ def test_bvh_root_does_not_contain_child_node(dag: LodDag, bvh: Bvh) -> None:
         check_bvh(dag, bvh)
 
 
+def test_bvh_node_misses_cluster_bounds(dag: LodDag, bvh: Bvh) -> None:
+    # cluster 4's triangles poke out of its group's LOD sphere, and so out of node 0
+    dag.cluster_bounds[4, :3] = bvh.node_sphere[0, :3] + [bvh.node_sphere[0, 3], 0, 0]
+    with pytest.raises(VerifyError, match=r"BVH node 0 .* does not contain the bounds .* of "
+                       r"cluster 4"):
+        check_bvh(dag, bvh)
+
+
 def test_bvh_group_missing(dag: LodDag, bvh: Bvh) -> None:
     bvh.node_children[0, 2] = BVH_EMPTY
     with pytest.raises(VerifyError, match="group 3 appears 0 times"):
