@@ -1,0 +1,94 @@
+"""The camera: a right-handed view (looking down -Z), a perspective projection with reversed Z and
+an infinite far plane, and what the culling passes derive from them.
+
+Conventions (shared by every pass and by the reference renderer):
+- matrices are numpy (4, 4) float32 applied to column vectors, ``clip = proj @ view @ world @ p``;
+  they are uploaded transposed (WGSL `mat4x4<f32>` is column-major);
+- clip z is ``near`` and clip w is the distance in front of the camera, so NDC depth is
+  ``near / distance``: 1 on the near plane, 0 at infinity. The nearest surface has the largest
+  depth, which is what the visibility buffer's `atomicMax` keeps;
+- the LOD scale is the pixels per world unit at distance 1: ``height / (2 tan(fov_y / 2))``; an
+  error e at distance d projects to ``e * lod_scale / d`` pixels.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def look_at(eye: np.ndarray, target: np.ndarray, up: np.ndarray | None = None) -> np.ndarray:
+    """(4, 4) float32 world-to-view matrix of a camera at `eye` looking at `target`."""
+    eye = np.asarray(eye, np.float64)
+    f = np.asarray(target, np.float64) - eye
+    f /= max(np.linalg.norm(f), 1e-30)
+    up = np.array([0.0, 1.0, 0.0]) if up is None else np.asarray(up, np.float64)
+    if abs(np.dot(f, up / max(np.linalg.norm(up), 1e-30))) > 0.999:
+        up = np.array([0.0, 0.0, 1.0]) if abs(f[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
+    s = np.cross(f, up)
+    s /= np.linalg.norm(s)
+    u = np.cross(s, f)
+    m = np.eye(4)
+    m[0, :3], m[1, :3], m[2, :3] = s, u, -f
+    m[:3, 3] = -m[:3, :3] @ eye
+    return m.astype(np.float32)
+
+
+def perspective(fov_y: float, aspect: float, near: float) -> np.ndarray:
+    """(4, 4) float32 reversed-Z projection with an infinite far plane (fov_y in radians)."""
+    f = 1.0 / math.tan(fov_y / 2)
+    p = np.zeros((4, 4), np.float64)
+    p[0, 0] = f / aspect
+    p[1, 1] = f
+    p[2, 3] = near
+    p[3, 2] = -1.0
+    return p.astype(np.float32)
+
+
+@dataclass
+class Camera:
+    """A perspective camera. `fov_y` is in degrees; `near` is the near-plane distance."""
+
+    eye: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 3.0]))  # position
+    target: np.ndarray = field(default_factory=lambda: np.zeros(3))  # point looked at
+    up: np.ndarray = field(default_factory=lambda: np.array([0.0, 1.0, 0.0]))  # world up
+    fov_y: float = 60.0  # vertical field of view, degrees
+    near: float = 0.01  # near plane distance (world units)
+
+    def view(self) -> np.ndarray:
+        return look_at(self.eye, self.target, self.up)
+
+    def projection(self, aspect: float) -> np.ndarray:
+        return perspective(math.radians(self.fov_y), aspect, self.near)
+
+    def view_proj(self, width: int, height: int) -> np.ndarray:
+        """(4, 4) float32 world-to-clip matrix for a width x height viewport."""
+        return (self.projection(width / height).astype(np.float64)
+                @ self.view().astype(np.float64)).astype(np.float32)
+
+    def lod_scale(self, height: int) -> float:
+        """Pixels per world unit at distance 1 (see the module docstring)."""
+        return height / (2 * math.tan(math.radians(self.fov_y) / 2))
+
+    @staticmethod
+    def framing(center: np.ndarray, radius: float, *, direction=(0.3, 0.35, 1.0),
+                fov_y: float = 60.0, fill: float = 1.0) -> Camera:
+        """A camera looking at a sphere from `direction`, at the distance where the sphere's
+        silhouette fills `fill` of the view height."""
+        d = np.asarray(direction, np.float64)
+        d /= np.linalg.norm(d)
+        dist = radius / math.sin(math.radians(fov_y) / 2) / max(fill, 1e-6)
+        c = np.asarray(center, np.float64)
+        return Camera(eye=c + d * dist, target=c, fov_y=fov_y, near=max(dist * 1e-3, 1e-6))
+
+
+def frustum_planes(view_proj: np.ndarray) -> np.ndarray:
+    """(5, 4) float32 world-space planes (nx, ny, nz, d), normalized, inside where
+    ``n . p + d >= 0``: left, right, bottom, top, near (the far plane is at infinity)."""
+    m = np.asarray(view_proj, np.float64)
+    rows = [m[3] + m[0], m[3] - m[0], m[3] + m[1], m[3] - m[1], m[3] - m[2]]
+    planes = np.stack(rows)
+    planes /= np.linalg.norm(planes[:, :3], axis=1, keepdims=True)
+    return planes.astype(np.float32)

@@ -1,0 +1,104 @@
+"""Device creation with feature detection.
+
+Tessera uses, when the adapter has them:
+- `shader-int64` + `shader-int64-atomic-min-max`: the 64-bit visibility buffer (`atomicMax` on
+  depth | ids). Without them, or with ``force_fallback32``, a two-pass 32-bit path draws the same
+  image (depth pass, then an id pass on depth equality);
+- `timestamp-query`: GPU time per pass;
+- `subgroup`: reported only (no pass depends on it yet).
+
+Nothing else is required beyond WebGPU's core; the storage limits are raised to what the adapter
+allows, since one scene's pages live in one buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import wgpu
+
+INT64_FEATURES = ("shader-int64", "shader-int64-atomic-min-max")
+
+
+class DeviceError(RuntimeError):
+    """No usable adapter, or the adapter lacks something Tessera needs."""
+
+
+@dataclass
+class GpuContext:
+    """An open device and what Tessera may use on it."""
+
+    adapter: wgpu.GPUAdapter
+    device: wgpu.GPUDevice
+    int64_atomics: bool  # 64-bit visibility buffer (else the 32-bit fallback)
+    timestamps: bool  # per-pass GPU times
+    subgroups: bool
+    adapter_name: str
+    backend: str
+    limits: dict = field(default_factory=dict)
+
+    @property
+    def description(self) -> str:
+        have = [n for n, ok in (("int64 atomics", self.int64_atomics),
+                                ("timestamps", self.timestamps),
+                                ("subgroups", self.subgroups)) if ok]
+        return f"{self.adapter_name} ({self.backend}; {', '.join(have) or 'core WebGPU only'})"
+
+
+_CACHE: dict[tuple, GpuContext] = {}
+
+
+def create_context(*, force_fallback32: bool = False, power_preference: str = "high-performance",
+                   shared: bool = True) -> GpuContext:
+    """Open the best adapter. ``force_fallback32`` drops the 64-bit atomics even where they
+    exist (the fallback is tested this way on lavapipe). ``shared`` reuses one device per
+    setting within a process (tests open many renderers)."""
+    key = (force_fallback32, power_preference)
+    if shared and key in _CACHE:
+        return _CACHE[key]
+    try:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+    except Exception as e:  # wgpu raises a bare RuntimeError when there is no driver at all
+        raise DeviceError(f"no GPU adapter found ({e}); install a Vulkan driver (on Debian: "
+                          "apt install mesa-vulkan-drivers) or run `make setup`") from e
+    if adapter is None:
+        raise DeviceError("no GPU adapter found; install a Vulkan driver (on Debian: apt install "
+                          "mesa-vulkan-drivers) or run `make setup`")
+    info = adapter.info
+    name = info.get("device") or info.get("description") or "unknown adapter"
+    backend = info.get("backend_type", "?")
+    features = set(adapter.features)
+    want = []
+    int64 = all(f in features for f in INT64_FEATURES) and not force_fallback32
+    if int64:
+        want += list(INT64_FEATURES)
+    timestamps = "timestamp-query" in features
+    if timestamps:
+        want.append("timestamp-query")
+    subgroups = "subgroup" in features
+    if subgroups:
+        want.append("subgroup")
+    lim = adapter.limits
+    limits = {
+        "max-storage-buffer-binding-size": lim["max-storage-buffer-binding-size"],
+        "max-buffer-size": lim["max-buffer-size"],
+        "max-storage-buffers-per-shader-stage": min(lim["max-storage-buffers-per-shader-stage"],
+                                                    16),
+        "max-compute-workgroup-storage-size": lim["max-compute-workgroup-storage-size"],
+        "max-compute-invocations-per-workgroup": lim["max-compute-invocations-per-workgroup"],
+        "max-compute-workgroup-size-x": lim["max-compute-workgroup-size-x"],
+    }
+    if limits["max-storage-buffers-per-shader-stage"] < 10:
+        raise DeviceError(f"adapter {name} ({backend}) allows only "
+                          f"{limits['max-storage-buffers-per-shader-stage']} storage buffers per "
+                          "shader stage; Tessera needs 10")
+    try:
+        device = adapter.request_device_sync(required_features=want, required_limits=limits,
+                                             label="tessera.device")
+    except Exception as e:
+        raise DeviceError(f"adapter {name} ({backend}) refused a device with {want}: {e}") from e
+    ctx = GpuContext(adapter=adapter, device=device, int64_atomics=int64, timestamps=timestamps,
+                     subgroups=subgroups, adapter_name=name, backend=backend, limits=limits)
+    if shared:
+        _CACHE[key] = ctx
+    return ctx

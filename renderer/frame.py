@@ -1,0 +1,420 @@
+"""The renderer: scene buffers, per-frame resources, and the frame as a flat list of passes.
+
+    instance cull -> BVH/cluster cull (persistent or per level) -> raster args
+    -> SW raster + HW raster (64-bit visibility buffer; or depth then ids without 64-bit atomics)
+    -> resolve -> statistics and timestamps copied for readback
+
+Statistics are read back without stalling: each frame copies the `state` words and the pass
+timestamps into one buffer of a small ring and maps it; `stats()` returns the newest frame whose
+mapping is complete (a few frames late). `render()` (the numpy API) waits for its own frame, since
+it reads images back anyway.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import wgpu
+
+from renderer.camera import Camera, frustum_planes
+from renderer.device import GpuContext, create_context
+from renderer.gpu import buffer
+from renderer.layout import ARGS_WORDS, FRAME_DTYPE, STAT_NAMES, STATE, STATE_WORDS
+from renderer.passes.cull import Cull
+from renderer.passes.instance_cull import InstanceCull
+from renderer.passes.raster_hw import RasterHW
+from renderer.passes.raster_sw import RasterSW
+from renderer.passes.resolve import Resolve
+from renderer.scene import Scene, SceneError, open_asset
+
+DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instance")
+MAX_TIMESTAMPS = 32
+RING = 4  # readback buffers in flight
+_BU = wgpu.BufferUsage
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How frames are drawn; every field has a default that suits most scenes."""
+
+    tau: float = 1.0  # LOD threshold: largest projected error allowed, in pixels
+    persistent: bool = True  # persistent-thread traversal (False: one dispatch per BVH level)
+    fallback32: bool = False  # force the 32-bit visibility path even with 64-bit atomics
+    sw_max_edge: float = 32.0  # clusters whose typical triangle edge is longer (px) go to HW
+    queue_capacity: int = 1 << 20  # BVH queue entries (8 bytes each)
+    visible_capacity: int = 1 << 21  # visible cluster slots, SW and HW halves (8 bytes each)
+    persistent_workgroups: int = 128  # workgroups of the persistent traversal
+    timestamps: bool = True  # GPU time per pass, where the adapter has timestamp queries
+
+
+@dataclass
+class FrameStats:
+    """What one frame did, from the GPU counters (and timestamps where available)."""
+
+    frame: int
+    counters: dict[str, int]
+    overflow: int  # bit 0: queue full, bit 1: visible list full
+    gpu_ms: dict[str, float] = field(default_factory=dict)  # per pass
+    cpu_ms: float = 0.0  # encoding and submission
+
+    @property
+    def triangles(self) -> int:
+        return self.counters["sw_triangles"] + self.counters["hw_triangles"]
+
+    @property
+    def clusters(self) -> int:
+        return self.counters["sw_clusters"] + self.counters["hw_clusters"]
+
+    @property
+    def gpu_total_ms(self) -> float:
+        return float(sum(self.gpu_ms.values()))
+
+
+@dataclass
+class RenderResult:
+    """Images of one frame (row 0 at the top) and its statistics."""
+
+    color: np.ndarray  # (h, w, 4) uint8 RGBA
+    depth: np.ndarray  # (h, w) float32 NDC depth, reversed Z (near / distance); 0 = background
+    normal: np.ndarray  # (h, w, 3) float32 world-space unit normals; 0 = background
+    instance: np.ndarray  # (h, w) int64 instance index, -1 = background
+    cluster: np.ndarray  # (h, w) int64 cluster index within its asset, -1 = background
+    triangle: np.ndarray  # (h, w) int64 triangle index within its cluster, -1 = background
+    level: np.ndarray  # (h, w) int64 LOD level of the cluster (0 finest), -1 = background
+    hardware: np.ndarray  # (h, w) bool: drawn by the hardware rasterizer
+    stats: FrameStats
+    near: float = 0.0
+
+    @property
+    def coverage(self) -> np.ndarray:
+        return self.instance >= 0
+
+    def distance(self) -> np.ndarray:
+        """(h, w) float32 distance along the view axis (inf on the background)."""
+        with np.errstate(divide="ignore"):
+            return np.where(self.depth > 0, self.near / self.depth, np.inf).astype(np.float32)
+
+    def save_png(self, path: str | os.PathLike) -> None:
+        """Write the color image as a PNG (Pillow if present, else a minimal writer)."""
+        write_png(path, self.color)
+
+
+def write_png(path: str | os.PathLike, rgba: np.ndarray) -> None:
+    """(h, w, 4) uint8 -> PNG file."""
+    import struct
+    import zlib
+
+    h, w = rgba.shape[:2]
+    raw = np.concatenate([np.zeros((h, 1), np.uint8), rgba.reshape(h, w * 4)], axis=1)
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + tag + data
+                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)) + chunk(b"IEND", b""))
+    with open(path, "wb") as f:
+        f.write(png)
+
+
+class FrameResources:
+    """Buffers by binding name, sizes, and the per-frame timestamp slots the passes ask for."""
+
+    def __init__(self, device: wgpu.GPUDevice) -> None:
+        self.device = device
+        self.buffers: dict[str, wgpu.GPUBuffer] = {}
+        self.generation = 0  # bumped whenever a buffer is replaced (bind groups rebuild)
+        self.width = self.height = 0
+        self.instance_count = 0
+        self.max_depth = 0
+        self.query_set: wgpu.GPUQuerySet | None = None
+        self.labels: list[str] = []
+        self.hw_target: wgpu.GPUTextureView | None = None
+
+    def timestamps(self, label: str) -> dict | None:
+        if self.query_set is None or len(self.labels) * 2 + 2 > MAX_TIMESTAMPS:
+            return None
+        i = len(self.labels)
+        self.labels.append(label)
+        return {"query_set": self.query_set, "beginning_of_pass_write_index": 2 * i,
+                "end_of_pass_write_index": 2 * i + 1}
+
+
+class Renderer:
+    """Draws `.tess` assets, instanced, with the GPU choosing the clusters every frame.
+
+    >>> r = Renderer(512, 512)
+    >>> rock = r.load("out/rock.tess")
+    >>> r.add_instance(rock)                     # identity transform
+    >>> img = r.render(Camera.framing(*r.bounds()))
+    >>> img.save_png("rock.png"); img.stats.triangles
+    """
+
+    def __init__(self, width: int = 512, height: int = 512, *,
+                 options: RenderOptions | None = None, ctx: GpuContext | None = None) -> None:
+        self.options = options or RenderOptions()
+        if width < 1 or height < 1 or width > 16384 or height > 16384:
+            raise ValueError(f"image size {width}x{height} out of range (1..16384)")
+        self.ctx = ctx or create_context(force_fallback32=self.options.fallback32)
+        self.device = self.ctx.device
+        self.vis64 = self.ctx.int64_atomics and not self.options.fallback32
+        self.scene = Scene()
+        self.frame = FrameResources(self.device)
+        self.frame_index = 0
+        self._asset_version = self._instance_version = -1
+        self._pending: list[tuple[int, wgpu.GPUBuffer, object, list[str], float]] = []
+        self._free: list[wgpu.GPUBuffer] = []
+        self._latest: FrameStats | None = None
+        d = self.device
+        self.instance_cull = InstanceCull(d)
+        self.cull = Cull(d, persistent=self.options.persistent,
+                         workgroups=self.options.persistent_workgroups)
+        self.raster_sw = RasterSW(d, vis64=self.vis64)
+        self.raster_hw = RasterHW(d, vis64=self.vis64)
+        self.resolve = Resolve(d, vis64=self.vis64)
+        o = self.options
+        f = self.frame
+        f.buffers.update({
+            "frame": buffer(d, FRAME_DTYPE.itemsize, "frame.uniforms", _BU.UNIFORM | _BU.COPY_DST),
+            "state": buffer(d, 4 * len(STATE_WORDS), "frame.state",
+                            _BU.STORAGE | _BU.COPY_SRC | _BU.COPY_DST),
+            "args": buffer(d, 4 * len(ARGS_WORDS), "frame.args", _BU.STORAGE | _BU.INDIRECT),
+            "queue": buffer(d, 8 * o.queue_capacity, "frame.queue", _BU.STORAGE),
+            "visible": buffer(d, 8 * o.visible_capacity, "frame.visible",
+                              _BU.STORAGE | _BU.COPY_SRC),
+        })
+        if self.ctx.timestamps and o.timestamps:
+            f.query_set = d.create_query_set(type="timestamp", count=MAX_TIMESTAMPS,
+                                             label="frame.timestamps")
+            f.buffers["timestamps"] = buffer(d, 8 * MAX_TIMESTAMPS, "frame.timestamp_resolve",
+                                             _BU.QUERY_RESOLVE | _BU.COPY_SRC)
+        self.resize(width, height)
+
+    # ---------------------------------------------------------------- scene
+
+    def load(self, path: str | os.PathLike) -> int:
+        """Open a `.tess` asset; returns its index for `add_instance`."""
+        return self.scene.add_asset(open_asset(path))
+
+    def add_instance(self, asset: int, transform: np.ndarray | None = None) -> int:
+        """Place an asset with a (4, 4) object-to-world transform (identity by default)."""
+        return self.scene.add_instance(asset, transform)
+
+    def add_grid(self, asset: int, count: int, *, spacing: float | None = None) -> range:
+        """`count` instances of an asset on a square grid in the XZ plane, centred at the origin,
+        `spacing` apart (default: 1.2 x the asset's diameter)."""
+        s = self.scene.assets[asset].bounds_sphere
+        spacing = float(spacing or 2.4 * float(s[3]))
+        side = int(np.ceil(np.sqrt(count)))
+        worlds = []
+        for k in range(count):
+            m = np.eye(4, dtype=np.float32)
+            m[0, 3] = (k % side - (side - 1) / 2) * spacing - s[0]
+            m[2, 3] = (k // side - (side - 1) / 2) * spacing - s[2]
+            m[1, 3] = -s[1]
+            worlds.append(m)
+        return self.scene.add_instances(asset, np.stack(worlds))
+
+    def bounds(self) -> tuple[np.ndarray, float]:
+        """(center, radius) of a sphere around every instance."""
+        if not self.scene.instance_count:
+            raise SceneError("the scene has no instance")
+        pts, rad = [], []
+        for a, m in zip(self.scene.instance_asset, self.scene.instance_world, strict=True):
+            s = self.scene.assets[a].bounds_sphere.astype(np.float64)
+            pts.append((m.astype(np.float64) @ np.append(s[:3], 1.0))[:3])
+            rad.append(s[3] * float(np.linalg.norm(m[:3, :3], axis=0).max()))
+        pts_a = np.array(pts)
+        lo = (pts_a - np.array(rad)[:, None]).min(axis=0)
+        hi = (pts_a + np.array(rad)[:, None]).max(axis=0)
+        c = (lo + hi) / 2
+        return c, float(max(np.linalg.norm(p - c) + r for p, r in zip(pts_a, rad, strict=True)))
+
+    # ---------------------------------------------------------------- resources
+
+    def resize(self, width: int, height: int) -> None:
+        d, f = self.device, self.frame
+        f.width, f.height = int(width), int(height)
+        n = f.width * f.height
+        rw = _BU.STORAGE | _BU.COPY_DST | _BU.COPY_SRC
+        if self.vis64:
+            f.buffers["vis"] = buffer(d, 8 * n, "frame.vis", rw)
+        else:
+            f.buffers["vis_depth"] = buffer(d, 4 * n, "frame.vis_depth", rw)
+            f.buffers["vis_ids"] = buffer(d, 4 * n, "frame.vis_ids", rw)
+        f.buffers["color"] = buffer(d, 4 * n, "frame.color", _BU.STORAGE | _BU.COPY_SRC)
+        f.buffers["depth_out"] = buffer(d, 4 * n, "frame.depth", _BU.STORAGE | _BU.COPY_SRC)
+        f.buffers["normal"] = buffer(d, 16 * n, "frame.normal", _BU.STORAGE | _BU.COPY_SRC)
+        f.buffers["ids"] = buffer(d, 16 * n, "frame.ids", _BU.STORAGE | _BU.COPY_SRC)
+        # the HW pass needs an attachment: a placeholder (the visibility buffer is the target)
+        f.hw_target = d.create_texture(size=(f.width, f.height, 1), format="depth32float",
+                                       usage=wgpu.TextureUsage.RENDER_ATTACHMENT,
+                                       label="raster_hw.placeholder").create_view()
+        f.generation += 1
+
+    def _sync_scene(self) -> None:
+        s, f = self.scene, self.frame
+        if self._asset_version != s.asset_version:
+            f.buffers.update(s.upload_geometry(self.device, self.ctx.limits))
+            f.max_depth = max(a.depth for a in s.assets)
+            self._asset_version = s.asset_version
+            f.generation += 1
+        if self._instance_version != s.instance_version:
+            if not s.instance_count:
+                raise SceneError("the scene has no instance: add_instance() first")
+            f.buffers.update(s.upload_instances(self.device))
+            f.instance_count = s.instance_count
+            self._instance_version = s.instance_version
+            f.generation += 1
+
+    def _frame_uniforms(self, camera: Camera, tau: float, debug_view: int) -> np.ndarray:
+        f, o = self.frame, self.options
+        u = np.zeros(1, FRAME_DTYPE)
+        vp = camera.view_proj(f.width, f.height)
+        u["view_proj"] = vp.T.reshape(-1)
+        u["view"] = camera.view().T.reshape(-1)
+        u["planes"] = frustum_planes(vp)
+        u["camera"] = [*np.asarray(camera.eye, np.float32), camera.lod_scale(f.height)]
+        u["viewport"] = [f.width, f.height, 1 / f.width, 1 / f.height]
+        u["tau"] = tau
+        u["near"] = camera.near
+        u["sw_max_edge"] = o.sw_max_edge
+        u["debug_view"] = debug_view
+        u["instance_count"] = f.instance_count
+        u["queue_capacity"] = o.queue_capacity
+        u["visible_capacity"] = o.visible_capacity
+        u["frame_index"] = self.frame_index
+        return u
+
+    # ---------------------------------------------------------------- the frame
+
+    def submit(self, camera: Camera, *, tau: float | None = None,
+               debug_view: str | int = "lit") -> int:
+        """Encode and submit one frame; returns its index. Nothing waits for the GPU: stats
+        arrive later through `stats()`, images through `read_images()`."""
+        t0 = time.perf_counter()
+        self._sync_scene()
+        view = DEBUG_VIEWS.index(debug_view) if isinstance(debug_view, str) else int(debug_view)
+        tau = self.options.tau if tau is None else float(tau)
+        if not tau > 0:
+            raise ValueError(f"tau must be > 0 pixels, not {tau}")
+        d, f = self.device, self.frame
+        d.queue.write_buffer(f.buffers["frame"], 0, self._frame_uniforms(camera, tau, view))
+        f.labels = []
+        enc = d.create_command_encoder(label=f"frame{self.frame_index}")
+        enc.clear_buffer(f.buffers["state"])
+        for name in ("vis", "vis_depth", "vis_ids"):
+            if name in f.buffers:
+                enc.clear_buffer(f.buffers[name])
+        # the passes, in order
+        self.instance_cull.encode(f, enc)
+        self.cull.encode(f, enc)
+        self.raster_sw.encode(f, enc)
+        self.raster_hw.encode(f, enc)
+        if not self.vis64:  # the id pass of the 32-bit path
+            self.raster_sw.encode(f, enc, 1)
+            self.raster_hw.encode(f, enc, 1)
+        self.resolve.encode(f, enc)
+        ring = self._ring_buffer()
+        enc.copy_buffer_to_buffer(f.buffers["state"], 0, ring, 0, 4 * len(STATE_WORDS))
+        if f.labels:
+            enc.resolve_query_set(f.query_set, 0, 2 * len(f.labels), f.buffers["timestamps"], 0)
+            enc.copy_buffer_to_buffer(f.buffers["timestamps"], 0, ring, 256, 16 * len(f.labels))
+        d.queue.submit([enc.finish()])
+        promise = ring.map_async(wgpu.MapMode.READ)
+        cpu_ms = (time.perf_counter() - t0) * 1e3
+        self._pending.append((self.frame_index, ring, promise, list(f.labels), cpu_ms))
+        self.frame_index += 1
+        return self.frame_index - 1
+
+    def _ring_buffer(self) -> wgpu.GPUBuffer:
+        self._collect()
+        if self._free:
+            return self._free.pop()
+        if len(self._pending) >= RING:  # all in flight: wait for the oldest (rare)
+            self._collect(wait_for=self._pending[0][0])
+            if self._free:
+                return self._free.pop()
+        return self.device.create_buffer(size=256 + 8 * MAX_TIMESTAMPS,
+                                         usage=_BU.MAP_READ | _BU.COPY_DST, label="frame.readback")
+
+    def _collect(self, wait_for: int | None = None) -> None:
+        """Read every finished readback (and wait for frame `wait_for` if given)."""
+        keep = []
+        for item in self._pending:
+            index, buf, promise, labels, cpu_ms = item
+            done = getattr(promise, "_state", "") in ("fulfilled", "pending-fulfilled")
+            if not done and wait_for is not None and index <= wait_for:
+                promise.sync_wait()
+                done = True
+            if not done:
+                keep.append(item)
+                continue
+            if buf.map_state != "mapped":
+                promise.sync_wait()
+            raw = np.frombuffer(buf.read_mapped(), np.uint32).copy()
+            buf.unmap()
+            self._free.append(buf)
+            words = raw[: len(STATE_WORDS)]
+            counters = {n: int(words[STATE[n]]) for n in STAT_NAMES}
+            ts = raw[64:].view(np.uint64)
+            gpu_ms = {lab: float(ts[2 * i + 1] - ts[2 * i]) / 1e6
+                      for i, lab in enumerate(labels) if ts[2 * i + 1] >= ts[2 * i]}
+            stats = FrameStats(index, counters, int(words[STATE["overflow"]]), gpu_ms, cpu_ms)
+            if self._latest is None or stats.frame > self._latest.frame:
+                self._latest = stats
+        self._pending = keep
+
+    def stats(self, *, wait: bool = False) -> FrameStats | None:
+        """The newest frame statistics read back so far (all submitted frames with wait)."""
+        self._collect(wait_for=self.frame_index - 1 if wait else None)
+        return self._latest
+
+    def read_images(self) -> dict[str, np.ndarray]:
+        """The resolve outputs of the last submitted frame (waits for the GPU)."""
+        f = self.frame
+        h, w = f.height, f.width
+        q = self.device.queue
+        n = w * h
+        color = np.frombuffer(q.read_buffer(f.buffers["color"]), np.uint8)[: 4 * n]
+        depth = np.frombuffer(q.read_buffer(f.buffers["depth_out"]), np.float32)[:n]
+        normal = np.frombuffer(q.read_buffer(f.buffers["normal"]), np.float32)[: 4 * n]
+        ids = np.frombuffer(q.read_buffer(f.buffers["ids"]), np.uint32)[: 4 * n].reshape(h, w, 4)
+        empty = ids[..., 0] == 0xFFFFFFFF
+
+        def col(k: int) -> np.ndarray:
+            return np.where(empty, -1, ids[..., k].astype(np.int64))
+
+        return {
+            "color": color.reshape(h, w, 4).copy(),
+            "depth": depth.reshape(h, w).copy(),
+            "normal": normal.reshape(h, w, 4)[..., :3].copy(),
+            "instance": col(0),
+            "cluster": col(1),
+            "triangle": col(2),
+            "level": np.where(empty, -1, (ids[..., 3] >> 1).astype(np.int64)),
+            "hardware": ~empty & ((ids[..., 3] & 1) == 1),
+        }
+
+    def render(self, camera: Camera, *, tau: float | None = None,
+               debug_view: str | int = "lit") -> RenderResult:
+        """Draw one frame and return its images and exact statistics (waits for the GPU)."""
+        index = self.submit(camera, tau=tau, debug_view=debug_view)
+        images = self.read_images()
+        self._collect(wait_for=index)
+        assert self._latest is not None and self._latest.frame == index
+        return RenderResult(**images, stats=self._latest, near=camera.near)
+
+    def read_visible(self) -> dict[str, np.ndarray]:
+        """The last frame's visible clusters (waits): {"sw", "hw"}: (k, 2) uint32 rows
+        (instance, page << 10 | slot), in the order the GPU wrote them."""
+        q = self.device.queue
+        state = np.frombuffer(q.read_buffer(self.frame.buffers["state"]), np.uint32)
+        vis = np.frombuffer(q.read_buffer(self.frame.buffers["visible"]), np.uint32).reshape(-1, 2)
+        half = self.options.visible_capacity // 2
+        sw = min(int(state[STATE["sw_count"]]), half)
+        hw = min(int(state[STATE["hw_count"]]), half)
+        return {"sw": vis[:sw].copy(), "hw": vis[half : half + hw].copy()}

@@ -1,0 +1,182 @@
+"""GPU data layout: the one place where host and shader structures are defined.
+
+- The `.tess` records (`preprocess.asset` dtypes) are read by the shaders as raw u32 words; this
+  module generates a WGSL constant for every field's word offset and every record's size, so the
+  shaders never spell an offset by hand.
+- The renderer's own structs (frame uniforms, instances, asset table) are numpy dtypes here, and
+  their WGSL `struct` declarations are generated from them, with WGSL's alignment rules checked.
+- The `state` buffer (queue heads, counts, statistics) is a list of named u32 words.
+
+`generated_includes()` returns these as virtual include files for `shaders.load`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from preprocess.asset import (
+    CHILD_EMPTY,
+    CHILD_GROUP,
+    CLUSTER_DTYPE,
+    GROUP_DTYPE,
+    NODE_DTYPE,
+    PAGE_HEADER_DTYPE,
+    PART_DTYPE,
+)
+from preprocess.config import MAX_CLUSTER_TRIANGLES, MAX_CLUSTER_VERTICES, PAGE_SIZE, ROOT_ERROR
+
+FRAME_DTYPE = np.dtype([
+    ("view_proj", "<f4", 16),  # world -> clip, column-major
+    ("view", "<f4", 16),  # world -> view, column-major
+    ("planes", "<f4", (5, 4)),  # frustum planes, world space, inside where n.p + d >= 0
+    ("camera", "<f4", 4),  # xyz eye position, w: lod scale (pixels per unit at distance 1)
+    ("viewport", "<f4", 4),  # width, height, 1/width, 1/height
+    ("tau", "<f4"),  # LOD threshold in pixels
+    ("near", "<f4"),  # near plane distance
+    ("sw_max_edge", "<f4"),  # clusters with a larger typical triangle edge (pixels) go to HW
+    ("debug_view", "<u4"),  # resolve: 0 lit, 1 cluster, 2 triangle, 3 group, 4 level, 5 sw/hw, ...
+    ("instance_count", "<u4"),
+    ("queue_capacity", "<u4"),  # queue entries
+    ("visible_capacity", "<u4"),  # visible cluster slots (SW from the front, HW from the back)
+    ("frame_index", "<u4"),
+    ("flags", "<u4"),  # FLAG_* bits
+    ("pad", "<u4", 3),
+])
+
+INSTANCE_DTYPE = np.dtype([
+    ("world", "<f4", 16),  # object -> world, column-major
+    ("asset", "<u4"),  # index into the asset table
+    ("scale", "<f4"),  # largest axis scale of `world` (spheres and errors grow by it)
+    ("pad", "<u4", 2),
+])
+
+ASSET_DTYPE = np.dtype([
+    ("node_base", "<u4"),  # first BVH node of the asset in the scene's node buffer
+    ("group_base", "<u4"),  # first group
+    ("part_base", "<u4"),  # first group part
+    ("page_base", "<u4"),  # first page in the page buffer
+    ("step", "<f4"),  # position grid step
+    ("node_count", "<u4"),
+    ("pad", "<u4", 2),
+])
+
+# the words of the `state` buffer, in order
+STATE_WORDS = (
+    "queue_write",  # entries reserved in the queue
+    "queue_read",  # entries claimed (persistent traversal)
+    "outstanding",  # entries pushed and not yet finished (persistent traversal)
+    "level_start",  # per-level traversal: the current level's queue range
+    "level_end",
+    "sw_count",  # visible clusters for the software rasterizer
+    "hw_count",  # visible clusters for the hardware rasterizer
+    "overflow",  # bit 0 queue full, bit 1 visible list full
+    # statistics (reset every frame)
+    "instances_tested",
+    "instances_visible",
+    "nodes_visited",
+    "groups_tested",
+    "clusters_tested",
+    "sw_clusters",
+    "hw_clusters",
+    "sw_triangles",
+    "hw_triangles",
+    "pad0",
+)
+STATE = {name: i for i, name in enumerate(STATE_WORDS)}
+STAT_NAMES = STATE_WORDS[STATE["instances_tested"] : STATE["pad0"]]
+
+# the words of the `args` buffer (indirect dispatch and draw arguments)
+ARGS_WORDS = (
+    "level_x", "level_y", "level_z",  # per-level traversal dispatch
+    "sw_x", "sw_y", "sw_z",  # software raster dispatch
+    "hw_vertex_count", "hw_instance_count", "hw_first_vertex", "hw_first_instance",  # HW draw
+    "pad0", "pad1",
+)
+ARGS = {name: i for i, name in enumerate(ARGS_WORDS)}
+
+FLAG_PERSISTENT = 1  # traversal mode (informational; the pipelines differ)
+FLAG_DEPTH_ONLY = 2
+
+WORKGROUP = 64  # lanes of the culling workgroups
+MAX_DISPATCH = 65535
+
+
+def _wgsl_type(dt: np.dtype, shape: tuple[int, ...], what: str) -> tuple[str, int]:
+    """WGSL type and alignment for a field of base dtype dt and subarray shape."""
+    base = {"f": "f32", "u": "u32", "i": "i32"}[dt.kind]
+    assert dt.itemsize == 4, what
+    if shape == ():
+        return base, 4
+    if shape == (16,) and base == "f32":
+        return "mat4x4<f32>", 16
+    if shape in ((4,),):
+        return f"vec4<{base}>", 16
+    if len(shape) == 2 and shape[1] == 4:
+        return f"array<vec4<{base}>, {shape[0]}>", 16
+    if len(shape) == 1 and base != "f32" or len(shape) == 1:
+        return f"array<{base}, {shape[0]}>", 4
+    raise ValueError(f"{what}: no WGSL type for shape {shape}")
+
+
+def wgsl_struct(name: str, dtype: np.dtype, *, uniform: bool = False) -> str:
+    """A WGSL struct with exactly the layout of `dtype` (asserted against WGSL's rules)."""
+    lines = [f"struct {name} {{"]
+    pos = 0
+    for field in dtype.names:
+        sub, off = dtype.fields[field][:2]
+        base, shape = (sub.subdtype if sub.subdtype else (sub, ()))
+        wtype, align = _wgsl_type(base, shape, f"{name}.{field}")
+        if wtype.startswith("array<u32") or wtype.startswith("array<i32"):
+            # plain scalar arrays are only used as padding; spell them as scalars
+            for k in range(shape[0]):
+                lines.append(f"    {field}_{k}: {wtype[6:9]},")
+            pos = off + sub.itemsize
+            continue
+        if off % align or off != pos:
+            raise ValueError(f"{name}.{field} at byte {off} breaks WGSL alignment {align}")
+        if uniform and wtype.startswith("array<") and not wtype.startswith("array<vec4"):
+            raise ValueError(f"{name}.{field}: uniform arrays need a 16-byte stride")
+        lines.append(f"    {field}: {wtype},")
+        pos = off + sub.itemsize
+    if dtype.itemsize % 16:
+        raise ValueError(f"{name} is {dtype.itemsize} bytes, not a multiple of 16")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def wgsl_offsets(prefix: str, dtype: np.dtype) -> str:
+    """WGSL constants: the record size in words and every field's word offset."""
+    assert dtype.itemsize % 4 == 0
+    lines = [f"const {prefix}_WORDS: u32 = {dtype.itemsize // 4}u;"]
+    for field in dtype.names:
+        off = dtype.fields[field][1]
+        assert off % 4 == 0
+        lines.append(f"const {prefix}_{field.upper()}: u32 = {off // 4}u;")
+    return "\n".join(lines)
+
+
+def generated_includes() -> dict[str, str]:
+    """{"layout.wgsl": ...}: every generated constant and struct."""
+    parts = [
+        "// generated by renderer/layout.py from the numpy dtypes; do not edit",
+        wgsl_offsets("NODE", NODE_DTYPE),
+        wgsl_offsets("GROUP", GROUP_DTYPE),
+        wgsl_offsets("PART", PART_DTYPE),
+        wgsl_offsets("PAGE_HEADER", PAGE_HEADER_DTYPE),
+        wgsl_offsets("CLUSTER", CLUSTER_DTYPE),
+        f"const CHILD_EMPTY: u32 = {CHILD_EMPTY:#x}u;",
+        f"const CHILD_GROUP: u32 = {CHILD_GROUP:#x}u;",
+        f"const PAGE_WORDS: u32 = {PAGE_SIZE // 4}u;",
+        f"const ROOT_ERROR: f32 = {ROOT_ERROR:.6e};",
+        f"const MAX_CLUSTER_TRIANGLES: u32 = {MAX_CLUSTER_TRIANGLES}u;",
+        f"const MAX_CLUSTER_VERTICES: u32 = {MAX_CLUSTER_VERTICES}u;",
+        f"const WORKGROUP: u32 = {WORKGROUP}u;",
+        f"const MAX_DISPATCH: u32 = {MAX_DISPATCH}u;",
+        f"const FLAG_DEPTH_ONLY: u32 = {FLAG_DEPTH_ONLY}u;",
+        "\n".join(f"const S_{n.upper()}: u32 = {i}u;" for n, i in STATE.items()),
+        "\n".join(f"const A_{n.upper()}: u32 = {i}u;" for n, i in ARGS.items()),
+        wgsl_struct("Frame", FRAME_DTYPE, uniform=True),
+        wgsl_struct("Instance", INSTANCE_DTYPE),
+        wgsl_struct("AssetInfo", ASSET_DTYPE),
+    ]
+    return {"layout.wgsl": "\n".join(parts) + "\n"}

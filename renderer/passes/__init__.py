@@ -1,0 +1,37 @@
+"""The GPU passes of a frame, one module and one WGSL file each (see ARCHITECTURE "Runtime").
+
+A pass declares its bindings once (`BINDINGS`: the WGSL header and the bind group layout both come
+from it), builds its pipelines in its constructor and records its commands in
+``encode(frame, encoder)``, where `frame` (renderer.frame.FrameResources) holds the buffers by
+binding name. Passes never own scene data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import wgpu
+
+from renderer.gpu import bind_group
+
+if TYPE_CHECKING:
+    from renderer.frame import FrameResources
+
+
+class Pass:
+    """Base: keeps the bind group of the current resources, rebuilt when they change."""
+
+    label = "pass"
+    bindings: tuple = ()
+
+    def __init__(self) -> None:
+        self._bg: wgpu.GPUBindGroup | None = None
+        self._bg_key: int = -1
+        self.bgl: wgpu.GPUBindGroupLayout | None = None
+
+    def group(self, frame: FrameResources) -> wgpu.GPUBindGroup:
+        if self._bg is None or self._bg_key != frame.generation:
+            self._bg = bind_group(frame.device, self.bgl, self.bindings, frame.buffers,
+                                  f"{self.label}.bind_group")
+            self._bg_key = frame.generation
+        return self._bg

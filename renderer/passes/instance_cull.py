@@ -1,0 +1,36 @@
+"""Instance cull: frustum test of every instance's root sphere; survivors seed the BVH queue."""
+
+from __future__ import annotations
+
+from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
+from renderer.passes import Pass
+
+BINDINGS = (
+    Binding("frame", UNIFORM, "Frame"),
+    Binding("instances", READ, "array<Instance>"),
+    Binding("assets", READ, "array<AssetInfo>"),
+    Binding("nodes", READ, "array<u32>"),
+    Binding("queue", STORAGE, "array<atomic<u32>>"),
+    Binding("state", STORAGE, "array<atomic<u32>>"),
+)
+
+
+class InstanceCull(Pass):
+    label = "instance_cull"
+    bindings = BINDINGS
+
+    def __init__(self, device) -> None:
+        super().__init__()
+        self.bgl, pipes = compute_pipelines(device, "instance_cull.wgsl", BINDINGS, ["cs_main"],
+                                            label=self.label)
+        self.pipeline = pipes["cs_main"]
+
+    def encode(self, frame, encoder) -> None:
+        n = frame.instance_count
+        cp = encoder.begin_compute_pass(label=self.label,
+                                        timestamp_writes=frame.timestamps(self.label))
+        cp.set_pipeline(self.pipeline)
+        cp.set_bind_group(0, self.group(frame))
+        groups = (n + 63) // 64
+        cp.dispatch_workgroups(min(groups, 65535), (groups + 65534) // 65535)
+        cp.end()

@@ -1,0 +1,61 @@
+"""Hardware rasterizer: one indirect draw with vertex pulling (shaders/raster_hw.wgsl)."""
+
+from __future__ import annotations
+
+import wgpu
+
+from renderer.gpu import READ, STORAGE, UNIFORM, Binding, bind_group_layout, shader_module
+from renderer.layout import ARGS
+from renderer.passes import Pass
+from renderer.passes.raster_sw import vis_bindings
+
+VF = wgpu.ShaderStage.VERTEX | wgpu.ShaderStage.FRAGMENT
+
+
+class RasterHW(Pass):
+    label = "raster_hw"
+
+    def __init__(self, device, *, vis64: bool) -> None:
+        super().__init__()
+        self.bindings = (
+            Binding("frame", UNIFORM, "Frame", VF),
+            Binding("instances", READ, "array<Instance>", wgpu.ShaderStage.VERTEX),
+            Binding("assets", READ, "array<AssetInfo>", wgpu.ShaderStage.VERTEX),
+            Binding("pages", READ, "array<u32>", wgpu.ShaderStage.VERTEX),
+            Binding("visible", READ, "array<vec2<u32>>", wgpu.ShaderStage.VERTEX),
+            *vis_bindings(vis64, STORAGE, wgpu.ShaderStage.FRAGMENT),
+        )
+        module = shader_module(device, "raster_hw.wgsl", self.bindings,
+                               defines=["VIS64"] if vis64 else [], label=f"{self.label}.shader")
+        self.bgl = bind_group_layout(device, self.bindings, f"{self.label}.bind_group_layout")
+        layout = device.create_pipeline_layout(bind_group_layouts=[self.bgl],
+                                               label=f"{self.label}.layout")
+        self.pipelines = []
+        for id_pass in ([False] if vis64 else [False, True]):
+            frag = {"module": module, "entry_point": "fs_main", "targets": []}
+            if not vis64:
+                frag["constants"] = {"ID_PASS": id_pass}
+            self.pipelines.append(device.create_render_pipeline(
+                layout=layout,
+                vertex={"module": module, "entry_point": "vs_main", "buffers": []},
+                primitive={"topology": "triangle-list", "front_face": "ccw", "cull_mode": "back"},
+                # a placeholder depth target (WebGPU needs one attachment); the visibility buffer
+                # is the real target
+                depth_stencil={"format": "depth32float", "depth_write_enabled": False,
+                               "depth_compare": "always"},
+                multisample={"count": 1},
+                fragment=frag,
+                label=f"{self.label}.pipeline{'.ids' if id_pass else ''}",
+            ))
+
+    def encode(self, frame, encoder, variant: int = 0) -> None:
+        name = self.label if variant == 0 else f"{self.label}.ids"
+        rp = encoder.begin_render_pass(
+            color_attachments=[], label=name,
+            depth_stencil_attachment={"view": frame.hw_target, "depth_load_op": "clear",
+                                      "depth_clear_value": 0.0, "depth_store_op": "discard"},
+            timestamp_writes=frame.timestamps(name))
+        rp.set_pipeline(self.pipelines[variant])
+        rp.set_bind_group(0, self.group(frame))
+        rp.draw_indirect(frame.buffers["args"], 4 * ARGS["hw_vertex_count"])
+        rp.end()

@@ -1,0 +1,38 @@
+"""Resolve: visibility buffer to color, depth, normal and ids (shaders/resolve.wgsl)."""
+
+from __future__ import annotations
+
+from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
+from renderer.passes import Pass
+
+
+class Resolve(Pass):
+    label = "resolve"
+
+    def __init__(self, device, *, vis64: bool) -> None:
+        super().__init__()
+        vis = ((Binding("vis", READ, "array<vec2<u32>>"),) if vis64 else
+               (Binding("vis_depth", READ, "array<u32>"), Binding("vis_ids", READ, "array<u32>")))
+        self.bindings = (
+            Binding("frame", UNIFORM, "Frame"),
+            Binding("instances", READ, "array<Instance>"),
+            Binding("assets", READ, "array<AssetInfo>"),
+            Binding("pages", READ, "array<u32>"),
+            Binding("visible", READ, "array<vec2<u32>>"),
+            *vis,
+            Binding("color", STORAGE, "array<u32>"),
+            Binding("depth_out", STORAGE, "array<f32>"),
+            Binding("normal", STORAGE, "array<vec4<f32>>"),
+            Binding("ids", STORAGE, "array<vec4<u32>>"),
+        )
+        self.bgl, pipes = compute_pipelines(device, "resolve.wgsl", self.bindings, ["cs_main"],
+                                            defines=["VIS64"] if vis64 else [], label=self.label)
+        self.pipeline = pipes["cs_main"]
+
+    def encode(self, frame, encoder) -> None:
+        cp = encoder.begin_compute_pass(label=self.label,
+                                        timestamp_writes=frame.timestamps(self.label))
+        cp.set_pipeline(self.pipeline)
+        cp.set_bind_group(0, self.group(frame))
+        cp.dispatch_workgroups((frame.width + 7) // 8, (frame.height + 7) // 8)
+        cp.end()

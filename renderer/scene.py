@@ -1,0 +1,185 @@
+"""Assets and instances on the GPU.
+
+Every loaded asset's hierarchy (BVH nodes, groups, group parts) and pages are concatenated into
+scene-wide buffers; the asset table gives each asset's bases, so a node, group, part or page is
+addressed by one global index in the shaders. All pages are uploaded (streaming comes later).
+A visible cluster is named by ``global page << 10 | slot``, hence at most 1024 clusters per page
+and 2^22 pages.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import wgpu
+
+from preprocess.asset import PAGE_HEADER_DTYPE
+from preprocess.tessfile import TessFile, read_tess
+from renderer.gpu import buffer_with
+from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE
+
+SLOT_BITS = 10
+MAX_PAGES = 1 << (32 - SLOT_BITS)
+
+
+class SceneError(ValueError):
+    """An asset or instance the renderer cannot take (clear, one-line message)."""
+
+
+@dataclass
+class Asset:
+    """A `.tess` asset as the renderer holds it (the file stays memory-mapped)."""
+
+    path: str
+    file: TessFile
+    meta: dict
+    nodes: np.ndarray  # NODE_DTYPE
+    groups: np.ndarray  # GROUP_DTYPE
+    parts: np.ndarray  # PART_DTYPE
+    page_count: int
+    page_size: int
+
+    @property
+    def bounds_sphere(self) -> np.ndarray:
+        """(4,) float32: a sphere around the asset's bounding box (for framing and placing)."""
+        lo = np.asarray(self.meta["bounds_min"], np.float64)
+        hi = np.asarray(self.meta["bounds_max"], np.float64)
+        return np.array([*(lo + hi) / 2, np.linalg.norm(hi - lo) / 2], np.float32)
+
+    @property
+    def depth(self) -> int:
+        return int(self.nodes["depth"].max())
+
+
+def open_asset(path: str | os.PathLike) -> Asset:
+    """Open and check a `.tess` file (raises SceneError with the reason)."""
+    try:
+        f = read_tess(path)
+    except FileNotFoundError:
+        raise SceneError(f"{path}: no such file") from None
+    except ValueError as e:  # TessFormatError
+        raise SceneError(str(e)) from None
+    s = f.sections
+    for name in ("bvh_nodes", "groups", "group_parts"):
+        if name not in s:
+            raise SceneError(f"{path}: section {name!r} missing (not a Tessera asset?)")
+    pages = f.pages_array()
+    counts = pages[:, :16].copy().view(PAGE_HEADER_DTYPE)["cluster_count"].reshape(-1)
+    if len(counts) and counts.max() > (1 << SLOT_BITS):
+        raise SceneError(f"{path}: a page holds {counts.max()} clusters; the renderer addresses "
+                         f"at most {1 << SLOT_BITS} per page")
+    return Asset(path=str(path), file=f, meta=dict(f.meta), nodes=s["bvh_nodes"],
+                 groups=s["groups"], parts=s["group_parts"], page_count=f.page_count,
+                 page_size=f.page_size)
+
+
+def max_scale(m: np.ndarray) -> float:
+    """The largest axis scale of a (4, 4) affine transform (the norm of its longest column)."""
+    return float(np.linalg.norm(np.asarray(m, np.float64)[:3, :3], axis=0).max())
+
+
+@dataclass
+class Scene:
+    """Assets and instances; `upload` (re)builds the GPU buffers when they changed."""
+
+    assets: list[Asset] = field(default_factory=list)
+    instance_asset: list[int] = field(default_factory=list)
+    instance_world: list[np.ndarray] = field(default_factory=list)
+    asset_version: int = 0  # bumped when assets change (geometry re-upload)
+    instance_version: int = 0  # bumped when instances change
+
+    def add_asset(self, asset: Asset) -> int:
+        self.assets.append(asset)
+        self.asset_version += 1
+        return len(self.assets) - 1
+
+    def add_instance(self, asset: int, world: np.ndarray | None = None) -> int:
+        if not 0 <= asset < len(self.assets):
+            raise SceneError(f"no asset {asset} (the scene has {len(self.assets)})")
+        m = np.eye(4, dtype=np.float32) if world is None else np.asarray(world, np.float32)
+        if m.shape != (4, 4) or not np.isfinite(m).all():
+            raise SceneError("an instance transform must be a finite (4, 4) matrix")
+        if abs(float(np.linalg.det(m[:3, :3].astype(np.float64)))) < 1e-30:
+            raise SceneError("an instance transform must not be singular")
+        self.instance_asset.append(int(asset))
+        self.instance_world.append(m)
+        self.instance_version += 1
+        return len(self.instance_asset) - 1
+
+    def add_instances(self, asset: int, worlds: np.ndarray) -> range:
+        """Many instances of one asset: worlds (k, 4, 4)."""
+        first = len(self.instance_asset)
+        for m in np.asarray(worlds, np.float32):
+            self.add_instance(asset, m)
+        return range(first, len(self.instance_asset))
+
+    def clear_instances(self) -> None:
+        self.instance_asset.clear()
+        self.instance_world.clear()
+        self.instance_version += 1
+
+    @property
+    def instance_count(self) -> int:
+        return len(self.instance_asset)
+
+    def triangle_count(self) -> int:
+        """Full-detail triangles of all instances (what brute force would draw)."""
+        return sum(int(self.assets[a].meta["input_triangles"]) for a in self.instance_asset)
+
+    def instance_table(self) -> np.ndarray:
+        out = np.zeros(max(1, self.instance_count), INSTANCE_DTYPE)
+        for i, (a, m) in enumerate(zip(self.instance_asset, self.instance_world, strict=True)):
+            out[i]["world"] = m.T.reshape(-1)
+            out[i]["asset"] = a
+            out[i]["scale"] = max_scale(m)
+        return out
+
+    def asset_table(self) -> np.ndarray:
+        out = np.zeros(max(1, len(self.assets)), ASSET_DTYPE)
+        node = group = part = page = 0
+        for i, a in enumerate(self.assets):
+            out[i] = (node, group, part, page, float(a.meta["step"]), len(a.nodes), (0, 0))
+            node += len(a.nodes)
+            group += len(a.groups)
+            part += len(a.parts)
+            page += a.page_count
+        return out
+
+    def upload_instances(self, device: wgpu.GPUDevice) -> dict[str, wgpu.GPUBuffer]:
+        return {"instances": buffer_with(device, self.instance_table(), "scene.instances",
+                                         wgpu.BufferUsage.STORAGE)}
+
+    def upload_geometry(self, device: wgpu.GPUDevice, limits: dict
+                        ) -> dict[str, wgpu.GPUBuffer]:
+        """The scene's geometry buffers: assets, nodes, groups, parts, pages."""
+        if not self.assets:
+            raise SceneError("the scene has no asset: load a .tess file first")
+        sizes = {a.page_size for a in self.assets}
+        if len(sizes) != 1:
+            raise SceneError(f"assets with different page sizes {sorted(sizes)} in one scene")
+        pages_total = sum(a.page_count for a in self.assets)
+        page_bytes = pages_total * next(iter(sizes))
+        cap = int(limits.get("max-storage-buffer-binding-size", 1 << 27))
+        if pages_total >= MAX_PAGES or page_bytes > cap:
+            raise SceneError(f"the scene's pages take {page_bytes / 2**20:.0f} MiB; this adapter "
+                             f"binds at most {cap / 2**20:.0f} MiB in one buffer (streaming, a "
+                             "later feature, will lift this)")
+        usage = wgpu.BufferUsage.STORAGE
+        pages = np.zeros(page_bytes // 4, np.uint32)
+        o = 0
+        for a in self.assets:
+            arr = a.file.pages_array()
+            pages[o : o + arr.size // 4] = np.ascontiguousarray(arr).view(np.uint32).reshape(-1)
+            o += arr.size // 4
+        return {
+            "assets": buffer_with(device, self.asset_table(), "scene.assets", usage),
+            "nodes": buffer_with(device, np.concatenate([a.nodes for a in self.assets]),
+                                 "scene.nodes", usage),
+            "groups": buffer_with(device, np.concatenate([a.groups for a in self.assets]),
+                                  "scene.groups", usage),
+            "parts": buffer_with(device, np.concatenate([a.parts for a in self.assets]),
+                                 "scene.parts", usage),
+            "pages": buffer_with(device, pages, "scene.pages", usage),
+        }

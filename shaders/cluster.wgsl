@@ -1,0 +1,70 @@
+// Reading clusters out of the page buffer: a visible cluster is (instance, page << 10 | slot); its
+// record sits at a fixed place in its page and its streams at the byte offsets the record gives
+// (layout in preprocess/asset.py). Needs the bindings `pages`, `instances`, `assets`.
+
+const SLOT_BITS: u32 = 10u;
+
+fn cluster_base(cref: u32) -> u32 {
+    return (cref >> SLOT_BITS) * PAGE_WORDS + PAGE_HEADER_WORDS
+        + (cref & ((1u << SLOT_BITS) - 1u)) * CLUSTER_WORDS;
+}
+
+fn page_start(cref: u32) -> u32 {
+    return (cref >> SLOT_BITS) * PAGE_WORDS;
+}
+
+fn rec_u(base: u32, field: u32) -> u32 {
+    return pages[base + field];
+}
+
+fn rec_f(base: u32, field: u32) -> f32 {
+    return bitcast<f32>(pages[base + field]);
+}
+
+fn rec_v4(base: u32, field: u32) -> vec4<f32> {
+    return vec4<f32>(rec_f(base, field), rec_f(base, field + 1u), rec_f(base, field + 2u),
+                     rec_f(base, field + 3u));
+}
+
+// byte b of the page starting at word `page`
+fn page_byte(page: u32, b: u32) -> u32 {
+    return (pages[page + (b >> 2u)] >> ((b & 3u) * 8u)) & 0xffu;
+}
+
+// 16-bit value at byte offset b (b even)
+fn page_u16(page: u32, b: u32) -> u32 {
+    return (pages[page + (b >> 2u)] >> ((b & 2u) * 8u)) & 0xffffu;
+}
+
+// local corner indices of triangle t
+fn cluster_triangle(page: u32, base: u32, t: u32) -> vec3<u32> {
+    let o = rec_u(base, CLUSTER_INDEX_OFFSET) + 3u * t;
+    return vec3<u32>(page_byte(page, o), page_byte(page, o + 1u), page_byte(page, o + 2u));
+}
+
+// object-space position of local vertex v (exact grid coordinates times the power-of-two step)
+fn cluster_position(page: u32, base: u32, v: u32, step: f32) -> vec3<f32> {
+    let o = rec_u(base, CLUSTER_POSITION_OFFSET);
+    let pmin = vec3<i32>(bitcast<i32>(rec_u(base, CLUSTER_POS_MIN)),
+                         bitcast<i32>(rec_u(base, CLUSTER_POS_MIN + 1u)),
+                         bitcast<i32>(rec_u(base, CLUSTER_POS_MIN + 2u)));
+    var off: vec3<u32>;
+    if (rec_u(base, CLUSTER_MODE) & 0xffu) == 0u {
+        let b = o + 6u * v;
+        off = vec3<u32>(page_u16(page, b), page_u16(page, b + 2u), page_u16(page, b + 4u));
+    } else {
+        let w = page + (o >> 2u) + 3u * v;
+        off = vec3<u32>(pages[w], pages[w + 1u], pages[w + 2u]);
+    }
+    return vec3<f32>(pmin + bitcast<vec3<i32>>(off)) * step;
+}
+
+fn cluster_normal(page: u32, base: u32, v: u32) -> vec3<f32> {
+    let q = pages[page + (rec_u(base, CLUSTER_NORMAL_OFFSET) >> 2u) + v];
+    let x = f32(bitcast<i32>(q << 16u) >> 16u) / 32767.0;
+    let y = f32(bitcast<i32>(q) >> 16u) / 32767.0;
+    let z = 1.0 - abs(x) - abs(y);
+    let t = max(-z, 0.0);
+    let n = vec3<f32>(x - select(-t, t, x >= 0.0), y - select(-t, t, y >= 0.0), z);
+    return normalize(n);
+}

@@ -1,0 +1,217 @@
+// BVH and cluster culling: LOD selection by projected error, frustum culling, and the SW/HW bins.
+//
+// Reads: frame, instances, assets, nodes, groups, parts, pages. Writes: the queue (consumes and
+// re-zeroes its entries, pushes children), state (counts, statistics), visible (the chosen
+// clusters: SW from slot 0 up, HW from visible_capacity / 2 up).
+//
+// A queue item is a BVH node (global index) or a group part (PART_BIT | global part index).
+// - node: skipped if outside the frustum or if its largest error below projects <= tau; else
+//   each child node is pushed, and each child group whose error projects > tau pushes its parts
+//   (its members may be drawn: their parent error is the group's error);
+// - part: each member cluster whose own error projects <= tau and whose bounds touch the frustum
+//   is drawn.
+// Two entry points traverse the same way: `cs_persistent` (one dispatch of persistent workgroups
+// pulling from the queue until no work is outstanding) and `cs_level` (one lane per item of the
+// current level, dispatched once per BVH level by the host, with `cs_level_args` in between).
+#include "layout.wgsl"
+#include "math.wgsl"
+
+const PART_BIT: u32 = 0x80000000u;
+const NONE: u32 = 0xffffffffu;
+
+fn node_sphere(n: u32) -> vec4<f32> {
+    let b = n * NODE_WORDS + NODE_SPHERE;
+    return vec4<f32>(bitcast<f32>(nodes[b]), bitcast<f32>(nodes[b + 1u]),
+                     bitcast<f32>(nodes[b + 2u]), bitcast<f32>(nodes[b + 3u]));
+}
+
+fn group_sphere(g: u32) -> vec4<f32> {
+    let b = g * GROUP_WORDS + GROUP_SPHERE;
+    return vec4<f32>(bitcast<f32>(groups[b]), bitcast<f32>(groups[b + 1u]),
+                     bitcast<f32>(groups[b + 2u]), bitcast<f32>(groups[b + 3u]));
+}
+
+fn page_f(w: u32) -> f32 {
+    return bitcast<f32>(pages[w]);
+}
+
+fn page_v4(w: u32) -> vec4<f32> {
+    return vec4<f32>(page_f(w), page_f(w + 1u), page_f(w + 2u), page_f(w + 3u));
+}
+
+// does child group g (asset-local) want its parts visited?
+fn group_wanted(inst: Instance, a: AssetInfo, g: u32) -> bool {
+    atomicAdd(&state[S_GROUPS_TESTED], 1u);
+    let gi = a.group_base + g;
+    let err = bitcast<f32>(groups[gi * GROUP_WORDS + GROUP_ERROR]);
+    return projected_error(err, world_sphere(inst, group_sphere(gi)), inst.scale) > frame.tau;
+}
+
+fn push(item: u32, inst: u32, counted: bool) {
+    if !counted {
+        atomicAdd(&state[S_OUTSTANDING], 1u);
+    }
+    let slot = atomicAdd(&state[S_QUEUE_WRITE], 1u);
+    if slot < frame.queue_capacity {
+        atomicStore(&queue[2u * slot + 1u], inst + 1u);
+        atomicStore(&queue[2u * slot], item + 1u);
+    } else {
+        atomicOr(&state[S_OVERFLOW], 1u);
+        atomicSub(&state[S_OUTSTANDING], 1u);
+    }
+}
+
+fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
+    atomicAdd(&state[S_NODES_VISITED], 1u);
+    let s = world_sphere(inst, node_sphere(n));
+    if !sphere_in_frustum(s) {
+        return;
+    }
+    let err = bitcast<f32>(nodes[n * NODE_WORDS + NODE_MAX_ERROR]);
+    if projected_error(err, s, inst.scale) <= frame.tau {
+        return;
+    }
+    // count first, so that `outstanding` grows once before any child can finish
+    var wanted = 0u;
+    var take: array<bool, 8>;
+    for (var k = 0u; k < 8u; k++) {
+        let c = nodes[n * NODE_WORDS + NODE_CHILDREN + k];
+        var t = false;
+        if c == CHILD_EMPTY {
+            t = false;
+        } else if (c & CHILD_GROUP) != 0u {
+            t = group_wanted(inst, a, c & ~CHILD_GROUP);
+            if t {
+                wanted += groups[(a.group_base + (c & ~CHILD_GROUP)) * GROUP_WORDS
+                                 + GROUP_PART_COUNT];
+            }
+        } else {
+            t = true;
+            wanted += 1u;
+        }
+        take[k] = t;
+    }
+    atomicAdd(&state[S_OUTSTANDING], wanted);
+    for (var k = 0u; k < 8u; k++) {
+        if !take[k] {
+            continue;
+        }
+        let c = nodes[n * NODE_WORDS + NODE_CHILDREN + k];
+        if (c & CHILD_GROUP) != 0u {
+            let gi = a.group_base + (c & ~CHILD_GROUP);
+            let first = groups[gi * GROUP_WORDS + GROUP_FIRST_PART];
+            let count = groups[gi * GROUP_WORDS + GROUP_PART_COUNT];
+            for (var p = 0u; p < count; p++) {
+                push(PART_BIT | (a.part_base + first + p), ii, true);
+            }
+        } else {
+            push(a.node_base + c, ii, true);
+        }
+    }
+}
+
+fn emit(ii: u32, cref: u32, hw: bool, triangles: u32) {
+    let half = frame.visible_capacity / 2u;
+    if hw {
+        let k = atomicAdd(&state[S_HW_COUNT], 1u);
+        if k < half {
+            visible[half + k] = vec2<u32>(ii, cref);
+            atomicAdd(&state[S_HW_CLUSTERS], 1u);
+            atomicAdd(&state[S_HW_TRIANGLES], triangles);
+        } else {
+            atomicOr(&state[S_OVERFLOW], 2u);
+        }
+    } else {
+        let k = atomicAdd(&state[S_SW_COUNT], 1u);
+        if k < half {
+            visible[k] = vec2<u32>(ii, cref);
+            atomicAdd(&state[S_SW_CLUSTERS], 1u);
+            atomicAdd(&state[S_SW_TRIANGLES], triangles);
+        } else {
+            atomicOr(&state[S_OVERFLOW], 2u);
+        }
+    }
+}
+
+fn visit_part(p: u32, ii: u32, inst: Instance, a: AssetInfo) {
+    let page = a.page_base + parts[p * PART_WORDS + PART_PAGE];
+    let first = parts[p * PART_WORDS + PART_FIRST_CLUSTER];
+    let count = parts[p * PART_WORDS + PART_CLUSTER_COUNT];
+    for (var i = 0u; i < count; i++) {
+        atomicAdd(&state[S_CLUSTERS_TESTED], 1u);
+        let slot = first + i;
+        let base = page * PAGE_WORDS + PAGE_HEADER_WORDS + slot * CLUSTER_WORDS;
+        let own = world_sphere(inst, page_v4(base + CLUSTER_SELF_SPHERE));
+        if projected_error(page_f(base + CLUSTER_SELF_ERROR), own, inst.scale) > frame.tau {
+            continue;
+        }
+        let b = world_sphere(inst, page_v4(base + CLUSTER_BOUNDS));
+        if !sphere_in_frustum(b) {
+            continue;
+        }
+        let tris = pages[base + CLUSTER_TRIANGLE_COUNT];
+        emit(ii, (page << 10u) | slot, wants_hardware(b, tris), tris);
+    }
+}
+
+fn visit(item: u32, ii: u32) {
+    let inst = instances[ii];
+    let a = assets[inst.asset];
+    if (item & PART_BIT) != 0u {
+        visit_part(item & ~PART_BIT, ii, inst, a);
+    } else {
+        visit_node(item, ii, inst, a);
+    }
+}
+
+var<workgroup> wg_done: u32;
+
+@compute @workgroup_size(64)
+fn cs_persistent(@builtin(local_invocation_index) lid: u32) {
+    var slot = NONE;
+    loop {
+        // claim a slot (it may not be written yet: checked again on later iterations)
+        if slot == NONE {
+            let r = atomicLoad(&state[S_QUEUE_READ]);
+            if r < min(atomicLoad(&state[S_QUEUE_WRITE]), frame.queue_capacity) {
+                let got = atomicCompareExchangeWeak(&state[S_QUEUE_READ], r, r + 1u);
+                if got.exchanged {
+                    slot = r;
+                }
+            }
+        }
+        if slot != NONE {
+            let item = atomicLoad(&queue[2u * slot]);
+            let ii = atomicLoad(&queue[2u * slot + 1u]);
+            if item != 0u && ii != 0u {
+                atomicStore(&queue[2u * slot], 0u);
+                atomicStore(&queue[2u * slot + 1u], 0u);
+                visit(item - 1u, ii - 1u);
+                atomicSub(&state[S_OUTSTANDING], 1u);
+                slot = NONE;
+            }
+        }
+        // the loop is workgroup-uniform: every lane leaves together once nothing is outstanding
+        if lid == 0u {
+            wg_done = select(0u, 1u, atomicLoad(&state[S_OUTSTANDING]) == 0u);
+        }
+        if workgroupUniformLoad(&wg_done) == 1u {
+            break;
+        }
+    }
+}
+
+@compute @workgroup_size(64)
+fn cs_level(@builtin(global_invocation_id) gid: vec3<u32>,
+            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = atomicLoad(&state[S_LEVEL_START]) + gid.x + gid.y * nwg.x * WORKGROUP;
+    if i >= atomicLoad(&state[S_LEVEL_END]) {
+        return;
+    }
+    let item = atomicLoad(&queue[2u * i]);
+    let ii = atomicLoad(&queue[2u * i + 1u]);
+    atomicStore(&queue[2u * i], 0u);
+    atomicStore(&queue[2u * i + 1u], 0u);
+    visit(item - 1u, ii - 1u);
+    atomicSub(&state[S_OUTSTANDING], 1u);
+}

@@ -1,0 +1,34 @@
+// Instance cull: one lane per instance. Reads the instances, the asset table and the root node
+// spheres; tests the root sphere against the frustum; a visible instance pushes its BVH root into
+// the culling queue (cull.wgsl). The queue entry is two atomic words, item + 1 then instance + 1,
+// so that 0 means "not written yet".
+#include "layout.wgsl"
+#include "math.wgsl"
+
+@compute @workgroup_size(64)
+fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if i >= frame.instance_count {
+        return;
+    }
+    atomicAdd(&state[S_INSTANCES_TESTED], 1u);
+    let inst = instances[i];
+    let root = assets[inst.asset].node_base;
+    let s = vec4<f32>(bitcast<f32>(nodes[root * NODE_WORDS + NODE_SPHERE]),
+                      bitcast<f32>(nodes[root * NODE_WORDS + NODE_SPHERE + 1u]),
+                      bitcast<f32>(nodes[root * NODE_WORDS + NODE_SPHERE + 2u]),
+                      bitcast<f32>(nodes[root * NODE_WORDS + NODE_SPHERE + 3u]));
+    if !sphere_in_frustum(world_sphere(inst, s)) {
+        return;
+    }
+    atomicAdd(&state[S_INSTANCES_VISIBLE], 1u);
+    atomicAdd(&state[S_OUTSTANDING], 1u);
+    let slot = atomicAdd(&state[S_QUEUE_WRITE], 1u);
+    if slot < frame.queue_capacity {
+        atomicStore(&queue[2u * slot + 1u], i + 1u);
+        atomicStore(&queue[2u * slot], root + 1u);
+    } else {
+        atomicOr(&state[S_OVERFLOW], 1u);
+        atomicSub(&state[S_OUTSTANDING], 1u);
+    }
+}

@@ -1,0 +1,63 @@
+// Culling math shared by the culling passes (no buffer access): spheres under an instance
+// transform, the frustum test, the LOD projection of an error, and the SW/HW choice. The numpy
+// twin of every function here is in renderer/cpu_cull.py; keep the two in step.
+
+const TINY_DISTANCE: f32 = 1e-12;
+const HUGE: f32 = 3.0e38;
+
+// an object-space sphere (xyz centre, w radius) in world space
+fn world_sphere(inst: Instance, s: vec4<f32>) -> vec4<f32> {
+    let c = inst.world * vec4<f32>(s.xyz, 1.0);
+    return vec4<f32>(c.xyz, s.w * inst.scale);
+}
+
+// true when the world-space sphere touches the frustum (conservative near the corners)
+fn sphere_in_frustum(s: vec4<f32>) -> bool {
+    var inside = true;
+    for (var i = 0u; i < 5u; i++) {
+        let p = frame.planes[i];
+        inside = inside && (dot(p.xyz, s.xyz) + p.w >= -s.w);
+    }
+    return inside;
+}
+
+// the error (object units, scaled by the instance) seen from the camera, in pixels: at the
+// nearest point of the sphere, as preprocess.verify.projected_error; the root error never projects
+// below any threshold
+fn projected_error(err: f32, s: vec4<f32>, scale: f32) -> f32 {
+    if err >= ROOT_ERROR {
+        return HUGE;
+    }
+    let d = distance(frame.camera.xyz, s.xyz) - s.w;
+    return err * scale * frame.camera.w / max(d, TINY_DISTANCE);
+}
+
+// hardware raster for clusters that reach the near plane, or whose typical triangle edge is long
+// on screen (software raster loops over a triangle's box on one lane)
+fn wants_hardware(b: vec4<f32>, triangles: u32) -> bool {
+    let p = frame.planes[4];
+    let ahead = dot(p.xyz, b.xyz) + p.w;
+    if ahead < b.w {
+        return true;
+    }
+    let d = distance(frame.camera.xyz, b.xyz);
+    let r_px = b.w * frame.camera.w / max(d - b.w, TINY_DISTANCE);
+    let edge_px = 2.0 * r_px / sqrt(f32(max(triangles, 1u)));
+    return edge_px > frame.sw_max_edge;
+}
+
+fn hash_u32(x0: u32) -> u32 {
+    var x = x0;
+    x ^= x >> 16u;
+    x *= 0x7feb352du;
+    x ^= x >> 15u;
+    x *= 0x846ca68bu;
+    x ^= x >> 16u;
+    return x;
+}
+
+fn hash_color(x: u32) -> vec3<f32> {
+    let h = hash_u32(x);
+    return vec3<f32>(f32(h & 255u), f32((h >> 8u) & 255u), f32((h >> 16u) & 255u)) / 255.0 * 0.8
+        + 0.2;
+}

@@ -1,0 +1,123 @@
+// Software rasterizer: one workgroup per visible SW cluster. Reads visible (SW half), state (the
+// SW count), the cluster's page data, instances, assets, frame; writes the visibility buffer.
+// Lanes first transform the cluster's vertices into workgroup memory (screen positions snapped to
+// 1/16 pixel), then each lane rasterizes triangles: back faces culled, exact integer edge
+// functions with the top-left fill rule, pixel centres sampled, depth interpolated linearly in
+// screen space (NDC depth is affine in screen space).
+#include "layout.wgsl"
+#include "cluster.wgsl"
+#include "visbuffer.wgsl"
+
+const SUB_BITS: u32 = 4u;  // sub-pixel precision: 1/16 pixel
+const SUB: f32 = 16.0;
+const HALF: i32 = 8;  // a pixel centre, in sub-pixel units
+const MAX_SPAN: i32 = 16383;  // 1023 pixels: the edge functions must fit in an i32
+
+var<workgroup> sxy: array<vec2<i32>, 256>;
+var<workgroup> sz: array<f32, 256>;
+
+@compute @workgroup_size(128)
+fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let idx = wid.x + wid.y * MAX_DISPATCH;
+    if idx >= min(state[S_SW_COUNT], frame.visible_capacity / 2u) {
+        return;
+    }
+    let entry = visible[idx];
+    let inst = instances[entry.x];
+    let step = assets[inst.asset].step;
+    let page = page_start(entry.y);
+    let base = cluster_base(entry.y);
+    let nv = rec_u(base, CLUSTER_VERTEX_COUNT);
+    let nt = rec_u(base, CLUSTER_TRIANGLE_COUNT);
+    let w = i32(frame.viewport.x);
+    let h = i32(frame.viewport.y);
+    for (var v = lid; v < nv; v += 128u) {
+        let p = cluster_position(page, base, v, step);
+        let clip = frame.view_proj * (inst.world * vec4<f32>(p, 1.0));
+        let ndc = clip.xyz / clip.w;
+        let sx = (ndc.x * 0.5 + 0.5) * frame.viewport.x;
+        let sy = (0.5 - ndc.y * 0.5) * frame.viewport.y;
+        let lim = 1.0e6;
+        sxy[v] = vec2<i32>(i32(clamp(round(sx * SUB), -lim, lim)),
+                           i32(clamp(round(sy * SUB), -lim, lim)));
+        sz[v] = ndc.z;
+    }
+    workgroupBarrier();
+    for (var t = lid; t < nt; t += 128u) {
+        let c = cluster_triangle(page, base, t);
+        let p0 = sxy[c.x];
+        var p1 = sxy[c.y];
+        var p2 = sxy[c.z];
+        let z0 = sz[c.x];
+        var z1 = sz[c.y];
+        var z2 = sz[c.z];
+        let lo = min(p0, min(p1, p2));
+        let hi = max(p0, max(p1, p2));
+        if any(hi - lo > vec2<i32>(MAX_SPAN)) {
+            continue;
+        }
+        // screen y points down: a front face (counter-clockwise in NDC) has a negative area here
+        let e1 = p1 - p0;
+        let e2 = p2 - p0;
+        let area = e1.x * e2.y - e1.y * e2.x;
+        if area >= 0 {
+            continue;
+        }
+        // swap to positive orientation: inside is where all three edge functions are >= 0
+        let tp = p1;
+        p1 = p2;
+        p2 = tp;
+        let tz = z1;
+        z1 = z2;
+        z2 = tz;
+        // pixel box of the sample points inside the triangle's box, clipped to the viewport
+        let x0 = max((lo.x - HALF + 15) >> SUB_BITS, 0);
+        let y0 = max((lo.y - HALF + 15) >> SUB_BITS, 0);
+        let x1 = min((hi.x - HALF) >> SUB_BITS, w - 1);
+        let y1 = min((hi.y - HALF) >> SUB_BITS, h - 1);
+        if x0 > x1 || y0 > y1 {
+            continue;
+        }
+        // edge functions relative to the box corner, so that every product fits in an i32
+        let o = vec2<i32>(x0 << SUB_BITS, y0 << SUB_BITS) + vec2<i32>(HALF);
+        let a0 = p0 - o;
+        let a1 = p1 - o;
+        let a2 = p2 - o;
+        let d01 = a1 - a0;
+        let d12 = a2 - a1;
+        let d20 = a0 - a2;
+        // top-left rule: an edge owns its samples if it is a top edge (horizontal, going right)
+        // or a left edge (going up); other edges need a strictly positive function
+        let b01 = select(-1, 0, (d01.y == 0 && d01.x > 0) || d01.y < 0);
+        let b12 = select(-1, 0, (d12.y == 0 && d12.x > 0) || d12.y < 0);
+        let b20 = select(-1, 0, (d20.y == 0 && d20.x > 0) || d20.y < 0);
+        // E_ij(p) = d_ij.x * (p.y - a_i.y) - d_ij.y * (p.x - a_i.x), at the box corner p = 0
+        var row01 = -d01.x * a0.y + d01.y * a0.x + b01;
+        var row12 = -d12.x * a1.y + d12.y * a1.x + b12;
+        var row20 = -d20.x * a2.y + d20.y * a2.x + b20;
+        let s = 1 << SUB_BITS;
+        let area2 = f32(d01.x * (a2.y - a0.y) - d01.y * (a2.x - a0.x));
+        let payload = (idx << 7u) | t;
+        for (var y = y0; y <= y1; y++) {
+            var e01 = row01;
+            var e12 = row12;
+            var e20 = row20;
+            for (var x = x0; x <= x1; x++) {
+                if (e01 | e12 | e20) >= 0 {
+                    // barycentric weights: vertex 2 opposite edge 01, and so on (bias removed)
+                    let l2 = f32(e01 - b01);
+                    let l0 = f32(e12 - b12);
+                    let l1 = f32(e20 - b20);
+                    let z = (l0 * z0 + l1 * z1 + l2 * z2) / area2;
+                    vis_write(u32(y * w + x), z, payload);
+                }
+                e01 -= d01.y * s;
+                e12 -= d12.y * s;
+                e20 -= d20.y * s;
+            }
+            row01 += d01.x * s;
+            row12 += d12.x * s;
+            row20 += d20.x * s;
+        }
+    }
+}
