@@ -109,11 +109,11 @@ def _wgsl_type(dt: np.dtype, shape: tuple[int, ...], what: str) -> tuple[str, in
         return base, 4
     if shape == (16,) and base == "f32":
         return "mat4x4<f32>", 16
-    if shape in ((4,),):
+    if shape == (4,):
         return f"vec4<{base}>", 16
     if len(shape) == 2 and shape[1] == 4:
         return f"array<vec4<{base}>, {shape[0]}>", 16
-    if len(shape) == 1 and base != "f32" or len(shape) == 1:
+    if len(shape) == 1:
         return f"array<{base}, {shape[0]}>", 4
     raise ValueError(f"{what}: no WGSL type for shape {shape}")
 
