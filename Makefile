@@ -21,11 +21,13 @@ setup: $(STAMP) vulkan
 vulkan: $(STAMP)
 	@bash tools/ensure_vulkan.sh $(PY)
 
-# The main job on the built-in default asset: a ~1M-triangle procedural rock.
+# The main job on the built-in default asset: a ~1M-triangle procedural rock, preprocessed, then
+# rendered as a grid of 64 instances (64M triangles at full detail) to out/rock.png with the stats.
 demo: setup
 	@mkdir -p out
 	$(VENV)/bin/preprocess --builtin rock -o out/rock.tess
 	$(VENV)/bin/tessera info out/rock.tess --verify
+	$(VENV)/bin/tessera render out/rock.tess --instances 64 --view iso -o out/rock.png
 
 test: setup
 	$(PY) -m pytest -q
@@ -33,8 +35,11 @@ test: setup
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-bench: $(STAMP)
+bench: setup
 	$(PY) tools/bench_preprocess.py
+	@mkdir -p out
+	@test -f out/igea.tess || $(VENV)/bin/preprocess ../shared/assets/igea.obj -o out/igea.tess -q
+	$(VENV)/bin/tessera bench out/igea.tess --instances 256 --size 512x512
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

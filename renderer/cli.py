@@ -1,10 +1,13 @@
 """`tessera`: the command-line front door. Subcommands: `preprocess` (same as the `preprocess`
-command) and `info`; `view`, `render` and `bench` arrive with the runtime."""
+command), `info`, `render` (a PNG and the frame's statistics) and `bench` (a camera path over a
+grid of instances, beside brute force). Errors the user caused print one line and exit 2."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+import numpy as np
 
 from preprocess.cli import add_build_options, run_build
 
@@ -30,6 +33,113 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must look like 512x512, not {text!r}") from None
+    if not (1 <= w <= 16384 and 1 <= h <= 16384):
+        raise argparse.ArgumentTypeError(f"size {text} out of range (1..16384)")
+    return w, h
+
+
+def _vec3(text: str) -> np.ndarray:
+    try:
+        v = np.array([float(x) for x in text.split(",")], np.float64)
+    except ValueError:
+        v = np.zeros(0)
+    if v.shape != (3,) or not np.isfinite(v).all():
+        raise argparse.ArgumentTypeError(f"expected x,y,z, not {text!r}")
+    return v
+
+
+VIEWS = {"iso": (0.3, 0.35, 1.0), "front": (0.0, 0.0, 1.0), "side": (1.0, 0.0, 0.0),
+         "top": (0.0, 1.0, 0.05), "back": (0.0, 0.0, -1.0)}
+
+
+def _runtime_errors():
+    from renderer.device import DeviceError
+    from renderer.scene import SceneError
+
+    return (DeviceError, SceneError, FileNotFoundError)
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """Render a .tess file (optionally as a grid of instances) to a PNG and print the stats."""
+    from renderer.camera import Camera
+    from renderer.frame import Renderer, RenderOptions
+
+    try:
+        opts = RenderOptions(tau=args.tau, persistent=not args.per_level,
+                             fallback32=args.fallback32)
+        r = Renderer(*args.size, options=opts)
+        asset = r.load(args.file)
+        if args.instances == 1:
+            r.add_instance(asset)
+        else:
+            r.add_grid(asset, args.instances)
+        center, radius = r.bounds()
+        if args.eye is not None:
+            cam = Camera(eye=args.eye, target=center if args.target is None else args.target,
+                         fov_y=args.fov, near=max(radius * 1e-3, 1e-6))
+        else:
+            cam = Camera.framing(center, radius, direction=VIEWS[args.view], fov_y=args.fov,
+                                 fill=args.fill)
+        res = r.render(cam, debug_view=args.debug)
+    except _runtime_errors() as e:
+        print(f"tessera: error: {e}", file=sys.stderr)
+        return 2
+    res.save_png(args.output)
+    if args.arrays:
+        np.savez_compressed(args.arrays, color=res.color, depth=res.depth, normal=res.normal,
+                            instance=res.instance, cluster=res.cluster, triangle=res.triangle,
+                            level=res.level, hardware=res.hardware)
+    s = res.stats
+    c = s.counters
+    print(f"wrote {args.output} ({args.size[0]}x{args.size[1]}, {args.debug} view) on "
+          f"{r.ctx.description}")
+    print(f"  scene       {r.scene.instance_count} instances, {r.scene.triangle_count():,} "
+          "triangles at full detail")
+    print(f"  instances   {c['instances_visible']} of {c['instances_tested']} in view")
+    print(f"  culling     {c['nodes_visited']:,} BVH nodes, {c['groups_tested']:,} groups, "
+          f"{c['clusters_tested']:,} clusters tested")
+    print(f"  drawn       {s.clusters:,} clusters, {s.triangles:,} triangles (software "
+          f"{c['sw_clusters']:,} clusters / {c['sw_triangles']:,} tris, hardware "
+          f"{c['hw_clusters']:,} / {c['hw_triangles']:,})")
+    print(f"  covered     {int(res.coverage.sum()):,} pixels, "
+          f"{s.triangles / max(int(res.coverage.sum()), 1):.2f} triangles per covered pixel")
+    if s.gpu_ms:
+        print("  GPU ms      " + ", ".join(f"{k} {v:.2f}" for k, v in s.gpu_ms.items())
+              + " (first frame: includes shader compilation)")
+    if s.overflow:
+        print(f"  warning     the queue or visible list overflowed (flags {s.overflow})")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Camera path over a grid of instances; medians beside brute force."""
+    from renderer.bench import main_args
+
+    try:
+        return main_args(args)
+    except _runtime_errors() as e:
+        print(f"tessera: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _add_render_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="a .tess file")
+    p.add_argument("--size", type=_size, default=(512, 512), help="image size WxH (512x512)")
+    p.add_argument("--instances", type=int, default=1,
+                   help="instances on a square grid (default: 1)")
+    p.add_argument("--tau", type=float, default=1.0,
+                   help="LOD threshold: largest projected error in pixels (default: 1)")
+    p.add_argument("--per-level", action="store_true",
+                   help="one dispatch per BVH level instead of the persistent traversal")
+    p.add_argument("--fallback32", action="store_true",
+                   help="force the 32-bit visibility path (for adapters without 64-bit atomics)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tessera", description="Tessera: virtualized geometry "
                                      "for Python (cluster LOD, GPU culling and rasterization).")
@@ -41,6 +151,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("file", help="a .tess file")
     p.add_argument("--verify", action="store_true", help="also check every page checksum")
     p.set_defaults(func=cmd_info)
+    from renderer.frame_views import DEBUG_VIEWS
+
+    p = sub.add_parser("render", help="render a .tess file to a PNG and print the frame's stats")
+    _add_render_options(p)
+    p.add_argument("-o", "--output", default="render.png", help="PNG to write (render.png)")
+    p.add_argument("--view", choices=sorted(VIEWS), default="iso",
+                   help="camera direction, looking at the scene's centre (default: iso)")
+    p.add_argument("--eye", type=_vec3, help="camera position x,y,z (overrides --view)")
+    p.add_argument("--target", type=_vec3, help="point looked at x,y,z (default: scene centre)")
+    p.add_argument("--fov", type=float, default=60.0, help="vertical field of view, degrees")
+    p.add_argument("--fill", type=float, default=1.0,
+                   help="fraction of the view height the scene's bounding sphere fills")
+    p.add_argument("--debug", choices=DEBUG_VIEWS, default="lit",
+                   help="color by: lit shading, cluster, triangle, group, LOD level, "
+                        "raster (SW blue / HW orange), instance")
+    p.add_argument("--arrays", help="also save every image (depth, ids, ...) to this .npz")
+    p.set_defaults(func=cmd_render)
+    p = sub.add_parser("bench", help="camera path over a grid of instances, beside brute force")
+    _add_render_options(p)
+    p.set_defaults(instances=256)
+    p.add_argument("--frames", type=int, default=16, help="frames on the camera path (16)")
+    p.add_argument("--brute-frames", type=int, default=3,
+                   help="brute-force frames measured (3; they are slow)")
+    p.add_argument("--no-brute", action="store_true", help="skip the brute-force comparison")
+    p.add_argument("--json", help="also write the figures to this JSON file")
+    p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     return args.func(args)
 

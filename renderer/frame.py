@@ -21,6 +21,7 @@ import wgpu
 
 from renderer.camera import Camera, frustum_planes
 from renderer.device import GpuContext, create_context
+from renderer.frame_views import DEBUG_VIEWS
 from renderer.gpu import buffer
 from renderer.layout import ARGS_WORDS, FRAME_DTYPE, STAT_NAMES, STATE, STATE_WORDS
 from renderer.passes.cull import Cull
@@ -30,7 +31,6 @@ from renderer.passes.raster_sw import RasterSW
 from renderer.passes.resolve import Resolve
 from renderer.scene import Scene, SceneError, open_asset
 
-DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instance")
 MAX_TIMESTAMPS = 32
 RING = 4  # readback buffers in flight
 _BU = wgpu.BufferUsage
