@@ -39,10 +39,16 @@ class GpuContext:
 
     @property
     def description(self) -> str:
-        have = [n for n, ok in (("int64 atomics", self.int64_atomics),
-                                ("timestamps", self.timestamps),
-                                ("subgroups", self.subgroups)) if ok]
-        return f"{self.adapter_name} ({self.backend}; {', '.join(have) or 'core WebGPU only'})"
+        flags = (("int64 atomics", self.int64_atomics), ("timestamps", self.timestamps),
+                 ("subgroups", self.subgroups))
+        have = [n for n, ok in flags if ok]
+        lacks = [n for n, ok in flags if not ok]
+        text = f"{self.adapter_name} ({self.backend}; {', '.join(have) or 'core WebGPU only'}"
+        if lacks:
+            text += f"; lacks {', '.join(lacks)}"
+            if not self.int64_atomics:
+                text += ": 32-bit visibility fallback"
+        return text + ")"
 
 
 _CACHE: dict[tuple, GpuContext] = {}

@@ -1,0 +1,96 @@
+"""The host/shader contract: WGSL structs and offsets generated from the numpy dtypes, read back
+through real WGSL on the adapter present; the shader loader's directives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import wgpu
+
+import shaders
+from renderer.device import create_context
+from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines, bind_group
+from renderer.gpu import buffer, buffer_with
+from renderer.layout import FRAME_DTYPE, INSTANCE_DTYPE, wgsl_struct
+
+
+def test_generated_structs_match_the_dtypes_on_the_gpu(tmp_path) -> None:
+    # fill every field with a distinct value; a shader copies a few fields out; any offset
+    # disagreement between numpy and WGSL reads the wrong word
+    ctx = create_context()
+    d = ctx.device
+    frame = np.zeros(1, FRAME_DTYPE)
+    frame.view(np.uint32)[:] = np.arange(FRAME_DTYPE.itemsize // 4, dtype=np.uint32) + 1000
+    frame["tau"] = 1.5
+    frame["debug_view"] = 7
+    frame["viewport"] = [640, 480, 1 / 640, 1 / 480]
+    inst = np.zeros(2, INSTANCE_DTYPE)
+    inst["asset"] = [11, 22]
+    inst["scale"] = [2.5, 3.5]
+    inst["world"][1] = np.arange(16)
+    bindings = (Binding("frame", UNIFORM, "Frame"), Binding("instances", READ, "array<Instance>"),
+                Binding("out", STORAGE, "array<f32>"))
+    src = tmp_path / "probe.wgsl"
+    src.write_text("""#include "layout.wgsl"
+@compute @workgroup_size(1)
+fn cs_main() {
+    out[0] = frame.tau;
+    out[1] = f32(frame.debug_view);
+    out[2] = frame.viewport.y;
+    out[3] = f32(instances[1].asset);
+    out[4] = instances[1].scale;
+    out[5] = instances[1].world[2][3];
+    out[6] = f32(frame.flags);
+}
+""")
+    old = shaders.HERE
+    shaders.HERE = tmp_path  # the loader reads from here; layout.wgsl is generated
+    try:
+        bgl, pipes = compute_pipelines(d, "probe.wgsl", bindings, ["cs_main"], label="probe")
+    finally:
+        shaders.HERE = old
+    res = {"frame": buffer_with(d, frame, "probe.frame", wgpu.BufferUsage.UNIFORM),
+           "instances": buffer_with(d, inst, "probe.inst", wgpu.BufferUsage.STORAGE),
+           "out": buffer(d, 64, "probe.out", wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)}
+    enc = d.create_command_encoder()
+    cp = enc.begin_compute_pass()
+    cp.set_pipeline(pipes["cs_main"])
+    cp.set_bind_group(0, bind_group(d, bgl, bindings, res, "probe"))
+    cp.dispatch_workgroups(1)
+    cp.end()
+    d.queue.submit([enc.finish()])
+    out = np.frombuffer(d.queue.read_buffer(res["out"]), np.float32)[:7]
+    flags_word = frame.view(np.uint32)[FRAME_DTYPE.fields["flags"][1] // 4]
+    # world is column-major: world[2][3] is element 2 * 4 + 3 of the flat array
+    assert out.tolist() == [1.5, 7.0, 480.0, 22.0, 3.5, 11.0, float(flags_word)]
+
+
+def test_struct_generation_rejects_layouts_wgsl_cannot_express() -> None:
+    bad = np.dtype([("a", "<f4"), ("v", "<f4", 4), ("pad", "<u4", 3)])  # vec4 at byte 4
+    with pytest.raises(ValueError, match="alignment"):
+        wgsl_struct("Bad", bad)
+    odd = np.dtype([("a", "<f4"), ("b", "<f4")])  # 8 bytes: not a multiple of 16
+    with pytest.raises(ValueError, match="multiple of 16"):
+        wgsl_struct("Odd", odd)
+
+
+def test_loader_directives(tmp_path, monkeypatch) -> None:
+    (tmp_path / "inc.wgsl").write_text("const A: u32 = 1u;\n")
+    (tmp_path / "main.wgsl").write_text(
+        '#include "inc.wgsl"\n#include "inc.wgsl"\n#ifdef X\nx\n#else\nnot_x\n#endif\n'
+        '#ifndef Y\nno_y\n#endif\n#include "gen.wgsl"\n')
+    (tmp_path / "broken.wgsl").write_text("#ifdef X\nx\n")
+    monkeypatch.setattr(shaders, "HERE", tmp_path)
+    text = shaders.load("main.wgsl", defines=["X"], generated={"gen.wgsl": "generated\n"})
+    assert text.split() == ["const", "A:", "u32", "=", "1u;", "x", "no_y", "generated"]
+    assert "not_x" in shaders.load("main.wgsl", generated={"gen.wgsl": ""})
+    with pytest.raises(shaders.ShaderSourceError, match="without #endif"):
+        shaders.load("broken.wgsl")
+    with pytest.raises(shaders.ShaderSourceError, match="no shader named"):
+        shaders.load("missing.wgsl")
+
+
+def test_device_description_names_what_it_lacks() -> None:
+    ctx = create_context(force_fallback32=True)
+    assert not ctx.int64_atomics
+    assert "lacks int64 atomics" in ctx.description and ctx.adapter_name in ctx.description
