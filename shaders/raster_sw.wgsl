@@ -1,17 +1,19 @@
 // Software rasterizer: one workgroup per visible SW cluster. Reads visible (SW half), state (the
 // SW count), the cluster's page data, instances, assets, frame; writes the visibility buffer.
 // Lanes first transform the cluster's vertices into workgroup memory (screen positions snapped to
-// 1/16 pixel), then each lane rasterizes triangles: back faces culled, exact integer edge
-// functions with the top-left fill rule, pixel centres sampled, depth interpolated linearly in
-// screen space (NDC depth is affine in screen space).
+// 1/256 pixel, as hardware rasterizers do), then each lane rasterizes triangles: back faces culled,
+// exact integer edge functions with the top-left fill rule, pixel centres sampled, depth
+// interpolated linearly in screen space (NDC depth is affine in screen space).
+// The edge functions are i32: a triangle spanning up to MAX_SPAN sub-pixel units is exact at
+// 1/256 pixel (125 pixels); a larger one (rare: big triangles go to the hardware rasterizer) is
+// rasterized at 1/16 pixel (up to 2000 pixels), and a larger one still is skipped.
 #include "layout.wgsl"
 #include "cluster.wgsl"
 #include "visbuffer.wgsl"
 
-const SUB_BITS: u32 = 4u;  // sub-pixel precision: 1/16 pixel
-const SUB: f32 = 16.0;
-const HALF: i32 = 8;  // a pixel centre, in sub-pixel units
-const MAX_SPAN: i32 = 16383;  // 1023 pixels: the edge functions must fit in an i32
+const SUB: f32 = 256.0;  // sub-pixel precision of the stored positions: 1/256 pixel
+// |E| <= 2 * span * (span + 256) must stay below 2^31
+const MAX_SPAN: i32 = 32000;
 
 var<workgroup> sxy: array<vec2<i32>, 256>;
 var<workgroup> sz: array<f32, 256>;
@@ -45,17 +47,28 @@ fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     workgroupBarrier();
     for (var t = lid; t < nt; t += 128u) {
         let c = cluster_triangle(page, base, t);
-        let p0 = sxy[c.x];
+        var p0 = sxy[c.x];
         var p1 = sxy[c.y];
         var p2 = sxy[c.z];
         let z0 = sz[c.x];
         var z1 = sz[c.y];
         var z2 = sz[c.z];
-        let lo = min(p0, min(p1, p2));
-        let hi = max(p0, max(p1, p2));
+        var sub_bits = 8u;
+        var lo = min(p0, min(p1, p2));
+        var hi = max(p0, max(p1, p2));
         if any(hi - lo > vec2<i32>(MAX_SPAN)) {
-            continue;
+            if any(hi - lo > vec2<i32>(MAX_SPAN * 16)) {
+                continue;
+            }
+            sub_bits = 4u;  // coarser snapping for a large triangle (arithmetic shifts: floor)
+            p0 >>= vec2<u32>(4u);
+            p1 >>= vec2<u32>(4u);
+            p2 >>= vec2<u32>(4u);
+            lo >>= vec2<u32>(4u);
+            hi >>= vec2<u32>(4u);
         }
+        let s = 1 << sub_bits;
+        let half = s >> 1u;  // a pixel centre, in sub-pixel units
         // screen y points down: a front face (counter-clockwise in NDC) has a negative area here
         let e1 = p1 - p0;
         let e2 = p2 - p0;
@@ -71,15 +84,15 @@ fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         z1 = z2;
         z2 = tz;
         // pixel box of the sample points inside the triangle's box, clipped to the viewport
-        let x0 = max((lo.x - HALF + 15) >> SUB_BITS, 0);
-        let y0 = max((lo.y - HALF + 15) >> SUB_BITS, 0);
-        let x1 = min((hi.x - HALF) >> SUB_BITS, w - 1);
-        let y1 = min((hi.y - HALF) >> SUB_BITS, h - 1);
+        let x0 = max((lo.x - half + s - 1) >> sub_bits, 0);
+        let y0 = max((lo.y - half + s - 1) >> sub_bits, 0);
+        let x1 = min((hi.x - half) >> sub_bits, w - 1);
+        let y1 = min((hi.y - half) >> sub_bits, h - 1);
         if x0 > x1 || y0 > y1 {
             continue;
         }
         // edge functions relative to the box corner, so that every product fits in an i32
-        let o = vec2<i32>(x0 << SUB_BITS, y0 << SUB_BITS) + vec2<i32>(HALF);
+        let o = vec2<i32>(x0 << sub_bits, y0 << sub_bits) + vec2<i32>(half);
         let a0 = p0 - o;
         let a1 = p1 - o;
         let a2 = p2 - o;
@@ -95,7 +108,6 @@ fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         var row01 = -d01.x * a0.y + d01.y * a0.x + b01;
         var row12 = -d12.x * a1.y + d12.y * a1.x + b12;
         var row20 = -d20.x * a2.y + d20.y * a2.x + b20;
-        let s = 1 << SUB_BITS;
         let area2 = f32(d01.x * (a2.y - a0.y) - d01.y * (a2.x - a0.x));
         let payload = (idx << 7u) | t;
         for (var y = y0; y <= y1; y++) {
