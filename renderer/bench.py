@@ -37,7 +37,7 @@ class BenchConfig:
     brute_frames: int = 3  # brute-force frames (cameras spread over the path)
     brute: bool = True  # also measure brute force
     tau: float = 1.0
-    persistent: bool = True
+    persistent: bool | None = None  # None: the renderer's choice for the adapter
     fallback32: bool = False
 
 
@@ -74,7 +74,7 @@ def run(cfg: BenchConfig, *, log=print) -> dict:
     log(f"device      {r.ctx.description}")
     log(f"scene       {cfg.instances} x {r.scene.assets[asset].meta.get('name', cfg.path)} = "
         f"{scene_tris:,} triangles, {cfg.width}x{cfg.height}, tau {cfg.tau} px, "
-        f"{'persistent' if cfg.persistent else 'per-level'} traversal"
+        f"{'persistent' if r.persistent else 'per-level'} traversal"
         f"{', 32-bit fallback' if not r.vis64 else ''}")
     for k in range(cfg.warmup):
         r.render(cams[k % len(cams)])
@@ -89,6 +89,7 @@ def run(cfg: BenchConfig, *, log=print) -> dict:
     passes = list(stats[0].gpu_ms)
     out = {
         "device": r.ctx.description,
+        "traversal": "persistent" if r.persistent else "per-level",
         "instances": cfg.instances,
         "scene_triangles": scene_tris,
         "size": [cfg.width, cfg.height],
@@ -135,10 +136,12 @@ def run(cfg: BenchConfig, *, log=print) -> dict:
 
 
 def main_args(args) -> int:
+    from renderer.cli import TRAVERSALS
+
     cfg = BenchConfig(path=args.file, instances=args.instances, width=args.size[0],
                       height=args.size[1], frames=args.frames, brute=not args.no_brute,
                       brute_frames=args.brute_frames, tau=args.tau,
-                      persistent=not args.per_level, fallback32=args.fallback32)
+                      persistent=TRAVERSALS[args.traversal], fallback32=args.fallback32)
     out = run(cfg)
     if args.json:
         with open(args.json, "w") as f:

@@ -57,6 +57,9 @@ VIEWS = {"iso": (0.3, 0.35, 1.0), "front": (0.0, 0.0, 1.0), "side": (1.0, 0.0, 0
          "top": (0.0, 1.0, 0.05), "back": (0.0, 0.0, -1.0)}
 
 
+TRAVERSALS = {"auto": None, "persistent": True, "level": False}
+
+
 def _runtime_errors():
     from renderer.device import DeviceError
     from renderer.scene import SceneError
@@ -70,7 +73,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from renderer.frame import Renderer, RenderOptions
 
     try:
-        opts = RenderOptions(tau=args.tau, persistent=not args.per_level,
+        opts = RenderOptions(tau=args.tau, persistent=TRAVERSALS[args.traversal],
                              fallback32=args.fallback32)
         r = Renderer(*args.size, options=opts)
         asset = r.load(args.file)
@@ -134,8 +137,9 @@ def _add_render_options(p: argparse.ArgumentParser) -> None:
                    help="instances on a square grid (default: 1)")
     p.add_argument("--tau", type=float, default=1.0,
                    help="LOD threshold: largest projected error in pixels (default: 1)")
-    p.add_argument("--per-level", action="store_true",
-                   help="one dispatch per BVH level instead of the persistent traversal")
+    p.add_argument("--traversal", choices=sorted(TRAVERSALS), default="auto",
+                   help="BVH traversal: persistent workgroups, one dispatch per level, or auto "
+                        "(persistent on GPUs, per level on CPU adapters; default)")
     p.add_argument("--fallback32", action="store_true",
                    help="force the 32-bit visibility path (for adapters without 64-bit atomics)")
 

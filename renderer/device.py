@@ -35,6 +35,7 @@ class GpuContext:
     subgroups: bool
     adapter_name: str
     backend: str
+    adapter_type: str  # "DiscreteGPU", "IntegratedGPU", "CPU", ...
     limits: dict = field(default_factory=dict)
 
     @property
@@ -104,7 +105,8 @@ def create_context(*, force_fallback32: bool = False, power_preference: str = "h
     except Exception as e:
         raise DeviceError(f"adapter {name} ({backend}) refused a device with {want}: {e}") from e
     ctx = GpuContext(adapter=adapter, device=device, int64_atomics=int64, timestamps=timestamps,
-                     subgroups=subgroups, adapter_name=name, backend=backend, limits=limits)
+                     subgroups=subgroups, adapter_name=name, backend=backend,
+                     adapter_type=str(info.get("adapter_type", "?")), limits=limits)
     if shared:
         _CACHE[key] = ctx
     return ctx

@@ -41,7 +41,10 @@ class RenderOptions:
     """How frames are drawn; every field has a default that suits most scenes."""
 
     tau: float = 1.0  # LOD threshold: largest projected error allowed, in pixels
-    persistent: bool = True  # persistent-thread traversal (False: one dispatch per BVH level)
+    # persistent-thread traversal (True), one dispatch per BVH level (False), or None: persistent
+    # on GPUs, per level on CPU adapters (lavapipe), where spinning workgroups lose their time
+    # slices to each other under load (BENCHMARKS.md)
+    persistent: bool | None = None
     fallback32: bool = False  # force the 32-bit visibility path even with 64-bit atomics
     sw_max_edge: float = 32.0  # clusters whose typical triangle edge is longer (px) go to HW
     queue_capacity: int = 1 << 20  # BVH queue entries (8 bytes each)
@@ -170,7 +173,9 @@ class Renderer:
         self._latest: FrameStats | None = None
         d = self.device
         self.instance_cull = InstanceCull(d)
-        self.cull = Cull(d, persistent=self.options.persistent,
+        self.persistent = (self.options.persistent if self.options.persistent is not None
+                           else self.ctx.adapter_type != "CPU")
+        self.cull = Cull(d, persistent=self.persistent,
                          workgroups=self.options.persistent_workgroups)
         self.raster_sw = RasterSW(d, vis64=self.vis64)
         self.raster_hw = RasterHW(d, vis64=self.vis64)

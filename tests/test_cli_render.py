@@ -25,7 +25,8 @@ def test_render_writes_png_arrays_and_stats(sphere_tess, tmp_path, capsys):
     png = tmp_path / "out.png"
     npz = tmp_path / "out.npz"
     assert tessera_cli.main(["render", str(sphere_tess), "-o", str(png), "--size", "96x64",
-                             "--instances", "4", "--arrays", str(npz), "--debug", "level"]) == 0
+                             "--instances", "4", "--arrays", str(npz), "--debug", "level",
+                             "--traversal", "persistent"]) == 0
     out = capsys.readouterr().out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for word in ("instances   4 of 4 in view", "drawn", "triangles per covered pixel"):

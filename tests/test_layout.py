@@ -94,3 +94,13 @@ def test_device_description_names_what_it_lacks() -> None:
     ctx = create_context(force_fallback32=True)
     assert not ctx.int64_atomics
     assert "lacks int64 atomics" in ctx.description and ctx.adapter_name in ctx.description
+
+
+def test_traversal_default_follows_the_adapter() -> None:
+    from renderer.frame import Renderer, RenderOptions
+
+    r = Renderer(8, 8)
+    # persistent workgroups spin; on a CPU adapter they fight over time slices (BENCHMARKS.md)
+    assert r.persistent == (r.ctx.adapter_type != "CPU")
+    assert Renderer(8, 8, options=RenderOptions(persistent=True)).persistent is True
+    assert Renderer(8, 8, options=RenderOptions(persistent=False)).persistent is False
