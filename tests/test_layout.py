@@ -104,3 +104,18 @@ def test_traversal_default_follows_the_adapter() -> None:
     assert r.persistent == (r.ctx.adapter_type != "CPU")
     assert Renderer(8, 8, options=RenderOptions(persistent=True)).persistent is True
     assert Renderer(8, 8, options=RenderOptions(persistent=False)).persistent is False
+
+
+def test_every_package_is_shipped() -> None:
+    # pyproject lists packages explicitly: a new subpackage missing there works in the editable
+    # install but vanishes from a wheel
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {str(p.parent.relative_to(root)).replace("/", ".")
+             for top in ("preprocess", "renderer", "shaders", "assets")
+             for p in (root / top).rglob("__init__.py")}
+    assert found <= listed, f"not in pyproject packages: {sorted(found - listed)}"
