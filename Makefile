@@ -30,6 +30,7 @@ demo: setup
 	$(VENV)/bin/tessera render out/rock.tess --instances 64 --view iso --fill 1.7 -o out/rock.png
 
 test: setup
+	@bash tools/ensure_xvfb.sh
 	$(PY) -m pytest -q
 
 lint: $(STAMP)

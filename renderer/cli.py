@@ -130,8 +130,74 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 2
 
 
-def _add_render_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a .tess file")
+def _asset_for_view(source: str | None) -> str:
+    """A .tess path for `tessera view`: the file itself, a raw mesh preprocessed once and cached
+    beside it (rebuilt when the mesh is newer), or the built-in rock cached in ~/.cache."""
+    from pathlib import Path
+
+    from preprocess.build import build_file
+
+    if source is None:
+        cache = Path.home() / ".cache" / "tessera" / "rock.tess"
+        if not cache.exists():
+            from preprocess.cli import builtin_mesh
+
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            print(f"building the default asset into {cache} (once)", file=sys.stderr)
+            build_file(builtin_mesh("rock", 1_000_000), cache)
+        return str(cache)
+    path = Path(source)
+    if not path.exists():
+        raise FileNotFoundError(f"{source}: no such file")
+    if path.suffix == ".tess":
+        return str(path)
+    out = path.with_suffix(".tess")
+    if not out.exists() or out.stat().st_mtime < path.stat().st_mtime:
+        print(f"preprocessing {path} into {out} (cached for the next open)", file=sys.stderr)
+        build_file(path, out)
+    return str(out)
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    """The interactive viewer (glfw window, imgui panels)."""
+    from preprocess.mesh import MeshError
+
+    try:
+        from renderer.viewer import Viewer, ViewerOptions
+    except ImportError as e:
+        print(f"tessera: error: the viewer needs the 'viewer' extra (pip install tessera[viewer]):"
+              f" {e}", file=sys.stderr)
+        return 2
+    from renderer.camera import Camera
+    from renderer.frame import RenderOptions
+
+    try:
+        path = _asset_for_view(args.file)
+        cam = None
+        if args.eye is not None:
+            cam = Camera(eye=args.eye, target=np.zeros(3) if args.target is None else args.target,
+                         fov_y=args.fov, near=args.near)
+        opts = ViewerOptions(size=args.size, vsync=not args.no_vsync, frames=args.frames,
+                             screenshot=args.screenshot, instances=args.instances, camera=cam,
+                             panel=not args.no_panel)
+        viewer = Viewer(path, opts, RenderOptions(tau=args.tau,
+                                                  persistent=TRAVERSALS[args.traversal],
+                                                  fallback32=args.fallback32))
+        viewer.run()
+    except (*_runtime_errors(), MeshError, ValueError) as e:
+        print(f"tessera: error: {e}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:  # glfw: no display
+        print(f"tessera: error: cannot open a window: {e}", file=sys.stderr)
+        return 2
+    if args.screenshot:
+        print(f"wrote {args.screenshot} after {viewer.frames_drawn} frames")
+    return 0
+
+
+def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False) -> None:
+    p.add_argument("file", nargs="?" if view else None, help="a .tess file"
+                   + (", a mesh file, or nothing (the built-in rock)" if view else ""))
     p.add_argument("--size", type=_size, default=(512, 512), help="image size WxH (512x512)")
     p.add_argument("--instances", type=int, default=1,
                    help="instances on a square grid (default: 1)")
@@ -172,6 +238,20 @@ def main(argv: list[str] | None = None) -> int:
                         "raster (SW blue / HW orange), instance")
     p.add_argument("--arrays", help="also save every image (depth, ids, ...) to this .npz")
     p.set_defaults(func=cmd_render)
+    p = sub.add_parser("view", help="the interactive viewer (a .tess, a mesh file, or nothing "
+                       "for the built-in rock)")
+    _add_render_options(p, view=True)
+    p.set_defaults(size=(1280, 800))
+    p.add_argument("--frames", type=int, default=0,
+                   help="close after N frames (0: when the window closes)")
+    p.add_argument("--screenshot", help="save the last frame, panel included, to this PNG")
+    p.add_argument("--eye", type=_vec3, help="start camera position x,y,z")
+    p.add_argument("--target", type=_vec3, help="start point looked at x,y,z (default: origin)")
+    p.add_argument("--fov", type=float, default=60.0, help="vertical field of view, degrees")
+    p.add_argument("--near", type=float, default=0.01, help="near plane distance (with --eye)")
+    p.add_argument("--no-vsync", action="store_true", help="draw as fast as possible")
+    p.add_argument("--no-panel", action="store_true", help="hide the imgui panel")
+    p.set_defaults(func=cmd_view)
     p = sub.add_parser("bench", help="camera path over a grid of instances, beside brute force")
     _add_render_options(p)
     p.set_defaults(instances=256)

@@ -171,6 +171,7 @@ class Renderer:
         self._pending: list[tuple[int, wgpu.GPUBuffer, object, list[str], float]] = []
         self._free: list[wgpu.GPUBuffer] = []
         self._latest: FrameStats | None = None
+        self._culled_gen = -1  # resources generation of the last culled frame (freeze_culling)
         d = self.device
         self.instance_cull = InstanceCull(d)
         self.persistent = (self.options.persistent if self.options.persistent is not None
@@ -297,9 +298,11 @@ class Renderer:
     # ---------------------------------------------------------------- the frame
 
     def submit(self, camera: Camera, *, tau: float | None = None,
-               debug_view: str | int = "lit") -> int:
+               debug_view: str | int = "lit", freeze_culling: bool = False) -> int:
         """Encode and submit one frame; returns its index. Nothing waits for the GPU: stats
-        arrive later through `stats()`, images through `read_images()`."""
+        arrive later through `stats()`, images through `read_images()`. With
+        `freeze_culling`, the clusters chosen by the previous frame are drawn again from this
+        camera (culling is skipped), to inspect what a view selected from elsewhere."""
         t0 = time.perf_counter()
         self._sync_scene()
         view = DEBUG_VIEWS.index(debug_view) if isinstance(debug_view, str) else int(debug_view)
@@ -310,13 +313,17 @@ class Renderer:
         d.queue.write_buffer(f.buffers["frame"], 0, self._frame_uniforms(camera, tau, view))
         f.labels = []
         enc = d.create_command_encoder(label=f"frame{self.frame_index}")
-        enc.clear_buffer(f.buffers["state"])
+        frozen = freeze_culling and self.frame_index > 0 and f.generation == self._culled_gen
+        if not frozen:
+            enc.clear_buffer(f.buffers["state"])
         for name in ("vis", "vis_depth", "vis_ids"):
             if name in f.buffers:
                 enc.clear_buffer(f.buffers[name])
         # the passes, in order
-        self.instance_cull.encode(f, enc)
-        self.cull.encode(f, enc)
+        if not frozen:
+            self.instance_cull.encode(f, enc)
+            self.cull.encode(f, enc)
+            self._culled_gen = f.generation
         self.raster_sw.encode(f, enc)
         self.raster_hw.encode(f, enc)
         if not self.vis64:  # the id pass of the 32-bit path
