@@ -412,9 +412,10 @@ class Renderer:
         }
 
     def render(self, camera: Camera, *, tau: float | None = None,
-               debug_view: str | int = "lit") -> RenderResult:
+               debug_view: str | int = "lit", freeze_culling: bool = False) -> RenderResult:
         """Draw one frame and return its images and exact statistics (waits for the GPU)."""
-        index = self.submit(camera, tau=tau, debug_view=debug_view)
+        index = self.submit(camera, tau=tau, debug_view=debug_view,
+                            freeze_culling=freeze_culling)
         images = self.read_images()
         self._collect(wait_for=index)
         assert self._latest is not None and self._latest.frame == index
