@@ -15,6 +15,7 @@
 // current level, dispatched once per BVH level by the host, with `cs_level_args` in between).
 #include "layout.wgsl"
 #include "math.wgsl"
+#include "queue.wgsl"
 
 const PART_BIT: u32 = 0x80000000u;
 const NONE: u32 = 0xffffffffu;
@@ -45,20 +46,6 @@ fn group_wanted(inst: Instance, a: AssetInfo, g: u32) -> bool {
     let gi = a.group_base + g;
     let err = bitcast<f32>(groups[gi * GROUP_WORDS + GROUP_ERROR]);
     return projected_error(err, world_sphere(inst, group_sphere(gi)), inst.scale) > frame.tau;
-}
-
-fn push(item: u32, inst: u32, counted: bool) {
-    if !counted {
-        atomicAdd(&state[S_OUTSTANDING], 1u);
-    }
-    let slot = atomicAdd(&state[S_QUEUE_WRITE], 1u);
-    if slot < frame.queue_capacity {
-        atomicStore(&queue[2u * slot + 1u], inst + 1u);
-        atomicStore(&queue[2u * slot], item + 1u);
-    } else {
-        atomicOr(&state[S_OVERFLOW], 1u);
-        atomicSub(&state[S_OUTSTANDING], 1u);
-    }
 }
 
 fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {

@@ -1,9 +1,9 @@
 // Instance cull: one lane per instance. Reads the instances, the asset table and the root node
 // spheres; tests the root sphere against the frustum; a visible instance pushes its BVH root into
-// the culling queue (cull.wgsl). The queue entry is two atomic words, item + 1 then instance + 1,
-// so that 0 means "not written yet".
+// the culling queue (cull.wgsl; entries in queue.wgsl).
 #include "layout.wgsl"
 #include "math.wgsl"
+#include "queue.wgsl"
 
 @compute @workgroup_size(64)
 fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -22,13 +22,5 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     atomicAdd(&state[S_INSTANCES_VISIBLE], 1u);
-    atomicAdd(&state[S_OUTSTANDING], 1u);
-    let slot = atomicAdd(&state[S_QUEUE_WRITE], 1u);
-    if slot < frame.queue_capacity {
-        atomicStore(&queue[2u * slot + 1u], i + 1u);
-        atomicStore(&queue[2u * slot], root + 1u);
-    } else {
-        atomicOr(&state[S_OVERFLOW], 1u);
-        atomicSub(&state[S_OUTSTANDING], 1u);
-    }
+    push(root, i, false);
 }

@@ -12,10 +12,23 @@ from typing import TYPE_CHECKING
 
 import wgpu
 
-from renderer.gpu import bind_group
+from renderer.gpu import READ, UNIFORM, Binding, bind_group
 
 if TYPE_CHECKING:
     from renderer.frame import FrameResources
+
+
+def cluster_reader_bindings(frame_stages: int = wgpu.ShaderStage.COMPUTE,
+                            read_stages: int = wgpu.ShaderStage.COMPUTE) -> tuple[Binding, ...]:
+    """The bindings of a pass that decodes visible clusters (shaders/cluster.wgsl): the frame,
+    instances, asset table, pages and the visible list, in this order."""
+    return (
+        Binding("frame", UNIFORM, "Frame", frame_stages),
+        Binding("instances", READ, "array<Instance>", read_stages),
+        Binding("assets", READ, "array<AssetInfo>", read_stages),
+        Binding("pages", READ, "array<u32>", read_stages),
+        Binding("visible", READ, "array<vec2<u32>>", read_stages),
+    )
 
 
 class Pass:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import wgpu
 
-from renderer.gpu import READ, STORAGE, UNIFORM, Binding, bind_group_layout, shader_module
+from renderer.gpu import STORAGE, bind_group_layout, shader_module
 from renderer.layout import ARGS
-from renderer.passes import Pass
+from renderer.passes import Pass, cluster_reader_bindings
 from renderer.passes.raster_sw import vis_bindings
 
 VF = wgpu.ShaderStage.VERTEX | wgpu.ShaderStage.FRAGMENT
@@ -18,11 +18,7 @@ class RasterHW(Pass):
     def __init__(self, device, *, vis64: bool) -> None:
         super().__init__()
         self.bindings = (
-            Binding("frame", UNIFORM, "Frame", VF),
-            Binding("instances", READ, "array<Instance>", wgpu.ShaderStage.VERTEX),
-            Binding("assets", READ, "array<AssetInfo>", wgpu.ShaderStage.VERTEX),
-            Binding("pages", READ, "array<u32>", wgpu.ShaderStage.VERTEX),
-            Binding("visible", READ, "array<vec2<u32>>", wgpu.ShaderStage.VERTEX),
+            *cluster_reader_bindings(VF, wgpu.ShaderStage.VERTEX),
             *vis_bindings(vis64, STORAGE, wgpu.ShaderStage.FRAGMENT),
         )
         module = shader_module(device, "raster_hw.wgsl", self.bindings,

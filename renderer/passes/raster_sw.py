@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
+from renderer.gpu import READ, STORAGE, Binding, compute_pipelines
 from renderer.layout import ARGS
-from renderer.passes import Pass
+from renderer.passes import Pass, cluster_reader_bindings
 
 
 def vis_bindings(vis64: bool, kind: str, stages=None) -> tuple[Binding, ...]:
@@ -22,11 +22,7 @@ class RasterSW(Pass):
     def __init__(self, device, *, vis64: bool) -> None:
         super().__init__()
         self.bindings = (
-            Binding("frame", UNIFORM, "Frame"),
-            Binding("instances", READ, "array<Instance>"),
-            Binding("assets", READ, "array<AssetInfo>"),
-            Binding("pages", READ, "array<u32>"),
-            Binding("visible", READ, "array<vec2<u32>>"),
+            *cluster_reader_bindings(),
             Binding("state", READ, "array<u32>"),
             *vis_bindings(vis64, STORAGE),
         )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
-from renderer.passes import Pass
+from renderer.gpu import READ, STORAGE, Binding, compute_pipelines
+from renderer.passes import Pass, cluster_reader_bindings
 
 
 class Resolve(Pass):
@@ -14,11 +14,7 @@ class Resolve(Pass):
         vis = ((Binding("vis", READ, "array<vec2<u32>>"),) if vis64 else
                (Binding("vis_depth", READ, "array<u32>"), Binding("vis_ids", READ, "array<u32>")))
         self.bindings = (
-            Binding("frame", UNIFORM, "Frame"),
-            Binding("instances", READ, "array<Instance>"),
-            Binding("assets", READ, "array<AssetInfo>"),
-            Binding("pages", READ, "array<u32>"),
-            Binding("visible", READ, "array<vec2<u32>>"),
+            *cluster_reader_bindings(),
             *vis,
             Binding("color", STORAGE, "array<u32>"),
             Binding("depth_out", STORAGE, "array<f32>"),
