@@ -101,7 +101,7 @@ class RenderResult:
             return np.where(self.depth > 0, self.near / self.depth, np.inf).astype(np.float32)
 
     def save_png(self, path: str | os.PathLike) -> None:
-        """Write the color image as a PNG (Pillow if present, else a minimal writer)."""
+        """Write the color image as a PNG."""
         write_png(path, self.color)
 
 

@@ -39,7 +39,7 @@ FRAME_DTYPE = np.dtype([
     ("queue_capacity", "<u4"),  # queue entries
     ("visible_capacity", "<u4"),  # visible cluster slots (SW from the front, HW from the back)
     ("frame_index", "<u4"),
-    ("flags", "<u4"),  # FLAG_* bits
+    ("flags", "<u4"),  # reserved
     ("pad", "<u4", 3),
 ])
 
@@ -94,8 +94,6 @@ ARGS_WORDS = (
 )
 ARGS = {name: i for i, name in enumerate(ARGS_WORDS)}
 
-FLAG_PERSISTENT = 1  # traversal mode (informational; the pipelines differ)
-FLAG_DEPTH_ONLY = 2
 
 WORKGROUP = 64  # lanes of the culling workgroups
 MAX_DISPATCH = 65535
@@ -172,7 +170,6 @@ def generated_includes() -> dict[str, str]:
         f"const MAX_CLUSTER_VERTICES: u32 = {MAX_CLUSTER_VERTICES}u;",
         f"const WORKGROUP: u32 = {WORKGROUP}u;",
         f"const MAX_DISPATCH: u32 = {MAX_DISPATCH}u;",
-        f"const FLAG_DEPTH_ONLY: u32 = {FLAG_DEPTH_ONLY}u;",
         "\n".join(f"const S_{n.upper()}: u32 = {i}u;" for n, i in STATE.items()),
         "\n".join(f"const A_{n.upper()}: u32 = {i}u;" for n, i in ARGS.items()),
         wgsl_struct("Frame", FRAME_DTYPE, uniform=True),

@@ -79,30 +79,20 @@ def full_detail_mesh(asset: Asset) -> tuple[np.ndarray, np.ndarray]:
     """The asset's level-0 clusters as one mesh: ((n, 3) float32 positions on the asset's grid,
     (m, 3) int64 triangles). These are the original triangles (positions quantized to the grid,
     at most `quantization_error` away), which brute-force rendering draws."""
-    from preprocess.asset import CLUSTER_DTYPE, PAGE_HEADER_DTYPE
+    from preprocess.asset import decode_cluster, page_clusters
 
     pages = asset.file.pages_array()
     step = float(asset.meta["step"])
     positions, triangles = [], []
     base = 0
-    head = PAGE_HEADER_DTYPE.itemsize
     for p in range(asset.page_count):
         page = np.ascontiguousarray(pages[p])
-        n = int(page[:head].view(PAGE_HEADER_DTYPE)["cluster_count"][0])
-        recs = page[head : head + n * CLUSTER_DTYPE.itemsize].view(CLUSTER_DTYPE)
-        words = page.view("<u4")
-        halves = page.view("<u2")
+        recs = page_clusters(page)
         for r in recs[recs["level"] == 0]:
-            nv, nt = int(r["vertex_count"]), int(r["triangle_count"])
-            po = int(r["position_offset"])
-            if int(r["mode"]) & 0xFF == 0:
-                off = halves[po // 2 : po // 2 + 3 * nv].reshape(nv, 3).astype(np.int64)
-            else:
-                off = words[po // 4 : po // 4 + 3 * nv].reshape(nv, 3).astype(np.int64)
-            positions.append(((off + r["pos_min"]) * step).astype(np.float32))
-            io = int(r["index_offset"])
-            triangles.append(page[io : io + 3 * nt].reshape(nt, 3).astype(np.int64) + base)
-            base += nv
+            c = decode_cluster(page, r, step)
+            positions.append(c["positions"])
+            triangles.append(c["triangles"].astype(np.int64) + base)
+            base += len(c["positions"])
     if not positions:
         return np.zeros((0, 3), np.float32), np.zeros((0, 3), np.int64)
     return np.concatenate(positions), np.concatenate(triangles)

@@ -16,28 +16,16 @@
 #include "layout.wgsl"
 #include "math.wgsl"
 #include "queue.wgsl"
+#include "nodes.wgsl"
+#include "cluster.wgsl"
 
 const PART_BIT: u32 = 0x80000000u;
 const NONE: u32 = 0xffffffffu;
-
-fn node_sphere(n: u32) -> vec4<f32> {
-    let b = n * NODE_WORDS + NODE_SPHERE;
-    return vec4<f32>(bitcast<f32>(nodes[b]), bitcast<f32>(nodes[b + 1u]),
-                     bitcast<f32>(nodes[b + 2u]), bitcast<f32>(nodes[b + 3u]));
-}
 
 fn group_sphere(g: u32) -> vec4<f32> {
     let b = g * GROUP_WORDS + GROUP_SPHERE;
     return vec4<f32>(bitcast<f32>(groups[b]), bitcast<f32>(groups[b + 1u]),
                      bitcast<f32>(groups[b + 2u]), bitcast<f32>(groups[b + 3u]));
-}
-
-fn page_f(w: u32) -> f32 {
-    return bitcast<f32>(pages[w]);
-}
-
-fn page_v4(w: u32) -> vec4<f32> {
-    return vec4<f32>(page_f(w), page_f(w + 1u), page_f(w + 2u), page_f(w + 3u));
 }
 
 // does child group g (asset-local) want its parts visited?
@@ -126,18 +114,18 @@ fn visit_part(p: u32, ii: u32, inst: Instance, a: AssetInfo) {
     let count = parts[p * PART_WORDS + PART_CLUSTER_COUNT];
     for (var i = 0u; i < count; i++) {
         atomicAdd(&state[S_CLUSTERS_TESTED], 1u);
-        let slot = first + i;
-        let base = page * PAGE_WORDS + PAGE_HEADER_WORDS + slot * CLUSTER_WORDS;
-        let own = world_sphere(inst, page_v4(base + CLUSTER_SELF_SPHERE));
-        if projected_error(page_f(base + CLUSTER_SELF_ERROR), own, inst.scale) > frame.tau {
+        let cref = (page << SLOT_BITS) | (first + i);
+        let base = cluster_base(cref);
+        let own = world_sphere(inst, rec_v4(base, CLUSTER_SELF_SPHERE));
+        if projected_error(rec_f(base, CLUSTER_SELF_ERROR), own, inst.scale) > frame.tau {
             continue;
         }
-        let b = world_sphere(inst, page_v4(base + CLUSTER_BOUNDS));
+        let b = world_sphere(inst, rec_v4(base, CLUSTER_BOUNDS));
         if !sphere_in_frustum(b) {
             continue;
         }
-        let tris = pages[base + CLUSTER_TRIANGLE_COUNT];
-        emit(ii, (page << 10u) | slot, wants_hardware(b, tris), tris);
+        let tris = rec_u(base, CLUSTER_TRIANGLE_COUNT);
+        emit(ii, cref, wants_hardware(b, tris), tris);
     }
 }
 

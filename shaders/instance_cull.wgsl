@@ -4,6 +4,7 @@
 #include "layout.wgsl"
 #include "math.wgsl"
 #include "queue.wgsl"
+#include "nodes.wgsl"
 
 @compute @workgroup_size(64)
 fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -14,11 +15,7 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     atomicAdd(&state[S_INSTANCES_TESTED], 1u);
     let inst = instances[i];
     let root = assets[inst.asset].node_base;
-    let s = vec4<f32>(bitcast<f32>(nodes[root * NODE_WORDS + NODE_SPHERE]),
-                      bitcast<f32>(nodes[root * NODE_WORDS + NODE_SPHERE + 1u]),
-                      bitcast<f32>(nodes[root * NODE_WORDS + NODE_SPHERE + 2u]),
-                      bitcast<f32>(nodes[root * NODE_WORDS + NODE_SPHERE + 3u]));
-    if !sphere_in_frustum(world_sphere(inst, s)) {
+    if !sphere_in_frustum(world_sphere(inst, node_sphere(root))) {
         return;
     }
     atomicAdd(&state[S_INSTANCES_VISIBLE], 1u);
