@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -68,7 +69,8 @@ def _runtime_errors():
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    """Render a .tess file (optionally as a grid of instances) to a PNG and print the stats."""
+    """Render a .tess file (optionally as a grid of instances), a mesh file or a scene file to
+    a PNG and print the stats."""
     from renderer.camera import Camera
     from renderer.frame import Renderer, RenderOptions
 
@@ -76,13 +78,31 @@ def cmd_render(args: argparse.Namespace) -> int:
         opts = RenderOptions(tau=args.tau, persistent=TRAVERSALS[args.traversal],
                              fallback32=args.fallback32)
         r = Renderer(*args.size, options=opts)
-        asset = r.load(args.file)
-        if args.instances == 1:
-            r.add_instance(asset)
+        spec = None
+        if Path(args.file).suffix.lower() == ".tess":
+            tess = args.file
+        else:  # a mesh (preprocessed once, cached) or a scene file
+            from renderer.loader import load_now
+
+            job = load_now(args.file)
+            if job.error:
+                print(f"tessera: error: {job.error}", file=sys.stderr)
+                return 2
+            spec, tess = job.spec, next(iter(job.tess.values()))
+        if spec is not None:
+            if args.instances != 1:
+                print("tessera: error: --instances applies to one asset, not to a scene file",
+                      file=sys.stderr)
+                return 2
+            spec.apply(r, job.tess)
+        elif args.instances == 1:
+            r.add_instance(r.load(tess))
         else:
-            r.add_grid(asset, args.instances)
+            r.add_grid(r.load(tess), args.instances)
         center, radius = r.bounds()
-        if args.eye is not None:
+        if args.eye is None and spec is not None and spec.camera is not None:
+            cam = spec.camera
+        elif args.eye is not None:
             cam = Camera(eye=args.eye, target=center if args.target is None else args.target,
                          fov_y=args.fov, near=max(radius * 1e-3, 1e-6))
         else:
@@ -130,34 +150,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 2
 
 
-def _asset_for_view(source: str | None) -> str:
-    """A .tess path for `tessera view`: the file itself, a raw mesh preprocessed once and cached
-    beside it (rebuilt when the mesh is newer), or the built-in rock cached in ~/.cache."""
-    from pathlib import Path
-
-    from preprocess.build import build_file
-
-    if source is None:
-        cache = Path.home() / ".cache" / "tessera" / "rock.tess"
-        if not cache.exists():
-            from preprocess.cli import builtin_mesh
-
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            print(f"building the default asset into {cache} (once)", file=sys.stderr)
-            build_file(builtin_mesh("rock", 1_000_000), cache)
-        return str(cache)
-    path = Path(source)
-    if not path.exists():
-        raise FileNotFoundError(f"{source}: no such file")
-    if path.suffix == ".tess":
-        return str(path)
-    out = path.with_suffix(".tess")
-    if not out.exists() or out.stat().st_mtime < path.stat().st_mtime:
-        print(f"preprocessing {path} into {out} (cached for the next open)", file=sys.stderr)
-        build_file(path, out)
-    return str(out)
-
-
 def cmd_view(args: argparse.Namespace) -> int:
     """The interactive viewer (glfw window, imgui panels)."""
     from preprocess.mesh import MeshError
@@ -171,8 +163,20 @@ def cmd_view(args: argparse.Namespace) -> int:
     from renderer.camera import Camera
     from renderer.frame import RenderOptions
 
+    source = args.file
+    if source is not None:  # what can be checked before a window opens
+        if not Path(source).exists():
+            print(f"tessera: error: {source}: no such file", file=sys.stderr)
+            return 2
+        if Path(source).suffix.lower() == ".json":
+            from renderer.scene_file import SceneFileError, load_scene_file
+
+            try:
+                load_scene_file(source)
+            except SceneFileError as e:
+                print(f"tessera: error: {e}", file=sys.stderr)
+                return 2
     try:
-        path = _asset_for_view(args.file)
         cam = None
         if args.eye is not None:
             cam = Camera(eye=args.eye, target=np.zeros(3) if args.target is None else args.target,
@@ -180,9 +184,9 @@ def cmd_view(args: argparse.Namespace) -> int:
         opts = ViewerOptions(size=args.size, vsync=not args.no_vsync, frames=args.frames,
                              screenshot=args.screenshot, instances=args.instances, camera=cam,
                              panel=not args.no_panel)
-        viewer = Viewer(path, opts, RenderOptions(tau=args.tau,
-                                                  persistent=TRAVERSALS[args.traversal],
-                                                  fallback32=args.fallback32))
+        viewer = Viewer(source, opts, RenderOptions(tau=args.tau,
+                                                    persistent=TRAVERSALS[args.traversal],
+                                                    fallback32=args.fallback32))
         viewer.run()
     except (*_runtime_errors(), MeshError, ValueError) as e:
         print(f"tessera: error: {e}", file=sys.stderr)
@@ -190,14 +194,23 @@ def cmd_view(args: argparse.Namespace) -> int:
     except RuntimeError as e:  # glfw: no display
         print(f"tessera: error: cannot open a window: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Viewer.run() has cancelled any preprocessing
+        return 130
+    if args.frames and viewer.app.error is not None:  # already printed by the viewer
+        return 2
     if args.screenshot:
-        print(f"wrote {args.screenshot} after {viewer.frames_drawn} frames")
+        print(f"wrote {args.screenshot} after {viewer.app.frames_drawn} frames")
     return 0
 
 
-def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False) -> None:
-    p.add_argument("file", nargs="?" if view else None, help="a .tess file"
-                   + (", a mesh file, or nothing (the built-in rock)" if view else ""))
+def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
+                        render: bool = False) -> None:
+    what = "a .tess file"
+    if view or render:
+        what += ", a mesh file (preprocessed once, cached beside it), a scene .json"
+    if view:
+        what += ", or nothing (the built-in rock)"
+    p.add_argument("file", nargs="?" if view else None, help=what)
     p.add_argument("--size", type=_size, default=(512, 512), help="image size WxH (512x512)")
     p.add_argument("--instances", type=int, default=1,
                    help="instances on a square grid (default: 1)")
@@ -223,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_info)
     from renderer.frame_views import DEBUG_VIEWS
 
-    p = sub.add_parser("render", help="render a .tess file to a PNG and print the frame's stats")
-    _add_render_options(p)
+    p = sub.add_parser("render", help="render a .tess, mesh or scene .json file to a PNG and "
+                       "print the frame's stats")
+    _add_render_options(p, render=True)
     p.add_argument("-o", "--output", default="render.png", help="PNG to write (render.png)")
     p.add_argument("--view", choices=sorted(VIEWS), default="iso",
                    help="camera direction, looking at the scene's centre (default: iso)")
@@ -238,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
                         "raster (SW blue / HW orange), instance")
     p.add_argument("--arrays", help="also save every image (depth, ids, ...) to this .npz")
     p.set_defaults(func=cmd_render)
-    p = sub.add_parser("view", help="the interactive viewer (a .tess, a mesh file, or nothing "
-                       "for the built-in rock)")
+    p = sub.add_parser("view", help="the interactive viewer (a .tess, a mesh file, a scene "
+                       ".json, or nothing for the built-in rock)")
     _add_render_options(p, view=True)
     p.set_defaults(size=(1280, 800))
     p.add_argument("--frames", type=int, default=0,

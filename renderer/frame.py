@@ -205,24 +205,35 @@ class Renderer:
         """Open a `.tess` asset; returns its index for `add_instance`."""
         return self.scene.add_asset(open_asset(path))
 
+    def clear_scene(self) -> None:
+        """Drop every asset and instance (the next frame uploads whatever is added after)."""
+        self.scene = Scene()
+        self._asset_version = self._instance_version = -1
+
+    def set_traversal(self, persistent: bool) -> None:
+        """Switch the BVH traversal between persistent workgroups and one dispatch per level
+        (both pipelines are built up front; the cut is the same)."""
+        self.persistent = self.cull.persistent = bool(persistent)
+
     def add_instance(self, asset: int, transform: np.ndarray | None = None) -> int:
         """Place an asset with a (4, 4) object-to-world transform (identity by default)."""
         return self.scene.add_instance(asset, transform)
 
-    def add_grid(self, asset: int, count: int, *, spacing: float | None = None) -> range:
-        """`count` instances of an asset on a square grid in the XZ plane, centred at the origin,
-        `spacing` apart (default: 1.2 x the asset's diameter)."""
-        s = self.scene.assets[asset].bounds_sphere
+    def add_grid(self, asset: int, count: int, *, spacing: float | None = None,
+                 origin=(0.0, 0.0, 0.0)) -> range:
+        """`count` instances of an asset on a square grid in the XZ plane, centred on `origin`
+        (the asset's bounding sphere centred on each grid point), `spacing` apart (default:
+        1.2 x the asset's diameter)."""
+        s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
         spacing = float(spacing or 2.4 * float(s[3]))
         side = int(np.ceil(np.sqrt(count)))
-        worlds = []
-        for k in range(count):
-            m = np.eye(4, dtype=np.float32)
-            m[0, 3] = (k % side - (side - 1) / 2) * spacing - s[0]
-            m[2, 3] = (k // side - (side - 1) / 2) * spacing - s[2]
-            m[1, 3] = -s[1]
-            worlds.append(m)
-        return self.scene.add_instances(asset, np.stack(worlds))
+        k = np.arange(count)
+        o = np.asarray(origin, np.float64) - s[:3]
+        worlds = np.repeat(np.eye(4, dtype=np.float32)[None], count, axis=0)
+        worlds[:, 0, 3] = o[0] + (k % side - (side - 1) / 2) * spacing
+        worlds[:, 1, 3] = o[1]
+        worlds[:, 2, 3] = o[2] + (k // side - (side - 1) / 2) * spacing
+        return self.scene.add_instances(asset, worlds)
 
     def bounds(self) -> tuple[np.ndarray, float]:
         """(center, radius) of a sphere around every instance."""

@@ -1,0 +1,170 @@
+"""What `tessera view` opens, turned into `.tess` files off the main thread.
+
+A source is a `.tess` file (used as is), a mesh file (preprocessed once, cached), a scene file
+(`.json`, see `renderer.scene_file`: each of its assets is one of the former), or nothing (the
+built-in rock). `LoadJob` does the work in a background thread and publishes its progress (stage,
+done, total) for a progress bar; `cancel()` stops a preprocess at its next progress report,
+leaving nothing behind (`.tess` files are written atomically, and only at the end).
+
+The cache: a mesh `m.obj` builds `m.tess` beside it, or, where that folder is not writable,
+`~/.cache/tessera/<name>-<hash of the path>.tess`. A cached file is used while it is newer than
+the mesh and opens cleanly; otherwise it is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from renderer.scene_file import SceneSpec, load_scene_file
+
+CACHE_DIR = Path(os.environ.get("TESSERA_CACHE", Path.home() / ".cache" / "tessera"))
+
+
+class CancelledError(Exception):
+    """Raised inside a preprocess when its job was cancelled."""
+
+
+def cache_path(mesh: Path) -> Path:
+    """Where the `.tess` built from a mesh file lives (see the module docstring)."""
+    beside = mesh.with_suffix(".tess")
+    if os.access(mesh.parent, os.W_OK):
+        return beside
+    key = hashlib.sha1(str(mesh.resolve()).encode()).hexdigest()[:12]
+    return CACHE_DIR / f"{mesh.stem}-{key}.tess"
+
+
+def _usable(tess: Path, newer_than: float) -> bool:
+    from renderer.scene import open_asset
+
+    if not tess.exists() or tess.stat().st_mtime < newer_than:
+        return False
+    try:
+        open_asset(tess)  # headers, section checksums, what the renderer needs
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+@dataclass
+class LoadJob:
+    """Resolve a source to `.tess` files in a background thread (`start()`), or in this one
+    (`run()`). Read `stage`/`done`/`total`/`asset` for progress; when `finished` is set,
+    `error` holds a one-line message, or `tess` (asset name -> `.tess` path) and `spec` (the
+    scene file, or None for a single asset) hold the result."""
+
+    source: str | None
+    stage: str = "starting"
+    done: int = 0
+    total: int = 1
+    asset: str = ""  # the asset being prepared, e.g. "bunny.obj (2 of 3)"
+    tess: dict[str, str] = field(default_factory=dict)
+    spec: SceneSpec | None = None
+    error: str | None = None
+    built: list[str] = field(default_factory=list)  # .tess files preprocessed by this job
+    seconds: float = 0.0
+    finished: threading.Event = field(default_factory=threading.Event)
+    _cancel: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    @property
+    def title(self) -> str:
+        return "built-in rock" if self.source is None else Path(self.source).name
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.done / max(self.total, 1))
+
+    def start(self) -> LoadJob:
+        self._thread = threading.Thread(target=self.run, name="tessera-load", daemon=True)
+        self._thread.start()
+        return self
+
+    def cancel(self, wait: float = 10.0) -> None:
+        """Ask the job to stop, and wait (up to `wait` s) for it to."""
+        self._cancel.set()
+        if self._thread is not None:
+            self._thread.join(wait)
+
+    def _progress(self, stage: str, done: int, total: int) -> None:
+        if self._cancel.is_set():
+            raise CancelledError
+        self.stage, self.done, self.total = stage, int(done), max(int(total), 1)
+
+    def run(self) -> None:
+
+        t0 = time.perf_counter()
+        try:
+            if self.source is None:
+                self.tess = {"rock": self._builtin_rock()}
+            elif Path(self.source).suffix.lower() == ".json":
+                self.stage = "reading the scene file"
+                self.spec = load_scene_file(self.source)
+                n = len(self.spec.assets)
+                for k, (name, path) in enumerate(self.spec.assets.items()):
+                    self.asset = f"{path.name} ({k + 1} of {n})" if n > 1 else path.name
+                    self.tess[name] = self._resolve(path)
+            else:
+                self.asset = Path(self.source).name
+                self.tess = {Path(self.source).stem: self._resolve(Path(self.source))}
+            self.stage = "done"
+        except CancelledError:
+            self.error = "cancelled"
+        except (OSError, ValueError) as e:  # MeshError, SceneFileError, SceneError
+            self.error = str(e)
+        except MemoryError:
+            self.error = f"{self.title}: out of memory while preprocessing"
+        except Exception as e:  # a bug: still one line in the window, never a dead thread
+            self.error = f"{self.title}: {type(e).__name__}: {e}"
+        finally:
+            self.seconds = time.perf_counter() - t0
+            self.finished.set()
+
+    def _resolve(self, path: Path) -> str:
+        """A .tess for one asset file, building (and caching) it from a mesh when needed."""
+        from preprocess.build import build_file
+        from preprocess.load import SUPPORTED_SUFFIXES
+
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such file")
+        suffix = path.suffix.lower()
+        if suffix == ".tess":
+            return str(path)
+        if suffix not in SUPPORTED_SUFFIXES:
+            known = ", ".join(sorted([*SUPPORTED_SUFFIXES, ".tess", ".json"]))
+            raise ValueError(f"{path}: cannot open {suffix or 'a file without a suffix'} "
+                             f"({known})")
+        out = cache_path(path)
+        if _usable(out, path.stat().st_mtime):
+            return str(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.stage, self.done, self.total = "loading the mesh", 0, 1
+        build_file(path, out, progress=self._progress)
+        self.built.append(str(out))
+        return str(out)
+
+    def _builtin_rock(self) -> str:
+        from preprocess.build import build_file
+        from preprocess.cli import builtin_mesh
+
+        out = CACHE_DIR / "rock.tess"
+        self.asset = "built-in rock (1M triangles)"
+        if _usable(out, 0.0):
+            return str(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.stage = "generating the rock"
+        build_file(builtin_mesh("rock", 1_000_000), out, progress=self._progress)
+        self.built.append(str(out))
+        return str(out)
+
+
+def load_now(source: str | None) -> LoadJob:
+    """Run a job in this thread (for scripts and `tessera render`); raises nothing: check
+    `job.error`."""
+    job = LoadJob(source)
+    job.run()
+    return job

@@ -1,0 +1,108 @@
+"""The viewer's imgui panel: statistics, settings and actions of a `ViewerApp`.
+
+`draw_panel(app)` runs inside an imgui frame (the window's `ImguiRenderer`, or a bare imgui
+context in the tests, which click its widgets by feeding mouse events). It records each widget's
+rectangle in `app.panel_rects` so that a test can find where to click.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from renderer.frame_views import DEBUG_VIEWS
+from renderer.viewer import MAX_GRID, PANEL_WIDTH, ViewerApp
+
+TRAVERSAL_NAMES = ["persistent", "per level"]
+
+
+def draw_panel(app: ViewerApp) -> None:
+    from imgui_bundle import imgui
+
+    def mark(label: str) -> None:
+        a, b = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+        app.panel_rects[label] = (a.x, a.y, b.x, b.y)
+
+    r = app.renderer
+    imgui.set_next_window_pos((8, 8), imgui.Cond_.always)
+    imgui.set_next_window_size((PANEL_WIDTH, 0), imgui.Cond_.always)
+    imgui.begin("Tessera", None, imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize)
+    imgui.text(app.title or "(nothing open)")
+
+    # opening: progress, errors
+    job = app.job
+    if job is not None and not job.finished.is_set():
+        imgui.text_wrapped(f"opening {job.asset or job.title}")
+        imgui.progress_bar(job.fraction, (-1, 0), f"{job.stage} {100 * job.fraction:.0f}%")
+        mark("progress")
+        if imgui.button("cancel"):
+            job.cancel(wait=0.0)
+        mark("cancel")
+    if app.message:
+        color = (1.0, 0.45, 0.4, 1.0) if app.message.startswith("cannot") else (0.6, 0.9, 0.6, 1)
+        imgui.push_style_color(imgui.Col_.text, color)
+        imgui.text_wrapped(app.message)
+        imgui.pop_style_color()
+        mark("message")
+        if imgui.small_button("dismiss"):
+            app.message = None
+        mark("dismiss")
+
+    # timings and counters
+    imgui.separator()
+    ms = float(np.median(app.frame_ms)) if app.frame_ms else 0.0
+    imgui.text(f"frame {ms:.1f} ms ({1000 / max(ms, 1e-3):.0f} fps)")
+    s = r.stats() if app.ready else None
+    if s is not None:
+        if s.gpu_ms:
+            # every pass seen so far keeps its line (frozen culling skips two): no jumping
+            names = app.panel_passes
+            names.extend(n for n in s.gpu_ms if n not in names)
+            imgui.text(f"GPU {s.gpu_total_ms:.2f} ms")
+            for name in names:
+                v = s.gpu_ms.get(name)
+                imgui.text(f"  {name:<14} " + ("      -" if v is None else f"{v:7.2f} ms"))
+        c = s.counters
+        imgui.text(f"instances  {c['instances_visible']:,} / {c['instances_tested']:,}")
+        imgui.text(f"nodes      {c['nodes_visited']:,}")
+        imgui.text(f"clusters   SW {c['sw_clusters']:,}  HW {c['hw_clusters']:,}")
+        imgui.text(f"triangles  SW {c['sw_triangles']:,}  HW {c['hw_triangles']:,}")
+        imgui.text(f"scene      {r.scene.triangle_count():,} triangles")
+        if s.overflow:
+            imgui.text_colored((1.0, 0.45, 0.4, 1.0), "queue overflow: detail dropped")
+
+    # settings
+    imgui.separator()
+    _, app.tau = imgui.slider_float("LOD px", app.tau, 0.25, 16.0, "%.2f",
+                                    imgui.SliderFlags_.logarithmic)
+    mark("LOD px")
+    _, app.debug_view = imgui.combo("view", app.debug_view, list(DEBUG_VIEWS))
+    mark("view")
+    changed_n, n = imgui.slider_int("instances", app.grid_count, 1, MAX_GRID, "%d",
+                                    imgui.SliderFlags_.logarithmic)
+    mark("instances")
+    changed_s, sp = imgui.slider_float("spacing", app.grid_spacing, 0.5, 4.0)
+    mark("spacing")
+    if changed_n or changed_s:
+        app.set_grid(n, sp)
+    current = 0 if r.persistent else 1
+    changed_t, t = imgui.combo("culling", current, TRAVERSAL_NAMES)
+    mark("culling")
+    if changed_t and t != current:
+        app.set_traversal(t == 0)
+    _, app.freeze = imgui.checkbox("freeze culling", app.freeze)
+    mark("freeze culling")
+    if imgui.button(f"camera: {app.controls.mode}"):
+        app.controls.mode = "fly" if app.controls.mode == "orbit" else "orbit"
+    mark("camera")
+    imgui.same_line()
+    if imgui.button("frame (F)"):
+        app.frame_scene()
+    mark("frame")
+    imgui.same_line()
+    if imgui.button("screenshot"):
+        app.request_screenshot()
+    mark("screenshot")
+    imgui.push_style_color(imgui.Col_.text, imgui.get_style_color_vec4(imgui.Col_.text_disabled))
+    imgui.text_wrapped("drop a .tess, mesh or scene .json file on the window to open it")
+    imgui.pop_style_color()
+    imgui.end()

@@ -1,0 +1,212 @@
+"""Scene files (`scene.json`): several assets, placed one by one or on grids, and a camera.
+
+    {
+      "assets": {"rock": "rock.tess", "bunny": "meshes/bunny.obj"},
+      "instances": [
+        {"asset": "bunny", "translate": [0, 0, 0], "rotate": [0, 90, 0], "scale": 2.0},
+        {"asset": "rock", "matrix": [[1, 0, 0, 5], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]}
+      ],
+      "grids": [{"asset": "rock", "count": 256, "spacing": 3.0, "origin": [0, 0, -40]}],
+      "camera": {"eye": [0, 5, 20], "target": [0, 0, 0], "fov": 60, "near": 0.01}
+    }
+
+- `assets` names each asset; a path is relative to the scene file. A `.tess` file is used as is;
+  a mesh file (OBJ, PLY, STL, glTF, ...) is preprocessed once and cached beside it (`.tess`).
+- `instances`: `translate` (x, y, z), `rotate` (degrees about X, then Y, then Z), `scale` (a
+  number or x, y, z), or a row-major 4x4 `matrix` instead of all three.
+- `grids`: `count` instances on a square grid in the XZ plane centred on `origin` (default the
+  world origin), `spacing` apart (world units; default 1.2x the asset's diameter), like
+  `Renderer.add_grid`.
+- `camera` is optional (the viewer frames the scene without it).
+
+Errors are `SceneFileError`: one line naming the file and the entry at fault.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from renderer.camera import Camera
+
+
+class SceneFileError(ValueError):
+    """A scene file that cannot be read or is not valid."""
+
+
+@dataclass
+class Placement:
+    """One instance (`matrix`) or a grid (`count`, `spacing`, `origin`) of a named asset."""
+
+    asset: str
+    matrix: np.ndarray | None = None
+    count: int = 0
+    spacing: float | None = None
+    origin: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+
+@dataclass
+class SceneSpec:
+    """A parsed scene file."""
+
+    path: Path
+    assets: dict[str, Path]  # name -> file (absolute)
+    placements: list[Placement]
+    camera: Camera | None = None
+
+    def apply(self, renderer, tess_paths: dict[str, str | os.PathLike]) -> dict[str, int]:
+        """Load the assets (`tess_paths`: name -> .tess file, e.g. from `renderer.loader`) into
+        a renderer and add the instances; returns name -> asset index."""
+        index = {name: renderer.load(tess_paths[name]) for name in self.assets}
+        for p in self.placements:
+            a = index[p.asset]
+            if p.matrix is not None:
+                renderer.add_instance(a, p.matrix)
+                continue
+            renderer.add_grid(a, p.count, spacing=p.spacing, origin=p.origin)
+        return index
+
+
+def _vec(v, where: str, n: int = 3) -> np.ndarray:
+    ok = (isinstance(v, list) and len(v) == n
+          and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+          and all(math.isfinite(x) for x in v))
+    if not ok:
+        raise ValueError(f"{where}: expected {n} finite numbers, got {v!r}")
+    return np.asarray(v, dtype=np.float64)
+
+
+def _number(v, where: str, *, positive: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ValueError(f"{where}: expected a number, got {v!r}")
+    if positive and v <= 0:
+        raise ValueError(f"{where}: must be > 0, got {v!r}")
+    return float(v)
+
+
+def _rotation(deg: np.ndarray) -> np.ndarray:
+    """Rotation about X, then Y, then Z (degrees): R = Rz @ Ry @ Rx."""
+    x, y, z = np.radians(deg)
+    rx = np.array([[1, 0, 0], [0, math.cos(x), -math.sin(x)], [0, math.sin(x), math.cos(x)]])
+    ry = np.array([[math.cos(y), 0, math.sin(y)], [0, 1, 0], [-math.sin(y), 0, math.cos(y)]])
+    rz = np.array([[math.cos(z), -math.sin(z), 0], [math.sin(z), math.cos(z), 0], [0, 0, 1]])
+    return rz @ ry @ rx
+
+
+def _instance(e: dict, where: str) -> np.ndarray:
+    if "matrix" in e:
+        if {"translate", "rotate", "scale"} & set(e):
+            raise ValueError(f"{where}: give either 'matrix' or translate/rotate/scale, not both")
+        rows = e["matrix"]
+        if not isinstance(rows, list) or len(rows) != 4:
+            raise ValueError(f"{where}.matrix: expected 4 rows of 4 finite numbers")
+        m = np.stack([_vec(row, f"{where}.matrix[{k}]", 4) for k, row in enumerate(rows)])
+        if not np.allclose(m[3], [0, 0, 0, 1]):
+            raise ValueError(f"{where}.matrix: the last row must be 0, 0, 0, 1 (affine)")
+    else:
+        t = _vec(e.get("translate", [0, 0, 0]), f"{where}.translate")
+        r = _vec(e.get("rotate", [0, 0, 0]), f"{where}.rotate")
+        s = e.get("scale", 1.0)
+        sv = (np.full(3, _number(s, f"{where}.scale", positive=True))
+              if not isinstance(s, list) else _vec(s, f"{where}.scale"))
+        if (sv <= 0).any():
+            raise ValueError(f"{where}.scale: must be > 0, got {s!r}")
+        m = np.eye(4)
+        m[:3, :3] = _rotation(r) @ np.diag(sv)
+        m[:3, 3] = t
+    if abs(float(np.linalg.det(m[:3, :3]))) < 1e-30:
+        raise ValueError(f"{where}: the transform is singular")
+    return m.astype(np.float32)
+
+
+def _unknown(e: dict, allowed: set[str], where: str) -> None:
+    extra = sorted(set(e) - allowed)
+    if extra:
+        raise ValueError(f"{where}: unknown key {extra[0]!r} (expected one of "
+                         f"{', '.join(sorted(allowed))})")
+
+
+def parse_scene(data, path: str | os.PathLike) -> SceneSpec:
+    """Validate a scene file's JSON content; asset paths are resolved against `path`'s folder."""
+    path = Path(path)
+    try:
+        if not isinstance(data, dict):
+            raise ValueError("the top level must be an object")
+        _unknown(data, {"assets", "instances", "grids", "camera"}, "scene")
+        assets = data.get("assets")
+        if not isinstance(assets, dict) or not assets:
+            raise ValueError("'assets' must name at least one asset: {\"name\": \"file\"}")
+        resolved = {}
+        for name, f in assets.items():
+            if not isinstance(f, str) or not f:
+                raise ValueError(f"assets.{name}: expected a file path, got {f!r}")
+            resolved[name] = (path.parent / f).resolve()
+        placements = []
+        for key in ("instances", "grids"):
+            entries = data.get(key, [])
+            if not isinstance(entries, list):
+                raise ValueError(f"'{key}' must be a list")
+            for i, e in enumerate(entries):
+                where = f"{key}[{i}]"
+                if not isinstance(e, dict):
+                    raise ValueError(f"{where}: expected an object")
+                name = e.get("asset")
+                if name not in resolved:
+                    raise ValueError(f"{where}.asset: {name!r} is not one of the assets "
+                                     f"({', '.join(resolved)})")
+                if key == "instances":
+                    _unknown(e, {"asset", "matrix", "translate", "rotate", "scale"}, where)
+                    placements.append(Placement(name, matrix=_instance(e, where)))
+                else:
+                    _unknown(e, {"asset", "count", "spacing", "origin"}, where)
+                    count = e.get("count")
+                    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                        raise ValueError(f"{where}.count: expected a whole number >= 1, "
+                                         f"got {count!r}")
+                    spacing = e.get("spacing")
+                    placements.append(Placement(
+                        name, count=count,
+                        spacing=None if spacing is None else _number(spacing, f"{where}.spacing",
+                                                                    positive=True),
+                        origin=_vec(e.get("origin", [0, 0, 0]), f"{where}.origin")))
+        if not placements:
+            raise ValueError("the scene places nothing: add 'instances' or 'grids'")
+        camera = None
+        if "camera" in data:
+            c = data["camera"]
+            if not isinstance(c, dict):
+                raise ValueError("'camera' must be an object")
+            _unknown(c, {"eye", "target", "fov", "near"}, "camera")
+            camera = Camera(eye=_vec(c.get("eye"), "camera.eye"),
+                            target=_vec(c.get("target", [0, 0, 0]), "camera.target"),
+                            fov_y=_number(c.get("fov", 60.0), "camera.fov", positive=True),
+                            near=_number(c.get("near", 0.01), "camera.near", positive=True))
+            if not camera.fov_y < 180:
+                raise ValueError(f"camera.fov: must be < 180 degrees, got {camera.fov_y}")
+            if np.allclose(camera.eye, camera.target):
+                raise ValueError("camera: eye and target are the same point")
+    except ValueError as e:
+        raise SceneFileError(f"{path}: {e}") from None
+    return SceneSpec(path=path, assets=resolved, placements=placements, camera=camera)
+
+
+def load_scene_file(path: str | os.PathLike) -> SceneSpec:
+    """Read and validate a scene file (see the module docstring)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SceneFileError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SceneFileError(f"{path}: cannot read: {e}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SceneFileError(f"{path}: not valid JSON: {e.msg} (line {e.lineno}, column "
+                             f"{e.colno})") from None
+    return parse_scene(data, path)

@@ -1,0 +1,322 @@
+"""The viewer without a window: opening files in the background (progress, cache, errors,
+cancelling), the panel's actions clicked through a real imgui context fed with mouse events, and
+the same opening path through the real window under Xvfb (lavapipe)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+
+from renderer.loader import LoadJob, cache_path
+from tests.test_viewer import run_viewer
+
+
+def write_sphere(path, subdivisions: int = 4) -> str:
+    trimesh.creation.icosphere(subdivisions=subdivisions).export(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def sphere_obj(tmp_path_factory) -> str:
+    return write_sphere(tmp_path_factory.mktemp("obj") / "ball.obj")
+
+
+def finish(job: LoadJob, timeout: float = 120.0) -> LoadJob:
+    assert job.finished.wait(timeout), f"job still at {job.stage} after {timeout} s"
+    return job
+
+
+# ---------------------------------------------------------------------------- the loader
+
+
+def test_mesh_is_preprocessed_in_the_background_with_progress_then_cached(sphere_obj) -> None:
+    out = cache_path(Path(sphere_obj))
+    if out.exists():
+        out.unlink()
+    job = LoadJob(sphere_obj)
+    seen = []
+    report = job._progress
+    job._progress = lambda stage, done, total: (seen.append((stage, done, total)),
+                                                report(stage, done, total))
+    job.start()
+    assert job._thread.name == "tessera-load"
+    finish(job)
+    assert job.error is None, job.error
+    assert job.tess == {"ball": str(out)} and out.exists() and job.built == [str(out)]
+    stages = [s for s, _, _ in seen]
+    assert {"cluster", "simplify", "bvh", "pack"} <= set(stages)
+    assert all(0 <= d <= t for _, d, t in seen)
+    assert job.fraction == 1.0 and job.stage == "done"
+    # the second open uses the cache: nothing is built
+    again = finish(LoadJob(sphere_obj).start())
+    assert again.error is None and again.built == [] and again.tess == job.tess
+    # a mesh newer than its cache, or a damaged cache, is built again
+    os.utime(out, (time.time() - 100, time.time() - 100))
+    assert finish(LoadJob(sphere_obj).start()).built == [str(out)]
+    data = bytearray(out.read_bytes())
+    data[40] ^= 0xFF
+    out.write_bytes(bytes(data))
+    rebuilt = finish(LoadJob(sphere_obj).start())
+    assert rebuilt.error is None and rebuilt.built == [str(out)]
+
+
+def test_cache_goes_to_the_cache_folder_when_the_mesh_folder_is_read_only(monkeypatch,
+                                                                          tmp_path) -> None:
+    from renderer import loader
+
+    monkeypatch.setattr(loader, "CACHE_DIR", tmp_path / "cache")
+    monkeypatch.setattr(loader.os, "access", lambda p, mode: False)
+    p = cache_path(Path("/somewhere/read/only/bunny.obj"))
+    assert p.parent == tmp_path / "cache" and p.name.startswith("bunny-") and p.suffix == ".tess"
+    assert p != cache_path(Path("/elsewhere/bunny.obj"))  # keyed by the full path
+
+
+@pytest.mark.parametrize("content, expect", [
+    ("v 0 0 0\nv 1 0 0\nv 0 1 0\n", "no triangles"),  # points only
+    ("this is not an obj file {]\n", "ball"),
+])
+def test_a_failed_preprocess_is_one_line_and_leaves_nothing(tmp_path, content, expect) -> None:
+    bad = tmp_path / "ball.obj"
+    bad.write_text(content)
+    job = finish(LoadJob(str(bad)).start())
+    assert job.error and "\n" not in job.error and "Traceback" not in job.error
+    assert "ball" in job.error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ball.obj"]
+
+
+def test_unknown_and_missing_files(tmp_path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    job = finish(LoadJob(str(tmp_path / "notes.txt")).start())
+    assert "cannot open .txt" in job.error and ".obj" in job.error
+    job = finish(LoadJob(str(tmp_path / "gone.obj")).start())
+    assert "no such file" in job.error
+
+
+def test_cancel_stops_a_preprocess_and_leaves_nothing(tmp_path) -> None:
+    big = write_sphere(tmp_path / "big.obj", subdivisions=7)  # 327,680 triangles
+    job = LoadJob(big).start()
+    while job.stage in ("starting", "loading the mesh") and not job.finished.is_set():
+        time.sleep(0.01)
+    t0 = time.perf_counter()
+    job.cancel()
+    assert job.finished.is_set() and time.perf_counter() - t0 < 5.0
+    assert job.error == "cancelled"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.obj"]
+
+
+# ---------------------------------------------------------------------------- the app
+
+
+@pytest.fixture(scope="module")
+def tess(tmp_path_factory):
+    from renderer import cli
+
+    path = tmp_path_factory.mktemp("app") / "sphere.tess"
+    assert cli.main(["preprocess", "--builtin", "sphere", "--triangles", "20000",
+                     "-o", str(path), "-q"]) == 0
+    return str(path)
+
+
+def ready_app(source, **kw):
+    from renderer.viewer import ViewerApp, ViewerOptions
+
+    app = ViewerApp(source, 160, 120, ViewerOptions(**kw))
+    finish(app.job)
+    assert app.frame(1 / 60), app.message
+    return app
+
+
+def test_open_replaces_the_scene_and_a_failed_open_keeps_it(tess, sphere_obj, tmp_path) -> None:
+    app = ready_app(tess)
+    assert app.title == "sphere.tess" and app.renderer.scene.instance_count == 1
+    app.open(sphere_obj)  # what a file dropped on the window does
+    finish(app.job)
+    app.frame(1 / 60)
+    assert app.title == "ball.obj" and len(app.renderer.scene.assets) == 1
+    r = app.renderer.render(app.controls.camera)
+    assert r.coverage.mean() > 0.05  # framed: the new scene is in view
+    bad = tmp_path / "broken.obj"
+    bad.write_text("v 0 0 0\n")
+    app.open(str(bad))
+    finish(app.job)
+    assert app.frame(1 / 60)  # still drawing the ball
+    assert app.title == "ball.obj" and app.message.startswith("cannot open broken.obj")
+    assert app.error is not None
+
+
+def test_grid_and_traversal_switch(tess) -> None:
+    app = ready_app(tess, instances=9)
+    assert app.renderer.scene.instance_count == 9
+    app.set_grid(20, spacing=2.0)
+    assert app.renderer.scene.instance_count == 20
+    app.frame_scene()
+    cam = app.controls.camera
+    app.set_traversal(True)
+    a = app.renderer.render(cam)
+    app.set_traversal(False)
+    b = app.renderer.render(cam)
+    assert not app.renderer.persistent
+    assert a.stats.counters == b.stats.counters  # the same cut either way
+    assert np.array_equal(a.triangle, b.triangle)
+
+
+def test_scene_file_camera_is_used_and_grid_copies_the_scene(tess, tmp_path) -> None:
+    scene = tmp_path / "two.json"
+    scene.write_text(json.dumps({
+        "assets": {"s": tess},
+        "instances": [{"asset": "s"}, {"asset": "s", "translate": [3, 0, 0], "scale": 0.5}],
+        "camera": {"eye": [1, 2, 9], "target": [1, 0, 0], "fov": 50}}))
+    app = ready_app(str(scene), instances=4)
+    assert np.allclose(app.controls.camera.eye, [1, 2, 9]) and app.controls.camera.fov_y == 50
+    assert app.renderer.scene.instance_count == 8  # 4 copies of the scene's 2 instances
+    scales = sorted({round(float(m[0, 0]), 3) for m in app.renderer.scene.instance_world})
+    assert scales == [0.5, 1.0]
+
+
+class Imgui:
+    """A bare imgui context (no window, no GPU): each `frame` feeds the mouse, runs the panel
+    and ends the frame, as the window's ImguiRenderer would."""
+
+    def __init__(self, app) -> None:
+        from imgui_bundle import imgui
+
+        self.imgui, self.app = imgui, app
+        self.ctx = imgui.create_context()
+        io = imgui.get_io()
+        io.display_size = (800, 600)
+        io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
+        self.frame()
+        self.frame()
+
+    def frame(self, pos=None, down: bool = False, dt: float = 1 / 60) -> None:
+        from renderer.panel import draw_panel
+
+        im = self.imgui
+        io = im.get_io()
+        if pos is not None:
+            io.add_mouse_pos_event(*pos)
+        io.add_mouse_button_event(0, down)
+        io.delta_time = dt
+        self.app.frame(dt)
+        im.new_frame()
+        draw_panel(self.app)
+        im.render()
+
+    def click(self, label: str, fx: float = 0.5, item: int | None = None) -> None:
+        """Click a widget at fraction fx of its width; with `item`, then pick that entry of the
+        combo list it opened (entries are one text line apart below the widget)."""
+        x0, y0, x1, y1 = self.app.panel_rects[label]
+        p = (x0 + (x1 - x0) * fx, (y0 + y1) / 2)
+        self.frame(p, False, dt=0.5)  # a pause: no double click with the last one
+        self.frame(p, True)
+        self.frame(p, False)
+        if item is not None:
+            im = self.imgui
+            line = im.get_text_line_height_with_spacing()
+            q = (p[0], y1 + im.get_style().window_padding.y + (item + 0.5) * line)
+            for down in (False, True, False):
+                self.frame(q, down)
+
+    def close(self) -> None:
+        self.imgui.destroy_context(self.ctx)
+
+
+def test_panel_actions_by_fed_mouse_events(tess) -> None:
+    from renderer.frame_views import DEBUG_VIEWS
+
+    app = ready_app(tess)
+    ui = Imgui(app)
+    try:
+        assert {"LOD px", "view", "instances", "culling", "freeze culling", "screenshot"} <= set(
+            app.panel_rects)
+        ui.click("freeze culling", fx=0.05)
+        assert app.freeze
+        ui.click("freeze culling", fx=0.05)
+        assert not app.freeze
+        persistent = app.renderer.persistent
+        ui.click("culling", fx=0.3, item=1 if persistent else 0)
+        assert app.renderer.persistent == (not persistent)
+        ui.click("view", fx=0.3, item=DEBUG_VIEWS.index("cluster"))
+        assert DEBUG_VIEWS[app.debug_view] == "cluster"
+        ui.click("instances", fx=0.5)
+        assert app.grid_count > 1 and app.renderer.scene.instance_count == app.grid_count
+        tau = app.tau
+        ui.click("LOD px", fx=0.6)  # the rect spans the label too: stay on the slider
+        assert app.tau > tau
+        cam_before = np.array(app.controls.camera.eye)
+        ui.click("camera")
+        assert app.controls.mode == "fly"
+        ui.click("frame")
+        assert not np.allclose(app.controls.camera.eye, cam_before)  # the grid, framed
+        ui.click("screenshot")
+        assert app.screenshot_requested and app.screenshot_requested.endswith(".png")
+        # the frame drawn with the panel's settings: cluster colours, many instances
+        res = app.renderer.render(app.controls.camera, tau=app.tau, debug_view=app.debug_view)
+        assert res.stats.counters["instances_visible"] > 1
+    finally:
+        ui.close()
+
+
+def test_panel_shows_progress_and_cancel_works(tmp_path) -> None:
+    from renderer.viewer import ViewerApp
+
+    big = write_sphere(tmp_path / "big.obj", subdivisions=7)
+    app = ViewerApp(big, 160, 120)
+    ui = Imgui(app)
+    try:
+        assert app.loading and "progress" in app.panel_rects and not app.ready
+        job = app.job
+        ui.click("cancel")
+        finish(job)
+        for _ in range(3):
+            ui.frame()
+        assert not app.loading and not app.ready and app.message is None
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["big.obj"]
+    finally:
+        ui.close()
+        app.close()
+
+
+# ---------------------------------------------------------------------------- the window
+
+
+def test_window_opens_a_scene_file_preprocessing_its_mesh(tess, tmp_path) -> None:
+    mesh = write_sphere(tmp_path / "ball.obj")
+    scene = tmp_path / "scene.json"
+    scene.write_text(json.dumps({"assets": {"ball": "ball.obj", "s": tess},
+                                 "instances": [{"asset": "ball"},
+                                               {"asset": "s", "translate": [2.5, 0, 0]}]}))
+    png = tmp_path / "shot.png"
+    out = run_viewer([str(scene), "--frames", "3", "--screenshot", str(png), "--size", "320x240",
+                      "--no-vsync"])
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (tmp_path / "ball.tess").exists()  # cached beside the mesh
+    from PIL import Image
+
+    shot = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    right = shot[:, 200:]  # right of the panel: both spheres lit on the dark background
+    assert (right.max(axis=2) > 60).mean() > 0.1
+    assert os.path.getmtime(tmp_path / "ball.tess") > os.path.getmtime(mesh)
+
+
+def test_window_reports_a_failed_preprocess_and_exits_2(tmp_path) -> None:
+    bad = tmp_path / "bad.obj"
+    bad.write_text("v 0 0 0\nv 1 0 0\n")
+    out = run_viewer([str(bad), "--frames", "2", "--size", "320x240", "--no-vsync"])
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "bad.obj" in out.stderr and "Traceback" not in out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.obj"]
+
+
+def test_window_rejects_a_broken_scene_file_before_opening(tmp_path) -> None:
+    scene = tmp_path / "scene.json"
+    scene.write_text('{"assets": {"a": "a.tess"}, "instances": [{"asset": "b"}]}')
+    out = run_viewer([str(scene), "--frames", "1"])
+    assert out.returncode == 2
+    assert "instances[0].asset" in out.stderr and "Traceback" not in out.stderr
