@@ -14,7 +14,11 @@ Sections (always resident, small):
 
 Page layout (PAGE_SIZE bytes, little-endian, every offset a multiple of 4):
     0     PAGE_HEADER_DTYPE (16 bytes): cluster count, page index, bytes used, flags
-    16    cluster records, CLUSTER_DTYPE (96 bytes each)
+    16    cluster records, CLUSTER_DTYPE (96 bytes each); besides the group a cluster is a
+          member of (`group`), a record names the group whose simplification produced it
+          (`source_group`, NO_GROUP at level 0): its self_sphere and self_error are that
+          group's sphere and error, bit for bit (`preprocess.verify.check_source_groups`), and
+          streaming derives the parent relation between groups from it
     ...   per cluster, at the offsets its record gives:
           positions  u16 x 3 per vertex (6 bytes, stream padded to 4) when the cluster spans less
                      than 65,536 grid steps on every axis (mode 0), else u32 x 3 (mode 1); the
@@ -46,6 +50,9 @@ NODE_DTYPE = np.dtype([
     ("depth", "<u4"),  # 0 at the root
     ("pad", "<u4", 2),
     ("children", "<u4", 8),  # child refs: CHILD_EMPTY, node index, or CHILD_GROUP | group index
+    ("box_min", "<f4", 3),  # the box of every triangle below, grown by one grid step (the
+    ("box_max", "<f4", 3),  # positions are quantized): frustum and occlusion culling
+    ("pad2", "<u4", 2),
 ])
 CHILD_EMPTY = 0xFFFFFFFF
 CHILD_GROUP = 0x80000000
@@ -91,9 +98,10 @@ CLUSTER_DTYPE = np.dtype([
     ("normal_offset", "<u4"),
     ("uv_offset", "<u4"),
     ("index_offset", "<u4"),
-    ("pad", "<u4"),
+    ("source_group", "<u4"),  # the group whose simplification produced it; NO_GROUP at level 0
 ])
-assert NODE_DTYPE.itemsize == 64 and GROUP_DTYPE.itemsize == 48
+NO_GROUP = 0xFFFFFFFF  # source_group of level-0 clusters (the original triangles)
+assert NODE_DTYPE.itemsize == 96 and GROUP_DTYPE.itemsize == 48
 assert CLUSTER_DTYPE.itemsize == 96 and PAGE_HEADER_DTYPE.itemsize == 16
 
 
@@ -279,6 +287,8 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
     records["vertex_count"] = nv
     records["triangle_count"] = nt
     records["level"] = dag.cluster_level
+    src = dag.cluster_source_group.astype(np.int64)
+    records["source_group"] = np.where(src >= 0, src, NO_GROUP)
     # per page: the byte offsets of every cluster's streams, the header, the records
     for p, m in enumerate(in_page):
         offs = header + record * len(m) + np.concatenate([[0], np.cumsum(data_bytes[m])[:-1]])
@@ -313,6 +323,9 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
 
     nodes = np.zeros(len(bvh.node_depth), NODE_DTYPE)
     nodes["sphere"] = bvh.node_sphere
+    box = np.asarray(bvh.node_box, np.float64)
+    nodes["box_min"] = box[:, :3] - step  # rounding to the grid moves a vertex by <= step / 2
+    nodes["box_max"] = box[:, 3:] + step
     nodes["max_error"] = bvh.node_max_error
     nodes["depth"] = bvh.node_depth
     ch = bvh.node_children.astype(np.int64)

@@ -8,9 +8,13 @@ children). Nodes are numbered breadth-first, so node 0 is the root and each dept
 (the per-level traversal dispatches one depth at a time).
 
 A node's sphere contains the LOD spheres of the groups below it and also the tight bounds of their
-member clusters (a simplified cluster may poke slightly out of its group's LOD sphere), so that the
-runtime can frustum- and occlusion-cull a node by its sphere without losing geometry. A bigger
-sphere only projects a bigger error, so the node's LOD test stays conservative.
+member clusters (a simplified cluster may poke slightly out of its group's LOD sphere): the LOD
+test projects the node's max error from it (a bigger sphere only projects a bigger error, so it
+stays conservative). A node's *box* is the axis-aligned box of every triangle below it: the
+runtime's frustum and occlusion tests use it. LOD spheres nest and grow level by level, and so do
+spheres merged from spheres: on a unit sphere the root's LOD sphere has radius 2.3, a sphere
+around its clusters' bounds 2.2, its box is [-1, 1]^3; an occlusion test of a bound twice too big
+rarely succeeds.
 """
 
 from __future__ import annotations
@@ -26,11 +30,14 @@ class _Nodes:
     def __init__(self) -> None:
         self.children: list[list[int]] = []
         self.sphere: list[np.ndarray] = []
+        self.box: list[np.ndarray] = []
         self.error: list[float] = []
 
-    def add(self, refs: list[int], spheres: np.ndarray, errors: np.ndarray) -> int:
+    def add(self, refs: list[int], spheres: np.ndarray, boxes: np.ndarray,
+            errors: np.ndarray) -> int:
         self.children.append(refs)
         self.sphere.append(merge_spheres(spheres))
+        self.box.append(np.concatenate([boxes[:, :3].min(axis=0), boxes[:, 3:].max(axis=0)]))
         self.error.append(float(errors.max()))
         return len(self.children) - 1
 
@@ -46,14 +53,26 @@ def _split(idx: np.ndarray, centers: np.ndarray, parts: int) -> list[np.ndarray]
     return _split(order[:half], centers, parts // 2) + _split(order[half:], centers, parts // 2)
 
 
-def _build(nodes: _Nodes, refs: np.ndarray, spheres: np.ndarray, errors: np.ndarray) -> int:
-    """A subtree over items (child references with their spheres and errors); returns its node."""
+def _build(nodes: _Nodes, refs: np.ndarray, spheres: np.ndarray, boxes: np.ndarray,
+           errors: np.ndarray) -> int:
+    """A subtree over items (child references with their LOD spheres, boxes and errors);
+    returns its node."""
     if len(refs) <= BVH_FANOUT:
-        return nodes.add([int(r) for r in refs], spheres, errors)
+        return nodes.add([int(r) for r in refs], spheres, boxes, errors)
     pieces = [p for p in _split(np.arange(len(refs)), spheres[:, :3], BVH_FANOUT) if len(p)]
-    child = [_build(nodes, refs[p], spheres[p], errors[p]) for p in pieces]
+    child = [_build(nodes, refs[p], spheres[p], boxes[p], errors[p]) for p in pieces]
     return nodes.add(child, np.stack([nodes.sphere[c] for c in child]),
+                     np.stack([nodes.box[c] for c in child]),
                      np.array([nodes.error[c] for c in child]))
+
+
+def group_boxes(dag: LodDag) -> np.ndarray:
+    """(g, 6) float32: per group, the box of its members' triangles."""
+    cb = dag.cluster_boxes()
+    members = np.asarray(dag.group_clusters, np.int64)
+    off = np.asarray(dag.group_cluster_offset, np.int64)
+    return np.concatenate([np.minimum.reduceat(cb[members, :3], off[:-1], axis=0),
+                           np.maximum.reduceat(cb[members, 3:], off[:-1], axis=0)], axis=1)
 
 
 def _group_reach(dag: LodDag) -> np.ndarray:
@@ -76,17 +95,19 @@ def build_bvh(dag: LodDag) -> Bvh:
     """8-ary BVH whose leaves are the groups of `dag` (every group exactly once)."""
     nodes = _Nodes()
     reach = _group_reach(dag)
+    tight = group_boxes(dag)
     level_roots = []
     for level in np.unique(dag.group_level):
         groups = np.flatnonzero(dag.group_level == level)
         refs = np.array([bvh_group_ref(int(g)) for g in groups], np.int64)
-        level_roots.append(_build(nodes, refs, reach[groups],
+        level_roots.append(_build(nodes, refs, reach[groups], tight[groups],
                                   dag.group_error[groups]))
     roots = np.array(level_roots, np.int64)
     if len(roots) == 1:
         root = int(roots[0])
     else:
         root = _build(nodes, roots, np.stack([nodes.sphere[r] for r in roots]),
+                      np.stack([nodes.box[r] for r in roots]),
                       np.array([nodes.error[r] for r in roots]))
     # breadth-first renumbering: root first, depths contiguous
     new_id = {root: 0}
@@ -105,6 +126,7 @@ def build_bvh(dag: LodDag) -> Bvh:
         children[i, : len(refs)] = refs
     return Bvh(
         node_sphere=np.stack([nodes.sphere[o] for o in queue]).astype(np.float32),
+        node_box=np.stack([nodes.box[o] for o in queue]).astype(np.float32),
         node_max_error=np.array([nodes.error[o] for o in queue], np.float32),
         node_children=children,
         node_depth=np.array(depth, np.int32),

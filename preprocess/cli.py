@@ -52,7 +52,8 @@ def builtin_mesh(name: str, triangles: int) -> Mesh:
     if name == "rock":
         return rock.make_rock(triangles)
     if name == "terrain":
-        return rock.make_terrain(triangles=triangles)
+        # 2 * resolution^2 triangles
+        return rock.make_terrain(resolution=max(1, round((triangles / 2) ** 0.5)))
     n = max(1, round((triangles / 20) ** 0.5))
     return shapes.geodesic_sphere(n)
 

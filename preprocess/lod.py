@@ -63,6 +63,15 @@ class LodDag:
         """(c,) float32: the error of the group each cluster is a member of."""
         return self.group_error[self.cluster_group]
 
+    def cluster_boxes(self) -> np.ndarray:
+        """(c, 6) float32: min xyz, max xyz of each cluster's triangle vertices."""
+        pos = np.asarray(self.mesh.positions, np.float32)
+        corners = pos[np.asarray(self.mesh.wedge_position)[self.triangles]]  # (T, 3, 3)
+        off = np.asarray(self.cluster_tri_offset, np.int64)
+        lo = np.minimum.reduceat(corners.min(axis=1), off[:-1], axis=0)
+        hi = np.maximum.reduceat(corners.max(axis=1), off[:-1], axis=0)
+        return np.concatenate([lo, hi], axis=1)
+
     def cluster_triangles(self, i: int) -> np.ndarray:
         """(t, 3) int32 wedge ids of cluster i."""
         return self.triangles[self.cluster_tri_offset[i] : self.cluster_tri_offset[i + 1]]
@@ -82,6 +91,7 @@ class Bvh:
     unused; v < BVH_EMPTY is the group -2 - v (a leaf). Node 0 is the root."""
 
     node_sphere: np.ndarray  # (N, 4) float32: contains the spheres of everything below
+    node_box: np.ndarray  # (N, 6) float32: min xyz, max xyz of every triangle below (culling)
     node_max_error: np.ndarray  # (N,) float32: max group error below (LOD: descend if > tau)
     node_children: np.ndarray  # (N, 8) int32: child references, see above
     node_depth: np.ndarray  # (N,) int32: 0 at the root (for per-level traversal)

@@ -5,7 +5,7 @@ This module owns the byte layout of the file (as numpy structured dtypes: `HEADE
 groups, BVH nodes, page contents) is decided by the page packer. The container is generic: any
 plain or structured numpy dtype, any shape, round-trips bit-exactly.
 
-On-disk layout, version 1. Little-endian everywhere; every offset is from the start of the file;
+On-disk layout, version 2. Little-endian everywhere; every offset is from the start of the file;
 every byte of the file is covered by a CRC32 (`zlib.crc32`) or must be zero padding, so a single
 corrupted byte anywhere is detected (header, meta, directory and sections when the file is opened,
 pages lazily when first accessed or all at once with `verify_all()`).
@@ -33,9 +33,9 @@ Header (`HEADER_DTYPE`, 128 bytes):
     off  type     field               meaning
     ---  -------  ------------------  ----------------------------------------------------------
     0    u8[8]    magic               b"TESS\\x00\\r\\n\\x1a" (catches text-mode/transfer damage)
-    8    u32      version             1
+    8    u32      version             2 (TESS_VERSION)
     12   u32      header_size         128
-    16   u32      flags               0 (no flags defined in version 1)
+    16   u32      flags               0 (no flags defined)
     20   u32      page_size           bytes of data per page
     24   u32      page_count          P
     28   u32      section_count       number of directory entries
@@ -75,6 +75,12 @@ Page table entry (`PAGE_ENTRY_DTYPE`, 24 bytes):
     16   u32      crc32               CRC32 of the page's page_size data bytes
     20   u32      reserved            zero
 
+The version covers what the packer puts in the file too (`preprocess.asset`'s dtypes), so a
+layout change there bumps it; the reader refuses every other version with a one-line message:
+    1  the first layout
+    2  cluster records name their source group (the group whose simplification produced them;
+       `CLUSTER_DTYPE.source_group`, formerly padding): streaming derives group parents from it
+
 Files are written atomically (temporary file in the same directory, fsync, `os.replace`), so a
 crash never leaves a partial `.tess` at the destination path.
 """
@@ -112,7 +118,7 @@ __all__ = [
 ]
 
 TESS_MAGIC = b"TESS\x00\r\n\x1a"  # 8 bytes, PNG-style
-TESS_VERSION = 1
+TESS_VERSION = 2  # see the version list in the module docstring
 
 SECTION_ALIGN = 16  # sections (and meta, directory, page table) start on 16-byte boundaries
 PAGE_ALIGN = 4096  # pages start on 4096-byte boundaries (mmap / OS page friendly)
@@ -443,7 +449,7 @@ class TessFile:
 
     Attributes:
         path: the file's path.
-        version: format version of the file (1).
+        version: format version of the file (TESS_VERSION).
         meta: dict, the meta JSON.
         sections: dict name -> read-only np.ndarray view of the mapping, with the exact dtype and
             shape written (byte order little-endian), in directory order.
@@ -498,6 +504,9 @@ class TessFile:
             self._fail(
                 f"written by a newer Tessera (version {version}); this reader knows {TESS_VERSION}"
             )
+        if 1 <= version < TESS_VERSION:
+            self._fail(f"written by an older Tessera (version {version}); rebuild it with "
+                       "`preprocess`")
         if version != TESS_VERSION:
             self._fail(f"unsupported version {version}; this reader knows {TESS_VERSION}")
         if size < HEADER_SIZE:

@@ -76,7 +76,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     try:
         opts = RenderOptions(tau=args.tau, persistent=TRAVERSALS[args.traversal],
-                             fallback32=args.fallback32)
+                             fallback32=args.fallback32, occlusion=not args.no_occlusion)
         r = Renderer(*args.size, options=opts)
         spec = None
         if Path(args.file).suffix.lower() == ".tess":
@@ -186,7 +186,8 @@ def cmd_view(args: argparse.Namespace) -> int:
                              panel=not args.no_panel)
         viewer = Viewer(source, opts, RenderOptions(tau=args.tau,
                                                     persistent=TRAVERSALS[args.traversal],
-                                                    fallback32=args.fallback32))
+                                                    fallback32=args.fallback32,
+                                                    occlusion=not args.no_occlusion))
         viewer.run()
     except (*_runtime_errors(), MeshError, ValueError) as e:
         print(f"tessera: error: {e}", file=sys.stderr)
@@ -221,6 +222,8 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                         "(persistent on GPUs, per level on CPU adapters; default)")
     p.add_argument("--fallback32", action="store_true",
                    help="force the 32-bit visibility path (for adapters without 64-bit atomics)")
+    p.add_argument("--no-occlusion", action="store_true",
+                   help="no two-pass HZB occlusion culling (on by default)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="brute-force frames measured (3; they are slow)")
     p.add_argument("--no-brute", action="store_true", help="skip the brute-force comparison")
     p.add_argument("--json", help="also write the figures to this JSON file")
+    p.add_argument("--scene", choices=["orbit", "field"], default="orbit",
+                   help="orbit: a quarter orbit over the grid (default); field: a dense field "
+                        "seen from ground level, with occlusion culling on and off side by side")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     return args.func(args)

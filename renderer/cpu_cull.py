@@ -5,10 +5,11 @@
 culling passes select: the same clusters, in the same SW/HW bins, with the same statistics
 counters. The rules, applied exactly as the shaders do:
 
-- instance: its BVH root's sphere, moved by the world matrix (centre by the matrix, radius by the
-  instance's largest axis scale), must touch the frustum (five planes, no far plane);
-- BVH node: visited (counted) when its parent pushed it; it is descended when its world sphere
-  touches the frustum and its max error, projected from the camera, is > tau. A descended node
+- instance: its BVH root's box, under the world matrix, must touch the frustum (five planes, no
+  far plane; per plane the box centre against the half extents projected on the normal);
+- BVH node: visited (counted) when its parent pushed it; it is descended when its box touches the
+  frustum and its max error, projected from its LOD sphere (centre by the matrix, radius by the
+  instance's largest axis scale), is > tau. A descended node
   pushes its child nodes, and tests (counts) each child group: a group whose error projects > tau
   pushes its parts;
 - part: each member cluster is tested (counted) and drawn when its own error projects <= tau and
@@ -77,7 +78,8 @@ class CullResult:
 class _SceneTables:
     """Scene-wide (global index) float64 copies of what the shaders read."""
 
-    node_sphere: np.ndarray  # (N, 4) float64
+    node_sphere: np.ndarray  # (N, 4) float64: LOD sphere
+    node_box: np.ndarray  # (N, 6) float64: min xyz, max xyz (frustum)
     node_error: np.ndarray  # (N,) float64
     node_child_node: np.ndarray  # (N, 8) int64 global node index, -1 where not a node
     node_child_group: np.ndarray  # (N, 8) int64 global group index, -1 where not a group
@@ -140,13 +142,15 @@ def _ranges(first: np.ndarray, count: np.ndarray) -> np.ndarray:
 
 
 def _scene_tables(scene: Scene) -> _SceneTables:
-    node_sphere, node_error, c_node, c_group, roots = [], [], [], [], []
+    node_sphere, node_box, node_error, c_node, c_group, roots = [], [], [], [], [], []
     g_sphere, g_error, g_count, g_members = [], [], [], []
     cs, cb, ce, ct, cref, crec = [], [], [], [], [], []
     node_base = group_base = page_base = cluster_base = 0
     for a in scene.assets:
         arr = _asset_arrays(a)
         node_sphere.append(a.nodes["sphere"].astype(np.float64))
+        node_box.append(np.concatenate([a.nodes["box_min"], a.nodes["box_max"]],
+                                       axis=1).astype(np.float64))
         node_error.append(a.nodes["max_error"].astype(np.float64))
         ch = a.nodes["children"].astype(np.int64)
         is_group = (ch != CHILD_EMPTY) & ((ch & CHILD_GROUP) != 0)
@@ -171,7 +175,8 @@ def _scene_tables(scene: Scene) -> _SceneTables:
         cluster_base += len(rec)
     counts = np.concatenate(g_count)
     return _SceneTables(
-        node_sphere=np.concatenate(node_sphere), node_error=np.concatenate(node_error),
+        node_sphere=np.concatenate(node_sphere), node_box=np.concatenate(node_box),
+        node_error=np.concatenate(node_error),
         node_child_node=np.concatenate(c_node), node_child_group=np.concatenate(c_group),
         root=np.array(roots, np.int64), group_sphere=np.concatenate(g_sphere),
         group_error=np.concatenate(g_error), group_parts_clusters=counts,
@@ -223,6 +228,25 @@ def _frustum_decision(view: CullView, s: np.ndarray) -> tuple[np.ndarray, np.nda
     p = view.planes
     v = s[:, :3] @ p[:, :3].T + p[:, 3] + s[:, 3:4]  # (k, 5)
     mag = np.linalg.norm(s[:, :3], axis=1)[:, None] + np.abs(p[:, 3]) + np.abs(s[:, 3:4])
+    rel = np.abs(v) / np.maximum(mag, 1e-300)
+    ok = v >= 0
+    inside = ok.all(axis=1)
+    margin = np.where(inside, rel.min(axis=1), np.where(ok, 0.0, rel).max(axis=1))
+    return inside, margin
+
+
+def _frustum_box_decision(view: CullView, world: np.ndarray, box: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """`box_in_frustum` for object boxes (k, 6) under world matrices (k, 4, 4): per plane the
+    centre's distance against the half extents projected on the plane normal; margins as in
+    `_frustum_decision`."""
+    c = np.einsum("kij,kj->ki", world[:, :3, :3], 0.5 * (box[:, :3] + box[:, 3:])) + world[:, :3, 3]
+    h = 0.5 * (box[:, 3:] - box[:, :3])  # (k, 3)
+    axes = world[:, :3, :3] * h[:, None, :]  # column j: the transformed axis j times h_j
+    p = view.planes
+    r = np.abs(np.einsum("pi,kij->kpj", p[:, :3], axes)).sum(axis=2)  # (k, 5)
+    v = c @ p[:, :3].T + p[:, 3] + r
+    mag = np.linalg.norm(c, axis=1)[:, None] + np.abs(p[:, 3]) + r
     rel = np.abs(v) / np.maximum(mag, 1e-300)
     ok = v >= 0
     inside = ok.all(axis=1)
@@ -302,10 +326,9 @@ def cull(scene: Scene, camera: Camera, width: int, height: int, *, tau: float,
     counters["instances_tested"] = n
     near_decisions = 0
 
-    # instance cull: the root sphere against the frustum
+    # instance cull: the root's box against the frustum
     roots = t.root[asset] if n else np.zeros(0, np.int64)
-    ws = _world_spheres(world, scale, t.node_sphere[roots])
-    vis, vis_margin = _frustum_decision(view, ws)
+    vis, vis_margin = _frustum_box_decision(view, world, t.node_box[roots])
     counters["instances_visible"] = int(vis.sum())
     near_decisions += int((vis_margin < slack).sum())
     keep = vis | (vis_margin < slack)
@@ -320,7 +343,7 @@ def cull(scene: Scene, camera: Camera, width: int, height: int, *, tau: float,
     while len(inst):
         counters["nodes_visited"] += int(exact.sum())
         s = _world_spheres(world[inst], scale[inst], t.node_sphere[node])
-        f_in, f_m = _frustum_decision(view, s)
+        f_in, f_m = _frustum_box_decision(view, world[inst], t.node_box[node])
         e_up, e_m = _projected_decision(view, t.node_error[node], s, scale[inst], tau_)
         go = f_in & e_up
         # a descended node flips with either test; a skipped one only when every failing test
@@ -412,3 +435,99 @@ def cluster_records(scene: Scene, refs: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["COUNTER_NAMES", "CullResult", "CullView", "cluster_records", "cull", "frame_view"]
+
+
+# ---------------------------------------------------------------------------- occlusion
+
+
+def hzb_mips(depth_bits: np.ndarray) -> list[np.ndarray]:
+    """The HZB of shaders/hzb.wgsl from a (h, w) image of reversed-Z depth bits (uint32, 0 where
+    empty): mip 0 the minimum (farthest) of each 2x2 pixel block, each further mip the minimum of
+    2x2 texels below, blocks past an odd edge taking only what exists; down to 1x1."""
+    out = []
+    cur = np.asarray(depth_bits, np.uint32)
+    while True:
+        h, w = cur.shape
+        pad = np.full((h + h % 2, w + w % 2), 0xFFFFFFFF, np.uint32)
+        pad[:h, :w] = cur
+        cur = pad.reshape(pad.shape[0] // 2, 2, pad.shape[1] // 2, 2).min(axis=(1, 3))
+        out.append(cur)
+        if cur.shape == (1, 1):
+            return out
+
+
+def _hzb_occludes(ndc: np.ndarray, nearest: float, size: tuple[int, int],
+                  mips: list[np.ndarray]) -> bool:
+    """shaders/occlusion.wgsl's `hzb_occludes` for one NDC rectangle (x0, y0, x1, y1)."""
+    w, h = size
+    size_v = np.array([w, h], np.float64)
+    lo = np.array([(ndc[0] * 0.5 + 0.5) * w, (0.5 - ndc[3] * 0.5) * h]) - 1.0
+    hi = np.array([(ndc[2] * 0.5 + 0.5) * w, (0.5 - ndc[1] * 0.5) * h]) + 1.0
+    lo = np.clip(lo, 0.0, size_v - 1.0)
+    hi = np.clip(hi, 0.0, size_v - 1.0)
+    if (hi < lo).any():
+        return False
+    extent = float(max(hi - lo))
+    mip = 0 if extent <= 2.0 else min(int(np.ceil(np.log2(extent))) - 1, len(mips) - 1)
+    while True:
+        t0 = lo.astype(np.int64) >> (mip + 1)
+        t1 = hi.astype(np.int64) >> (mip + 1)
+        if (t1 - t0 <= 1).all() or mip + 1 >= len(mips):
+            break
+        mip += 1
+    far = mips[mip][t0[1]: t1[1] + 1, t0[0]: t1[0] + 1].min()
+    return bool(np.float32(nearest).view(np.uint32) < far)
+
+
+def _sphere_axis(a: float, z: float, r: float, p: float) -> tuple[float, float]:
+    """Mara and McGuire's bounds of a sphere (view coordinate a, depth z ahead, radius r) on one
+    screen axis, times the projection scale p (as shaders/occlusion.wgsl)."""
+    n = np.sqrt(max(a * a + z * z - r * r, 0.0))
+    lo = (n * -a - r * -z) / (r * -a + n * -z) * p
+    hi = (n * -a + r * -z) / (-r * -a + n * -z) * p
+    return lo, hi
+
+
+def occlusion_visible(spheres: np.ndarray, view: np.ndarray, proj: tuple[float, float, float],
+                      size: tuple[int, int], mips: list[np.ndarray]) -> np.ndarray:
+    """shaders/occlusion.wgsl's sphere test for world spheres (n, 4) against an HZB
+    (`hzb_mips`), with camera `view` (4x4 world -> view) and `proj` (P00, P11, near), in a `size`
+    (w, h) image: True where a sphere may be visible. Computed in float64 (the GPU in float32:
+    decisions within rounding of a texel edge or of the depth comparison may differ)."""
+    s = np.asarray(spheres, np.float64).reshape(-1, 4)
+    p00, p11, znear = (float(x) for x in proj)
+    vm = np.asarray(view, np.float64)
+    out = np.ones(len(s), bool)
+    for i, (x, y, z, r) in enumerate(s):
+        v = vm[:3, :3] @ [x, y, z] + vm[:3, 3]
+        c = np.array([v[0], v[1], -v[2]])
+        if c[2] < r + znear:
+            continue
+
+        x0, x1 = _sphere_axis(c[0], c[2], r, p00)
+        y0, y1 = _sphere_axis(c[1], c[2], r, p11)
+        out[i] = not _hzb_occludes(np.array([x0, y0, x1, y1]), znear / (c[2] - r), size, mips)
+    return out
+
+
+def occlusion_visible_box(world: np.ndarray, box: np.ndarray, view: np.ndarray,
+                          proj: tuple[float, float, float], size: tuple[int, int],
+                          mips: list[np.ndarray]) -> np.ndarray:
+    """shaders/occlusion.wgsl's box test for object boxes (n, 6) under world matrices (n, 4, 4),
+    as `occlusion_visible`."""
+    p00, p11, znear = (float(x) for x in proj)
+    vm = np.asarray(view, np.float64)
+    out = np.ones(len(box), bool)
+    corners = np.array([[k & 1, (k >> 1) & 1, (k >> 2) & 1] for k in range(8)], bool)
+    for i in range(len(box)):
+        lo, hi = box[i, :3].astype(np.float64), box[i, 3:].astype(np.float64)
+        pts = np.where(corners, hi, lo)  # (8, 3)
+        m = vm @ np.asarray(world[i], np.float64)
+        v = pts @ m[:3, :3].T + m[:3, 3]
+        z = -v[:, 2]
+        if (z < znear).any():
+            continue
+        px, py = v[:, 0] / z * p00, v[:, 1] / z * p11
+        ndc = np.array([px.min(), py.min(), px.max(), py.max()])
+        out[i] = not _hzb_occludes(ndc, znear / z.min(), size, mips)
+    return out

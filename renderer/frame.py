@@ -23,15 +23,23 @@ from renderer.camera import Camera, frustum_planes
 from renderer.device import GpuContext, create_context
 from renderer.frame_views import DEBUG_VIEWS
 from renderer.gpu import buffer
-from renderer.layout import ARGS_WORDS, FRAME_DTYPE, STAT_NAMES, STATE, STATE_WORDS
+from renderer.layout import (
+    ARGS_WORDS,
+    FLAG_OCCLUSION,
+    FRAME_DTYPE,
+    STAT_NAMES,
+    STATE,
+    STATE_WORDS,
+)
 from renderer.passes.cull import Cull
+from renderer.passes.hzb import HZB, hzb_levels
 from renderer.passes.instance_cull import InstanceCull
 from renderer.passes.raster_hw import RasterHW
 from renderer.passes.raster_sw import RasterSW
 from renderer.passes.resolve import Resolve
 from renderer.scene import Scene, SceneError, open_asset
 
-MAX_TIMESTAMPS = 32
+MAX_TIMESTAMPS = 48
 RING = 4  # readback buffers in flight
 _BU = wgpu.BufferUsage
 
@@ -51,6 +59,10 @@ class RenderOptions:
     visible_capacity: int = 1 << 21  # visible cluster slots, SW and HW halves (8 bytes each)
     persistent_workgroups: int = 128  # workgroups of the persistent traversal
     timestamps: bool = True  # GPU time per pass, where the adapter has timestamp queries
+    # two-pass occlusion culling against a hierarchical depth buffer (ARCHITECTURE "Runtime"):
+    # the main pass tests against the previous frame's HZB, the post pass re-tests what it hid
+    occlusion: bool = True
+    occluded_capacity: int = 1 << 20  # deferred nodes and clusters per frame (8 bytes each)
 
 
 @dataclass
@@ -59,7 +71,7 @@ class FrameStats:
 
     frame: int
     counters: dict[str, int]
-    overflow: int  # bit 0: queue full, bit 1: visible list full
+    overflow: int  # bit 0: queue full, bit 1: visible list full, bit 2: occluded list full
     gpu_ms: dict[str, float] = field(default_factory=dict)  # per pass
     cpu_ms: float = 0.0  # encoding and submission
 
@@ -136,6 +148,8 @@ class FrameResources:
         self.query_set: wgpu.GPUQuerySet | None = None
         self.labels: list[str] = []
         self.hw_target: wgpu.GPUTextureView | None = None
+        self.hzb_levels: list[tuple[int, int]] = []
+        self.hzb_offsets = np.zeros(0, np.int64)
 
     def timestamps(self, label: str) -> dict | None:
         if self.query_set is None or len(self.labels) * 2 + 2 > MAX_TIMESTAMPS:
@@ -181,6 +195,10 @@ class Renderer:
         self.raster_sw = RasterSW(d, vis64=self.vis64)
         self.raster_hw = RasterHW(d, vis64=self.vis64)
         self.resolve = Resolve(d, vis64=self.vis64)
+        self.hzb = HZB(d, vis64=self.vis64)
+        self.occlusion = self.options.occlusion
+        # the camera and resources generation the HZB was built with (None: no HZB)
+        self._hzb_from: tuple[np.ndarray, np.ndarray, int] | None = None
         o = self.options
         f = self.frame
         f.buffers.update({
@@ -191,6 +209,7 @@ class Renderer:
             "queue": buffer(d, 8 * o.queue_capacity, "frame.queue", _BU.STORAGE),
             "visible": buffer(d, 8 * o.visible_capacity, "frame.visible",
                               _BU.STORAGE | _BU.COPY_SRC),
+            "occluded": buffer(d, 8 * o.occluded_capacity, "frame.occluded", _BU.STORAGE),
         })
         if self.ctx.timestamps and o.timestamps:
             f.query_set = d.create_query_set(type="timestamp", count=MAX_TIMESTAMPS,
@@ -209,6 +228,13 @@ class Renderer:
         """Drop every asset and instance (the next frame uploads whatever is added after)."""
         self.scene = Scene()
         self._asset_version = self._instance_version = -1
+
+    def set_occlusion(self, enabled: bool) -> None:
+        """Switch two-pass occlusion culling on or off (on: from the next frame, once an HZB
+        has been built)."""
+        self.occlusion = bool(enabled)
+        if not enabled:
+            self._hzb_from = None
 
     def set_traversal(self, persistent: bool) -> None:
         """Switch the BVH traversal between persistent workgroups and one dispatch per level
@@ -266,6 +292,11 @@ class Renderer:
         f.buffers["depth_out"] = buffer(d, 4 * n, "frame.depth", _BU.STORAGE | _BU.COPY_SRC)
         f.buffers["normal"] = buffer(d, 16 * n, "frame.normal", _BU.STORAGE | _BU.COPY_SRC)
         f.buffers["ids"] = buffer(d, 16 * n, "frame.ids", _BU.STORAGE | _BU.COPY_SRC)
+        f.hzb_levels = hzb_levels(f.width, f.height)
+        offsets = np.cumsum([0] + [w * h for w, h in f.hzb_levels])
+        f.hzb_offsets = offsets[:-1]
+        f.buffers["hzb"] = buffer(d, 4 * int(offsets[-1]), "frame.hzb",
+                                  _BU.STORAGE | _BU.COPY_SRC)
         # the HW pass needs an attachment: a placeholder (the visibility buffer is the target)
         f.hw_target = d.create_texture(size=(f.width, f.height, 1), format="depth32float",
                                        usage=wgpu.TextureUsage.RENDER_ATTACHMENT,
@@ -304,6 +335,18 @@ class Renderer:
         u["queue_capacity"] = o.queue_capacity
         u["visible_capacity"] = o.visible_capacity
         u["frame_index"] = self.frame_index
+        u["occluded_capacity"] = o.occluded_capacity
+        proj = camera.projection(f.width / f.height)
+        u["proj"] = [proj[0, 0], proj[1, 1], camera.near, 1.0]
+        u["hzb_size"] = [*f.hzb_levels[0], len(f.hzb_levels), 0]
+        mips = np.zeros(16, np.uint32)
+        mips[: len(f.hzb_offsets)] = f.hzb_offsets
+        u["hzb_mips"] = mips.reshape(4, 4)
+        if self.occlusion:
+            u["flags"] = FLAG_OCCLUSION
+            if self._hzb_from is not None and self._hzb_from[2] == f.generation:
+                u["prev_view"] = self._hzb_from[0].T.reshape(-1)
+                u["prev_proj"] = self._hzb_from[1]
         return u
 
     # ---------------------------------------------------------------- the frame
@@ -331,15 +374,33 @@ class Renderer:
             if name in f.buffers:
                 enc.clear_buffer(f.buffers[name])
         # the passes, in order
+        occlusion = self.occlusion and not frozen
         if not frozen:
             self.instance_cull.encode(f, enc)
             self.cull.encode(f, enc)
             self._culled_gen = f.generation
         self.raster_sw.encode(f, enc)
         self.raster_hw.encode(f, enc)
-        if not self.vis64:  # the id pass of the 32-bit path
+        if occlusion:
+            if self._hzb_from is not None and self._hzb_from[2] == f.generation:
+                # post pass: what the old HZB hid, tested against this frame's
+                self.hzb.encode(f, enc)
+                self.cull.encode_post(f, enc)
+                self.raster_sw.encode(f, enc, label="post_raster_sw")
+                self.raster_hw.encode(f, enc, label="post_raster_hw")
+        if not self.vis64:  # the id passes of the 32-bit path, after every depth pass
+            if occlusion:
+                self.cull.encode_raster_all(f, enc)
             self.raster_sw.encode(f, enc, 1)
             self.raster_hw.encode(f, enc, 1)
+        if occlusion:  # the HZB the next frame's main pass tests against
+            self.hzb.encode(f, enc, label="hzb_next")
+            proj = camera.projection(f.width / f.height)
+            self._hzb_from = (camera.view().astype(np.float32),
+                              np.array([proj[0, 0], proj[1, 1], camera.near, 1.0], np.float32),
+                              f.generation)
+        elif frozen:
+            self._hzb_from = None
         self.resolve.encode(f, enc)
         ring = self._ring_buffer()
         enc.copy_buffer_to_buffer(f.buffers["state"], 0, ring, 0, 4 * len(STATE_WORDS))
@@ -431,6 +492,14 @@ class Renderer:
         self._collect(wait_for=index)
         assert self._latest is not None and self._latest.frame == index
         return RenderResult(**images, stats=self._latest, near=camera.near)
+
+    def read_hzb(self) -> list[np.ndarray]:
+        """The HZB of the last submitted frame (waits): one (h, w) uint32 array per mip, reversed-Z
+        depth bits, each texel the farthest depth below it (renderer.cpu_cull.hzb_mips)."""
+        f = self.frame
+        raw = np.frombuffer(self.device.queue.read_buffer(f.buffers["hzb"]), np.uint32)
+        return [raw[o: o + w * h].reshape(h, w).copy()
+                for o, (w, h) in zip(f.hzb_offsets, f.hzb_levels, strict=True)]
 
     def read_visible(self) -> dict[str, np.ndarray]:
         """The last frame's visible clusters (waits): {"sw", "hw"}: (k, 2) uint32 rows

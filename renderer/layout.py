@@ -39,9 +39,17 @@ FRAME_DTYPE = np.dtype([
     ("queue_capacity", "<u4"),  # queue entries
     ("visible_capacity", "<u4"),  # visible cluster slots (SW from the front, HW from the back)
     ("frame_index", "<u4"),
-    ("flags", "<u4"),  # reserved
-    ("pad", "<u4", 3),
+    ("flags", "<u4"),  # FLAG_OCCLUSION: test against the HZB
+    ("occluded_capacity", "<u4"),  # entries of the occluded list (nodes front, clusters back)
+    ("pad", "<u4", 2),
+    # occlusion (shaders/hzb.wgsl): this frame's and the previous frame's camera, and the HZB
+    ("proj", "<f4", 4),  # P00, P11, near, 1
+    ("prev_view", "<f4", 16),  # the view the HZB was built from (main pass test)
+    ("prev_proj", "<f4", 4),  # its P00, P11, near, and 1 if the HZB is valid (else 0)
+    ("hzb_size", "<u4", 4),  # mip 0 width, height, mip count, 0
+    ("hzb_mips", "<u4", (4, 4)),  # word offset of each mip in the hzb buffer (16 at most)
 ])
+FLAG_OCCLUSION = 1
 
 INSTANCE_DTYPE = np.dtype([
     ("world", "<f4", 16),  # object -> world, column-major
@@ -80,17 +88,30 @@ STATE_WORDS = (
     "hw_clusters",
     "sw_triangles",
     "hw_triangles",
+    "occluded_instances",  # main pass: instances, nodes, clusters behind the previous HZB
+    "occluded_nodes",
+    "occluded_clusters",
+    "post_clusters",  # clusters drawn by the post pass (occluded last frame, visible now)
+    "post_rejected",  # candidates the post pass found occluded again (culled for good)
     "pad0",
+    # occlusion bookkeeping
+    "occluded_nodes_count",  # entries in the occluded list: nodes from the front
+    "occluded_clusters_count",  # and clusters from the back
+    "sw_first",  # the raster passes draw visible[first..count) (the post pass: the new ones)
+    "hw_first",
+    "occluded_total",  # entries reserved in the occluded list (both ends)
 )
 STATE = {name: i for i, name in enumerate(STATE_WORDS)}
 STAT_NAMES = STATE_WORDS[STATE["instances_tested"] : STATE["pad0"]]
+HZB_MAX_MIPS = 16
 
 # the words of the `args` buffer (indirect dispatch and draw arguments)
 ARGS_WORDS = (
     "level_x", "level_y", "level_z",  # per-level traversal dispatch
     "sw_x", "sw_y", "sw_z",  # software raster dispatch
     "hw_vertex_count", "hw_instance_count", "hw_first_vertex", "hw_first_instance",  # HW draw
-    "pad0", "pad1",
+    "post_x", "post_y", "post_z",  # the post pass's seeding dispatch
+    "pad0",
 )
 ARGS = {name: i for i, name in enumerate(ARGS_WORDS)}
 
@@ -170,6 +191,7 @@ def generated_includes() -> dict[str, str]:
         f"const MAX_CLUSTER_VERTICES: u32 = {MAX_CLUSTER_VERTICES}u;",
         f"const WORKGROUP: u32 = {WORKGROUP}u;",
         f"const MAX_DISPATCH: u32 = {MAX_DISPATCH}u;",
+        f"const FLAG_OCCLUSION: u32 = {FLAG_OCCLUSION}u;",
         "\n".join(f"const S_{n.upper()}: u32 = {i}u;" for n, i in STATE.items()),
         "\n".join(f"const A_{n.upper()}: u32 = {i}u;" for n, i in ARGS.items()),
         wgsl_struct("Frame", FRAME_DTYPE, uniform=True),

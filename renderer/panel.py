@@ -66,6 +66,13 @@ def draw_panel(app: ViewerApp) -> None:
         imgui.text(f"nodes      {c['nodes_visited']:,}")
         imgui.text(f"clusters   SW {c['sw_clusters']:,}  HW {c['hw_clusters']:,}")
         imgui.text(f"triangles  SW {c['sw_triangles']:,}  HW {c['hw_triangles']:,}")
+        if r.occlusion:  # two lines either way: the panel never jumps under the mouse
+            imgui.text(f"occluded   {c['occluded_instances']:,} inst  {c['occluded_nodes']:,} "
+                       f"nodes  {c['occluded_clusters']:,} cl")
+            imgui.text(f"post pass  {c['post_clusters']:,} drawn  {c['post_rejected']:,} culled")
+        else:
+            imgui.text("occluded   (occlusion culling off)")
+            imgui.text("post pass  -")
         imgui.text(f"scene      {r.scene.triangle_count():,} triangles")
         if s.overflow:
             imgui.text_colored((1.0, 0.45, 0.4, 1.0), "queue overflow: detail dropped")
@@ -89,6 +96,10 @@ def draw_panel(app: ViewerApp) -> None:
     mark("culling")
     if changed_t and t != current:
         app.set_traversal(t == 0)
+    changed_o, occ = imgui.checkbox("occlusion culling", r.occlusion)
+    mark("occlusion culling")
+    if changed_o:
+        app.set_occlusion(occ)
     _, app.freeze = imgui.checkbox("freeze culling", app.freeze)
     mark("freeze culling")
     if imgui.button(f"camera: {app.controls.mode}"):

@@ -170,6 +170,9 @@ class ViewerApp:
     def set_traversal(self, persistent: bool) -> None:
         self.renderer.set_traversal(persistent)
 
+    def set_occlusion(self, enabled: bool) -> None:
+        self.renderer.set_occlusion(enabled)
+
     def frame_scene(self) -> None:
         if self.ready:
             self.controls.frame_scene(*self.renderer.bounds())

@@ -1,11 +1,13 @@
 // BVH and cluster culling: LOD selection by projected error, frustum culling, and the SW/HW bins.
 //
-// Reads: frame, instances, assets, nodes, groups, parts, pages. Writes: the queue (consumes and
-// re-zeroes its entries, pushes children), state (counts, statistics), visible (the chosen
-// clusters: SW from slot 0 up, HW from visible_capacity / 2 up).
+// Reads: frame, instances, assets, nodes, groups, parts, pages, hzb. Writes: the queue (consumes
+// and re-zeroes its entries, pushes children), state (counts, statistics), visible (the chosen
+// clusters: SW from slot 0 up, HW from visible_capacity / 2 up), occluded (main pass: what the
+// previous frame's HZB hides, for the post pass: occlusion.wgsl, occluded.wgsl).
 //
 // A queue item is a BVH node (global index) or a group part (PART_BIT | global part index).
-// - node: skipped if outside the frustum or if its largest error below projects <= tau; else
+// - node: skipped if its bounds are outside the frustum (or, with occlusion, behind the HZB), or
+//   if its largest error below projects <= tau from its LOD sphere; else
 //   each child node is pushed, and each child group whose error projects > tau pushes its parts
 //   (its members may be drawn: their parent error is the group's error);
 // - part: each member cluster whose own error projects <= tau and whose bounds touch the frustum
@@ -18,6 +20,12 @@
 #include "queue.wgsl"
 #include "nodes.wgsl"
 #include "cluster.wgsl"
+#include "occlusion.wgsl"
+#include "occluded.wgsl"
+
+// false: the main pass (occlusion against the previous frame's HZB; occluded candidates are
+// deferred); true: the post pass (against this frame's HZB; occluded candidates are dropped)
+override POST: bool = false;
 
 const PART_BIT: u32 = 0x80000000u;
 const NONE: u32 = 0xffffffffu;
@@ -38,13 +46,24 @@ fn group_wanted(inst: Instance, a: AssetInfo, g: u32) -> bool {
 
 fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
     atomicAdd(&state[S_NODES_VISITED], 1u);
-    let s = world_sphere(inst, node_sphere(n));
-    if !sphere_in_frustum(s) {
+    let lo = node_box_min(n);
+    let hi = node_box_max(n);
+    if !box_in_frustum(inst, lo, hi) {
         return;
     }
     let err = bitcast<f32>(nodes[n * NODE_WORDS + NODE_MAX_ERROR]);
-    if projected_error(err, s, inst.scale) <= frame.tau {
+    if projected_error(err, world_sphere(inst, node_sphere(n)), inst.scale) <= frame.tau {
         return;
+    }
+    if !occlusion_visible_box(inst, lo, hi, POST) {
+        if POST {
+            atomicAdd(&state[S_POST_REJECTED], 1u);
+            return;
+        }
+        if defer_node(n, ii) {
+            atomicAdd(&state[S_OCCLUDED_NODES], 1u);
+            return;
+        }
     }
     // count first, so that `outstanding` grows once before any child can finish
     var wanted = 0u;
@@ -87,6 +106,9 @@ fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
 
 fn emit(ii: u32, cref: u32, hw: bool, triangles: u32) {
     let half = frame.visible_capacity / 2u;
+    if POST {
+        atomicAdd(&state[S_POST_CLUSTERS], 1u);
+    }
     if hw {
         let k = atomicAdd(&state[S_HW_COUNT], 1u);
         if k < half {
@@ -123,6 +145,16 @@ fn visit_part(p: u32, ii: u32, inst: Instance, a: AssetInfo) {
         let b = world_sphere(inst, rec_v4(base, CLUSTER_BOUNDS));
         if !sphere_in_frustum(b) {
             continue;
+        }
+        if !occlusion_visible(b, POST) {
+            if POST {
+                atomicAdd(&state[S_POST_REJECTED], 1u);
+                continue;
+            }
+            if defer_cluster(ii, cref) {
+                atomicAdd(&state[S_OCCLUDED_CLUSTERS], 1u);
+                continue;
+            }
         }
         let tris = rec_u(base, CLUSTER_TRIANGLE_COUNT);
         emit(ii, cref, wants_hardware(b, tris), tris);
@@ -187,4 +219,35 @@ fn cs_level(@builtin(global_invocation_id) gid: vec3<u32>,
     atomicStore(&queue[2u * i + 1u], 0u);
     visit(item - 1u, ii - 1u);
     atomicSub(&state[S_OUTSTANDING], 1u);
+}
+
+// The post pass's first step (POST pipeline), one lane per entry of the occluded list: deferred
+// nodes go back into the queue (the traversal that follows tests them against this frame's HZB),
+// deferred clusters are tested here and drawn if visible.
+@compute @workgroup_size(64)
+fn cs_post_seed(@builtin(global_invocation_id) gid: vec3<u32>,
+                @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * WORKGROUP;
+    let cap = frame.occluded_capacity;
+    let total = min(atomicLoad(&state[S_OCCLUDED_TOTAL]), cap);
+    let nodes_n = min(atomicLoad(&state[S_OCCLUDED_NODES_COUNT]), total);
+    if i < nodes_n {
+        let e = occluded[i];
+        push(e.x, e.y, false);
+        return;
+    }
+    let j = i - nodes_n;
+    if j >= min(atomicLoad(&state[S_OCCLUDED_CLUSTERS_COUNT]), total - nodes_n) {
+        return;
+    }
+    let e = occluded[cap - 1u - j];
+    let inst = instances[e.x];
+    let base = cluster_base(e.y);
+    let b = world_sphere(inst, rec_v4(base, CLUSTER_BOUNDS));
+    if !occlusion_visible(b, true) {
+        atomicAdd(&state[S_POST_REJECTED], 1u);
+        return;
+    }
+    let tris = rec_u(base, CLUSTER_TRIANGLE_COUNT);
+    emit(e.x, e.y, wants_hardware(b, tris), tris);
 }

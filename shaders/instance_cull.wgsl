@@ -1,10 +1,13 @@
 // Instance cull: one lane per instance. Reads the instances, the asset table and the root node
-// spheres; tests the root sphere against the frustum; a visible instance pushes its BVH root into
-// the culling queue (cull.wgsl; entries in queue.wgsl).
+// spheres; tests the root's box against the frustum and the previous frame's HZB; a visible
+// instance pushes its BVH root into the culling queue (cull.wgsl; entries in queue.wgsl), an
+// occluded one defers its root to the post pass (occluded.wgsl).
 #include "layout.wgsl"
 #include "math.wgsl"
 #include "queue.wgsl"
 #include "nodes.wgsl"
+#include "occlusion.wgsl"
+#include "occluded.wgsl"
 
 @compute @workgroup_size(64)
 fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -15,9 +18,15 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     atomicAdd(&state[S_INSTANCES_TESTED], 1u);
     let inst = instances[i];
     let root = assets[inst.asset].node_base;
-    if !sphere_in_frustum(world_sphere(inst, node_sphere(root))) {
+    let lo = node_box_min(root);
+    let hi = node_box_max(root);
+    if !box_in_frustum(inst, lo, hi) {
         return;
     }
     atomicAdd(&state[S_INSTANCES_VISIBLE], 1u);
+    if !occlusion_visible_box(inst, lo, hi, false) && defer_node(root, i) {
+        atomicAdd(&state[S_OCCLUDED_INSTANCES], 1u);
+        return;
+    }
     push(root, i, false);
 }

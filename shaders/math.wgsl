@@ -21,6 +21,23 @@ fn sphere_in_frustum(s: vec4<f32>) -> bool {
     return inside;
 }
 
+// true when an object-space box under an instance transform touches the frustum: each plane
+// against the box's centre and its half extents along the transformed axes (exact for a box)
+fn box_in_frustum(inst: Instance, lo: vec3<f32>, hi: vec3<f32>) -> bool {
+    let c = (inst.world * vec4<f32>(0.5 * (lo + hi), 1.0)).xyz;
+    let h = 0.5 * (hi - lo);
+    let ax = inst.world[0].xyz * h.x;
+    let ay = inst.world[1].xyz * h.y;
+    let az = inst.world[2].xyz * h.z;
+    var inside = true;
+    for (var i = 0u; i < 5u; i++) {
+        let p = frame.planes[i];
+        let r = abs(dot(p.xyz, ax)) + abs(dot(p.xyz, ay)) + abs(dot(p.xyz, az));
+        inside = inside && (dot(p.xyz, c) + p.w >= -r);
+    }
+    return inside;
+}
+
 // the error (object units, scaled by the instance) seen from the camera, in pixels: at the
 // nearest point of the sphere, as preprocess.verify.projected_error; the root error never projects
 // below any threshold

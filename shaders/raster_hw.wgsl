@@ -15,7 +15,7 @@ struct VertexOut {
 @vertex
 fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> VertexOut {
     var out: VertexOut;
-    let idx = frame.visible_capacity / 2u + k;
+    let idx = frame.visible_capacity / 2u + state[S_HW_FIRST] + k;
     let entry = visible[idx];
     let inst = instances[entry.x];
     let page = page_start(entry.y);

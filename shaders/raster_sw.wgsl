@@ -20,7 +20,7 @@ var<workgroup> sz: array<f32, 256>;
 
 @compute @workgroup_size(128)
 fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let idx = wid.x + wid.y * MAX_DISPATCH;
+    let idx = state[S_SW_FIRST] + wid.x + wid.y * MAX_DISPATCH;
     if idx >= min(state[S_SW_COUNT], frame.visible_capacity / 2u) {
         return;
     }

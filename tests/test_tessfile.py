@@ -349,13 +349,19 @@ def _with_version(data: bytes, version: int) -> bytes:
     return h.tobytes() + data[HEADER_SIZE:]
 
 
-def test_future_and_unknown_version(tmp_path: Path) -> None:
+def test_future_older_and_unknown_version(tmp_path: Path) -> None:
     path = tmp_path / "a.tess"
     write_tess(path, **_sample(64, 1))
     data = path.read_bytes()
     assert _with_version(data, TESS_VERSION) == data  # the helper recomputes the CRC faithfully
-    path.write_bytes(_with_version(data, 2))
-    msg = "written by a newer Tessera \\(version 2\\); this reader knows 1"
+    newer = TESS_VERSION + 1
+    path.write_bytes(_with_version(data, newer))
+    msg = f"written by a newer Tessera \\(version {newer}\\); this reader knows {TESS_VERSION}"
+    with pytest.raises(TessFormatError, match=msg):
+        read_tess(path)
+    assert TESS_VERSION == 2
+    path.write_bytes(_with_version(data, 1))  # cluster records without source groups
+    msg = "a.tess: written by an older Tessera \\(version 1\\); rebuild it with `preprocess`$"
     with pytest.raises(TessFormatError, match=msg):
         read_tess(path)
     path.write_bytes(_with_version(data, 0))

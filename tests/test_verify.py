@@ -76,6 +76,10 @@ def merge(spheres: np.ndarray) -> np.ndarray:
     return np.array([*c, r], np.float32)
 
 
+def union_box(boxes: np.ndarray) -> np.ndarray:
+    return np.concatenate([boxes[:, :3].min(axis=0), boxes[:, 3:].max(axis=0)])
+
+
 def make_dag() -> tuple[LodDag, Bvh]:
     pos = grid_positions()
     h = N // 2
@@ -129,6 +133,7 @@ def make_dag() -> tuple[LodDag, Bvh]:
     n1 = merge(g_sphere[[0, 1]])
     bvh = Bvh(
         node_sphere=np.stack([merge(np.stack([n1, g_sphere[2], g_sphere[3]])), n1]),
+        node_box=np.stack([union_box(dag.cluster_boxes()[:7]), union_box(dag.cluster_boxes()[:4])]),
         node_max_error=np.array([ROOT_ERROR, ERRORS[1]], np.float32),
         node_children=children,
         node_depth=np.array([0, 1], np.int32),

@@ -235,6 +235,11 @@ def test_panel_actions_by_fed_mouse_events(tess) -> None:
     try:
         assert {"LOD px", "view", "instances", "culling", "freeze culling", "screenshot"} <= set(
             app.panel_rects)
+        assert app.renderer.occlusion  # on by default
+        ui.click("occlusion culling", fx=0.05)
+        assert not app.renderer.occlusion
+        ui.click("occlusion culling", fx=0.05)
+        assert app.renderer.occlusion
         ui.click("freeze culling", fx=0.05)
         assert app.freeze
         ui.click("freeze culling", fx=0.05)

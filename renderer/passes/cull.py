@@ -8,6 +8,7 @@ dispatch per BVH depth, the portable fallback). Then `prepare.wgsl` sizes the ra
 from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
+from renderer.layout import ARGS
 from renderer.passes import Pass
 
 BINDINGS = (
@@ -21,6 +22,8 @@ BINDINGS = (
     Binding("queue", STORAGE, "array<atomic<u32>>"),
     Binding("state", STORAGE, "array<atomic<u32>>"),
     Binding("visible", STORAGE, "array<vec2<u32>>"),
+    Binding("hzb", READ, "array<u32>"),
+    Binding("occluded", STORAGE, "array<vec2<u32>>"),
 )
 
 PREPARE_BINDINGS = (
@@ -39,7 +42,8 @@ class Prepare(Pass):
     def __init__(self, device) -> None:
         super().__init__()
         self.bgl, self.pipes = compute_pipelines(device, "prepare.wgsl", PREPARE_BINDINGS,
-                                                 ["cs_level_args", "cs_raster_args"],
+                                                 ["cs_level_args", "cs_raster_args",
+                                                  "cs_post_begin", "cs_raster_all"],
                                                  label=self.label)
 
     def dispatch(self, cp, frame, entry: str) -> None:
@@ -49,6 +53,11 @@ class Prepare(Pass):
 
 
 class Cull(Pass):
+    """The main pass (`encode`) and the post pass (`encode_post`) of BVH and cluster culling.
+    The main pass defers what the previous frame's HZB hides to the occluded list; the post pass
+    seeds the queue with the deferred nodes, tests the deferred clusters, and traverses again
+    against this frame's HZB (shaders/cull.wgsl's POST override)."""
+
     label = "cull"
     bindings = BINDINGS
 
@@ -58,22 +67,47 @@ class Cull(Pass):
         self.workgroups = workgroups  # persistent workgroups
         self.bgl, self.pipes = compute_pipelines(device, "cull.wgsl", BINDINGS,
                                                  ["cs_persistent", "cs_level"], label=self.label)
+        _, self.post_pipes = compute_pipelines(device, "cull.wgsl", BINDINGS,
+                                               ["cs_persistent", "cs_level", "cs_post_seed"],
+                                               constants={"POST": True}, label="cull.post")
         self.prepare = Prepare(device)
 
-    def encode(self, frame, encoder) -> None:
-        cp = encoder.begin_compute_pass(label=self.label,
-                                        timestamp_writes=frame.timestamps(self.label))
+    def _traverse(self, cp, frame, pipes) -> None:
         if self.persistent:
-            cp.set_pipeline(self.pipes["cs_persistent"])
+            cp.set_pipeline(pipes["cs_persistent"])
             cp.set_bind_group(0, self.group(frame))
             cp.dispatch_workgroups(self.workgroups)
         else:
             # nodes of depth d push depth d + 1 nodes and the parts of their groups: the deepest
-            # level (max depth + 1) holds only parts
+            # level (max depth + 1) holds only parts; the post pass's seeds are at any depth,
+            # and the same number of rounds reaches below the deepest of them
             for _ in range(frame.max_depth + 2):
                 self.prepare.dispatch(cp, frame, "cs_level_args")
-                cp.set_pipeline(self.pipes["cs_level"])
+                cp.set_pipeline(pipes["cs_level"])
                 cp.set_bind_group(0, self.group(frame))
                 cp.dispatch_workgroups_indirect(frame.buffers["args"], 0)
+
+    def encode(self, frame, encoder) -> None:
+        cp = encoder.begin_compute_pass(label=self.label,
+                                        timestamp_writes=frame.timestamps(self.label))
+        self._traverse(cp, frame, self.pipes)
+        self.prepare.dispatch(cp, frame, "cs_raster_args")
+        cp.end()
+
+    def encode_post(self, frame, encoder) -> None:
+        label = "post_cull"
+        cp = encoder.begin_compute_pass(label=label, timestamp_writes=frame.timestamps(label))
+        self.prepare.dispatch(cp, frame, "cs_post_begin")
+        cp.set_pipeline(self.post_pipes["cs_post_seed"])
+        cp.set_bind_group(0, self.group(frame))
+        cp.dispatch_workgroups_indirect(frame.buffers["args"], 4 * ARGS["post_x"])
+        self._traverse(cp, frame, self.post_pipes)
+        self.prepare.dispatch(cp, frame, "cs_raster_args")
+        cp.end()
+
+    def encode_raster_all(self, frame, encoder) -> None:
+        """Raster arguments for every visible cluster (the 32-bit path's id passes)."""
+        cp = encoder.begin_compute_pass(label="raster_all_args")
+        self.prepare.dispatch(cp, frame, "cs_raster_all")
         self.prepare.dispatch(cp, frame, "cs_raster_args")
         cp.end()

@@ -1,4 +1,5 @@
-"""Instance cull: frustum test of every instance's root sphere; survivors seed the BVH queue."""
+"""Instance cull: frustum and occlusion test of every instance's root sphere; survivors seed the
+BVH queue, occluded ones the post pass."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ BINDINGS = (
     Binding("nodes", READ, "array<u32>"),
     Binding("queue", STORAGE, "array<atomic<u32>>"),
     Binding("state", STORAGE, "array<atomic<u32>>"),
+    Binding("hzb", READ, "array<u32>"),
+    Binding("occluded", STORAGE, "array<vec2<u32>>"),
 )
 
 

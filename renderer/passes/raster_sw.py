@@ -36,8 +36,8 @@ class RasterSW(Pass):
                 label=f"{self.label}{'.ids' if id_pass else ''}")
             self.pipelines.append(pipes["cs_main"])
 
-    def encode(self, frame, encoder, variant: int = 0) -> None:
-        name = self.label if variant == 0 else f"{self.label}.ids"
+    def encode(self, frame, encoder, variant: int = 0, label: str | None = None) -> None:
+        name = label or (self.label if variant == 0 else f"{self.label}.ids")
         cp = encoder.begin_compute_pass(label=name, timestamp_writes=frame.timestamps(name))
         cp.set_pipeline(self.pipelines[variant])
         cp.set_bind_group(0, self.group(frame))

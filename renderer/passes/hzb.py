@@ -1,0 +1,54 @@
+"""The hierarchical depth buffer, built from the visibility buffer's depth (shaders/hzb.wgsl):
+one dispatch per mip, mip 0 at half the image size, each texel the farthest depth below it."""
+
+from __future__ import annotations
+
+from renderer.gpu import READ, STORAGE, UNIFORM, Binding, bind_group_layout, shader_module
+from renderer.layout import HZB_MAX_MIPS
+from renderer.passes import Pass
+
+
+def hzb_levels(width: int, height: int) -> list[tuple[int, int]]:
+    """(width, height) of every mip: half the image (rounded up), halved down to 1x1."""
+    w, h = (width + 1) // 2, (height + 1) // 2
+    out = [(w, h)]
+    while (w, h) != (1, 1):
+        w, h = (w + 1) // 2, (h + 1) // 2
+        out.append((w, h))
+    if len(out) > HZB_MAX_MIPS:
+        raise ValueError(f"image too large for the HZB ({len(out)} mips, at most {HZB_MAX_MIPS})")
+    return out
+
+
+class HZB(Pass):
+    label = "hzb"
+
+    def __init__(self, device, *, vis64: bool) -> None:
+        super().__init__()
+        vis = ((Binding("vis", READ, "array<vec2<u32>>"),) if vis64 else
+               (Binding("vis_depth", READ, "array<u32>"),))
+        self.bindings = (Binding("frame", UNIFORM, "Frame"), *vis,
+                         Binding("hzb", STORAGE, "array<u32>"))
+        self.device = device
+        self.module = shader_module(device, "hzb.wgsl", self.bindings,
+                                    defines=["VIS64"] if vis64 else [], label="hzb.shader")
+        self.bgl = bind_group_layout(device, self.bindings, "hzb.bind_group_layout")
+        self.layout = device.create_pipeline_layout(bind_group_layouts=[self.bgl],
+                                                    label="hzb.layout")
+        self.pipes: dict[int, object] = {}
+
+    def _pipe(self, mip: int):
+        if mip not in self.pipes:  # one per mip (the MIP override), made when first needed
+            self.pipes[mip] = self.device.create_compute_pipeline(
+                layout=self.layout, label=f"hzb.mip{mip}",
+                compute={"module": self.module, "entry_point": "cs_main",
+                         "constants": {"MIP": mip}})
+        return self.pipes[mip]
+
+    def encode(self, frame, encoder, label: str = "hzb") -> None:
+        cp = encoder.begin_compute_pass(label=label, timestamp_writes=frame.timestamps(label))
+        cp.set_bind_group(0, self.group(frame))
+        for mip, (w, h) in enumerate(frame.hzb_levels):
+            cp.set_pipeline(self._pipe(mip))
+            cp.dispatch_workgroups((w + 7) // 8, (h + 7) // 8)
+        cp.end()
