@@ -55,6 +55,9 @@ class GpuContext:
 _CACHE: dict[tuple, GpuContext] = {}
 
 
+STORAGE_BUFFERS_NEEDED = 16  # the culling pass binds 16 (renderer/passes/cull.py)
+
+
 def create_context(*, force_fallback32: bool = False, power_preference: str = "high-performance",
                    shared: bool = True) -> GpuContext:
     """Open the best adapter. ``force_fallback32`` drops the 64-bit atomics even where they
@@ -90,15 +93,15 @@ def create_context(*, force_fallback32: bool = False, power_preference: str = "h
         "max-storage-buffer-binding-size": lim["max-storage-buffer-binding-size"],
         "max-buffer-size": lim["max-buffer-size"],
         "max-storage-buffers-per-shader-stage": min(lim["max-storage-buffers-per-shader-stage"],
-                                                    16),
+                                                    32),
         "max-compute-workgroup-storage-size": lim["max-compute-workgroup-storage-size"],
         "max-compute-invocations-per-workgroup": lim["max-compute-invocations-per-workgroup"],
         "max-compute-workgroup-size-x": lim["max-compute-workgroup-size-x"],
     }
-    if limits["max-storage-buffers-per-shader-stage"] < 10:
+    if limits["max-storage-buffers-per-shader-stage"] < STORAGE_BUFFERS_NEEDED:
         raise DeviceError(f"adapter {name} ({backend}) allows only "
                           f"{limits['max-storage-buffers-per-shader-stage']} storage buffers per "
-                          "shader stage; Tessera needs 10")
+                          f"shader stage; Tessera needs {STORAGE_BUFFERS_NEEDED}")
     try:
         device = adapter.request_device_sync(required_features=want, required_limits=limits,
                                              label="tessera.device")

@@ -22,7 +22,7 @@ import wgpu
 from renderer.camera import Camera, frustum_planes
 from renderer.device import GpuContext, create_context
 from renderer.frame_views import DEBUG_VIEWS
-from renderer.gpu import buffer
+from renderer.gpu import buffer, buffer_with
 from renderer.layout import (
     ARGS_WORDS,
     FLAG_OCCLUSION,
@@ -37,9 +37,11 @@ from renderer.passes.instance_cull import InstanceCull
 from renderer.passes.raster_hw import RasterHW
 from renderer.passes.raster_sw import RasterSW
 from renderer.passes.resolve import Resolve
-from renderer.scene import Scene, SceneError, open_asset
+from renderer.scene import MAX_PAGES, SLOT_BITS, Scene, SceneError, open_asset
+from renderer.streaming import REQUEST_DTYPE
 
 MAX_TIMESTAMPS = 48
+SLOT_MASK = (1 << SLOT_BITS) - 1
 RING = 4  # readback buffers in flight
 _BU = wgpu.BufferUsage
 
@@ -63,6 +65,15 @@ class RenderOptions:
     # the main pass tests against the previous frame's HZB, the post pass re-tests what it hid
     occlusion: bool = True
     occluded_capacity: int = 1 << 20  # deferred nodes and clusters per frame (8 bytes each)
+    # streaming (renderer/streaming.py): pages live in a GPU pool of `pool_mb` (default: what the
+    # adapter binds in one buffer, at most 1 GiB); only the hierarchy and the root pages are
+    # uploaded on load, the rest when culling asks. None: stream only when the scene's pages do not
+    # fit the pool; True: always (tests, benchmarks); False: never (an error if they do not fit)
+    streaming: bool | None = None
+    pool_mb: float | None = None
+    pool_pages: int | None = None  # overrides pool_mb (tests)
+    upload_mb: float = 16.0  # page uploads per frame, at most
+    request_capacity: int = 1 << 14  # page requests read back per frame
 
 
 @dataclass
@@ -74,6 +85,7 @@ class FrameStats:
     overflow: int  # bit 0: queue full, bit 1: visible list full, bit 2: occluded list full
     gpu_ms: dict[str, float] = field(default_factory=dict)  # per pass
     cpu_ms: float = 0.0  # encoding and submission
+    streaming: dict | None = None  # pool use, pages resident/requested/uploaded/evicted, MB
 
     @property
     def triangles(self) -> int:
@@ -150,6 +162,7 @@ class FrameResources:
         self.hw_target: wgpu.GPUTextureView | None = None
         self.hzb_levels: list[tuple[int, int]] = []
         self.hzb_offsets = np.zeros(0, np.int64)
+        self.slots = 0  # pool slots (pages when nothing streams)
 
     def timestamps(self, label: str) -> dict | None:
         if self.query_set is None or len(self.labels) * 2 + 2 > MAX_TIMESTAMPS:
@@ -182,10 +195,13 @@ class Renderer:
         self.frame = FrameResources(self.device)
         self.frame_index = 0
         self._asset_version = self._instance_version = -1
-        self._pending: list[tuple[int, wgpu.GPUBuffer, object, list[str], float]] = []
+        self._pending: list[tuple[int, wgpu.GPUBuffer, object, list[str], float, bool]] = []
         self._free: list[wgpu.GPUBuffer] = []
         self._latest: FrameStats | None = None
         self._culled_gen = -1  # resources generation of the last culled frame (freeze_culling)
+        self.streamer = None  # a PageStreamer while the scene streams
+        self._ring_size = 0
+        self._frozen_last = False
         d = self.device
         self.instance_cull = InstanceCull(d)
         self.persistent = (self.options.persistent if self.options.persistent is not None
@@ -303,10 +319,95 @@ class Renderer:
                                        label="raster_hw.placeholder").create_view()
         f.generation += 1
 
+    def _upload_scene(self) -> None:
+        """The scene's hierarchy, and its pages: all of them, or (streaming) a pool holding the
+        root pages, with the residency and effective tables the culling pass reads."""
+        from renderer.streaming import PageStreamer
+
+        s, f, o, d = self.scene, self.frame, self.options, self.device
+        if not s.assets:
+            raise SceneError("the scene has no asset: load a .tess file first")
+        page_size = s.assets[0].page_size
+        total = sum(a.page_count for a in s.assets)
+        groups = sum(len(a.groups) for a in s.assets)
+        cap = int(self.ctx.limits.get("max-storage-buffer-binding-size", 1 << 27))
+        if o.pool_pages is not None:
+            slots = int(o.pool_pages)
+        else:
+            mb = o.pool_mb if o.pool_mb is not None else min(cap, 1 << 30) / 2**20
+            slots = int(mb * 2**20) // page_size
+        slots = max(1, min(slots, cap // page_size, MAX_PAGES))
+        stream = o.streaming if o.streaming is not None else total > slots
+        usage = _BU.STORAGE | _BU.COPY_DST
+        self.streamer = None
+        if stream:
+            budget = max(1, int(o.upload_mb * 2**20) // page_size)
+            try:
+                self.streamer = PageStreamer(s.assets, slots, budget)
+            except ValueError as e:
+                raise SceneError(str(e)) from None
+            f.buffers.update(s.upload_geometry(d, self.ctx.limits, pages=False))
+            f.buffers["pages"] = buffer(d, slots * page_size, "scene.page_pool", usage)
+            for slot, page in self.streamer.resident_uploads():
+                d.queue.write_buffer(f.buffers["pages"], slot * page_size,
+                                     self.streamer.page_bytes(page))
+            residency, effective = self.streamer.residency, self.streamer.effective
+            self._tables = (self.streamer.residency_version, self.streamer.effective_version)
+        else:
+            if total > slots and o.streaming is False:
+                raise SceneError(f"the scene's {total} pages ({total * page_size / 2**20:.0f} MiB) "
+                                 f"do not fit a pool of {slots} pages: turn streaming on")
+            f.buffers.update(s.upload_geometry(d, self.ctx.limits))
+            slots = total
+            residency = np.arange(total, dtype=np.uint32)  # slot = page
+            effective = np.ones(groups, np.uint32)
+        f.buffers["residency"] = buffer_with(d, residency, "stream.residency", usage)
+        f.buffers["effective"] = buffer_with(d, effective, "stream.effective", usage)
+        f.buffers["request_stamp"] = buffer(d, 4 * groups, "stream.request_stamp", usage)
+        f.buffers["requests"] = buffer(d, 8 * o.request_capacity, "stream.requests",
+                                       _BU.STORAGE | _BU.COPY_SRC)
+        f.buffers["slot_used"] = buffer(d, 4 * slots, "stream.slot_used",
+                                        _BU.STORAGE | _BU.COPY_SRC | _BU.COPY_DST)
+        f.slots = slots
+        # the ring of readback buffers: state, timestamps, and (streaming) requests and slot stamps
+        self._ring_size = 256 + 8 * MAX_TIMESTAMPS
+        if self.streamer is not None:
+            self._ring_size += 8 * o.request_capacity + 4 * slots
+        self._free = []
+
+    def _stream(self, index: int, raw: np.ndarray, stats: FrameStats) -> None:
+        """Serve a frame's page requests (read back a few frames late): the uploads and table
+        updates are queued before the next frame's commands, so every frame reads a consistent
+        pool."""
+        st, f, o = self.streamer, self.frame, self.options
+        words = raw[: len(STATE_WORDS)]
+        n = min(int(words[STATE["page_requests"]]), o.request_capacity)
+        base = (256 + 8 * MAX_TIMESTAMPS) // 4
+        req = raw[base: base + 2 * n].copy().view(REQUEST_DTYPE)
+        used_words = raw[base + 2 * o.request_capacity: base + 2 * o.request_capacity + st.slots]
+        used = np.flatnonzero(used_words == np.uint32(index & 0xFFFFFFFF))
+        t0 = time.perf_counter()
+        uploads = st.update(req, used, index)
+        q = self.device.queue
+        for slot, page in uploads:
+            q.write_buffer(f.buffers["pages"], slot * st.page_size, st.page_bytes(page))
+        versions = (st.residency_version, st.effective_version)
+        if versions[0] != self._tables[0]:
+            q.write_buffer(f.buffers["residency"], 0, st.residency)
+        if versions[1] != self._tables[1]:
+            q.write_buffer(f.buffers["effective"], 0, st.effective)
+        self._tables = versions
+        ss = st.stats
+        stats.streaming = {
+            "pool_pages": st.slots, "resident": ss.resident, "pool_use": ss.pool_use,
+            "requested": ss.requested, "uploaded": ss.uploaded, "evicted": ss.evicted,
+            "mb_uploaded": ss.bytes_uploaded / 2**20, "update_ms": 1e3 * (time.perf_counter() - t0),
+        }
+
     def _sync_scene(self) -> None:
         s, f = self.scene, self.frame
         if self._asset_version != s.asset_version:
-            f.buffers.update(s.upload_geometry(self.device, self.ctx.limits))
+            self._upload_scene()
             f.max_depth = max(a.depth for a in s.assets)
             self._asset_version = s.asset_version
             f.generation += 1
@@ -336,6 +437,7 @@ class Renderer:
         u["visible_capacity"] = o.visible_capacity
         u["frame_index"] = self.frame_index
         u["occluded_capacity"] = o.occluded_capacity
+        u["request_capacity"] = o.request_capacity
         proj = camera.projection(f.width / f.height)
         u["proj"] = [proj[0, 0], proj[1, 1], camera.near, 1.0]
         u["hzb_size"] = [*f.hzb_levels[0], len(f.hzb_levels), 0]
@@ -402,15 +504,23 @@ class Renderer:
         elif frozen:
             self._hzb_from = None
         self.resolve.encode(f, enc)
+        if self.streamer is not None:
+            self._slot_page = self.streamer.slot_page.copy()  # what this frame's slots hold
         ring = self._ring_buffer()
         enc.copy_buffer_to_buffer(f.buffers["state"], 0, ring, 0, 4 * len(STATE_WORDS))
         if f.labels:
             enc.resolve_query_set(f.query_set, 0, 2 * len(f.labels), f.buffers["timestamps"], 0)
             enc.copy_buffer_to_buffer(f.buffers["timestamps"], 0, ring, 256, 16 * len(f.labels))
+        if self.streamer is not None:
+            off = 256 + 8 * MAX_TIMESTAMPS
+            enc.copy_buffer_to_buffer(f.buffers["requests"], 0, ring, off,
+                                      8 * self.options.request_capacity)
+            enc.copy_buffer_to_buffer(f.buffers["slot_used"], 0, ring,
+                                      off + 8 * self.options.request_capacity, 4 * f.slots)
         d.queue.submit([enc.finish()])
         promise = ring.map_async(wgpu.MapMode.READ)
         cpu_ms = (time.perf_counter() - t0) * 1e3
-        self._pending.append((self.frame_index, ring, promise, list(f.labels), cpu_ms))
+        self._pending.append((self.frame_index, ring, promise, list(f.labels), cpu_ms, frozen))
         self.frame_index += 1
         return self.frame_index - 1
 
@@ -422,14 +532,14 @@ class Renderer:
             self._collect(wait_for=self._pending[0][0])
             if self._free:
                 return self._free.pop()
-        return self.device.create_buffer(size=256 + 8 * MAX_TIMESTAMPS,
+        return self.device.create_buffer(size=self._ring_size,
                                          usage=_BU.MAP_READ | _BU.COPY_DST, label="frame.readback")
 
     def _collect(self, wait_for: int | None = None) -> None:
         """Read every finished readback (and wait for frame `wait_for` if given)."""
         keep = []
         for item in self._pending:
-            index, buf, promise, labels, cpu_ms = item
+            index, buf, promise, labels, cpu_ms, frozen = item
             done = getattr(promise, "_state", "") in ("fulfilled", "pending-fulfilled")
             if not done and wait_for is not None and index <= wait_for:
                 promise.sync_wait()
@@ -441,13 +551,16 @@ class Renderer:
                 promise.sync_wait()
             raw = np.frombuffer(buf.read_mapped(), np.uint32).copy()
             buf.unmap()
-            self._free.append(buf)
+            if buf.size == self._ring_size:  # (a scene change resizes the ring)
+                self._free.append(buf)
             words = raw[: len(STATE_WORDS)]
             counters = {n: int(words[STATE[n]]) for n in STAT_NAMES}
             ts = raw[64:].view(np.uint64)
             gpu_ms = {lab: float(ts[2 * i + 1] - ts[2 * i]) / 1e6
                       for i, lab in enumerate(labels) if ts[2 * i + 1] >= ts[2 * i]}
             stats = FrameStats(index, counters, int(words[STATE["overflow"]]), gpu_ms, cpu_ms)
+            if self.streamer is not None and len(raw) * 4 == self._ring_size and not frozen:
+                self._stream(index, raw, stats)
             if self._latest is None or stats.frame > self._latest.frame:
                 self._latest = stats
         self._pending = keep
@@ -503,11 +616,17 @@ class Renderer:
 
     def read_visible(self) -> dict[str, np.ndarray]:
         """The last frame's visible clusters (waits): {"sw", "hw"}: (k, 2) uint32 rows
-        (instance, page << 10 | slot), in the order the GPU wrote them."""
+        (instance, scene page << 10 | cluster slot in the page), in the order the GPU wrote
+        them."""
         q = self.device.queue
         state = np.frombuffer(q.read_buffer(self.frame.buffers["state"]), np.uint32)
         vis = np.frombuffer(q.read_buffer(self.frame.buffers["visible"]), np.uint32).reshape(-1, 2)
         half = self.options.visible_capacity // 2
         sw = min(int(state[STATE["sw_count"]]), half)
         hw = min(int(state[STATE["hw_count"]]), half)
-        return {"sw": vis[:sw].copy(), "hw": vis[half : half + hw].copy()}
+        out = {"sw": vis[:sw].copy(), "hw": vis[half : half + hw].copy()}
+        if self.streamer is not None:  # pool slots -> scene pages, as the frame saw them
+            for rows in out.values():
+                slot = rows[:, 1] >> SLOT_BITS
+                rows[:, 1] = (self._slot_page[slot] << SLOT_BITS) | (rows[:, 1] & SLOT_MASK)
+        return out

@@ -19,6 +19,7 @@ from preprocess.asset import (
     CHILD_GROUP,
     CLUSTER_DTYPE,
     GROUP_DTYPE,
+    NO_GROUP,
     NODE_DTYPE,
     PAGE_HEADER_DTYPE,
     PART_DTYPE,
@@ -41,7 +42,8 @@ FRAME_DTYPE = np.dtype([
     ("frame_index", "<u4"),
     ("flags", "<u4"),  # FLAG_OCCLUSION: test against the HZB
     ("occluded_capacity", "<u4"),  # entries of the occluded list (nodes front, clusters back)
-    ("pad", "<u4", 2),
+    ("request_capacity", "<u4"),  # page request entries per frame (streaming)
+    ("pad", "<u4"),
     # occlusion (shaders/hzb.wgsl): this frame's and the previous frame's camera, and the HZB
     ("proj", "<f4", 4),  # P00, P11, near, 1
     ("prev_view", "<f4", 16),  # the view the HZB was built from (main pass test)
@@ -93,6 +95,7 @@ STATE_WORDS = (
     "occluded_clusters",
     "post_clusters",  # clusters drawn by the post pass (occluded last frame, visible now)
     "post_rejected",  # candidates the post pass found occluded again (culled for good)
+    "page_requests",  # groups wanted finer but not resident (streaming), one entry each
     "pad0",
     # occlusion bookkeeping
     "occluded_nodes_count",  # entries in the occluded list: nodes from the front
@@ -192,6 +195,7 @@ def generated_includes() -> dict[str, str]:
         f"const WORKGROUP: u32 = {WORKGROUP}u;",
         f"const MAX_DISPATCH: u32 = {MAX_DISPATCH}u;",
         f"const FLAG_OCCLUSION: u32 = {FLAG_OCCLUSION}u;",
+        f"const NO_GROUP: u32 = {NO_GROUP:#x}u;",
         "\n".join(f"const S_{n.upper()}: u32 = {i}u;" for n, i in STATE.items()),
         "\n".join(f"const A_{n.upper()}: u32 = {i}u;" for n, i in ARGS.items()),
         wgsl_struct("Frame", FRAME_DTYPE, uniform=True),

@@ -174,29 +174,33 @@ class Scene:
         return {"instances": buffer_with(device, self.instance_table(), "scene.instances",
                                          wgpu.BufferUsage.STORAGE)}
 
-    def upload_geometry(self, device: wgpu.GPUDevice, limits: dict
+    def upload_geometry(self, device: wgpu.GPUDevice, limits: dict, *, pages: bool = True
                         ) -> dict[str, wgpu.GPUBuffer]:
-        """The scene's geometry buffers: assets, nodes, groups, parts, pages."""
+        """The scene's geometry buffers: assets, nodes, groups, parts, and (unless streaming,
+        which keeps its own pool) every page."""
         if not self.assets:
             raise SceneError("the scene has no asset: load a .tess file first")
         sizes = {a.page_size for a in self.assets}
         if len(sizes) != 1:
             raise SceneError(f"assets with different page sizes {sorted(sizes)} in one scene")
-        pages_total = sum(a.page_count for a in self.assets)
-        page_bytes = pages_total * next(iter(sizes))
-        cap = int(limits.get("max-storage-buffer-binding-size", 1 << 27))
-        if pages_total >= MAX_PAGES or page_bytes > cap:
-            raise SceneError(f"the scene's pages take {page_bytes / 2**20:.0f} MiB; this adapter "
-                             f"binds at most {cap / 2**20:.0f} MiB in one buffer (streaming, a "
-                             "later feature, will lift this)")
         usage = wgpu.BufferUsage.STORAGE
-        pages = np.zeros(page_bytes // 4, np.uint32)
-        o = 0
-        for a in self.assets:
-            arr = a.file.pages_array()
-            pages[o : o + arr.size // 4] = np.ascontiguousarray(arr).view(np.uint32).reshape(-1)
-            o += arr.size // 4
-        return {
+        out = {}
+        if pages:
+            pages_total = sum(a.page_count for a in self.assets)
+            page_bytes = pages_total * next(iter(sizes))
+            cap = int(limits.get("max-storage-buffer-binding-size", 1 << 27))
+            if pages_total >= MAX_PAGES or page_bytes > cap:
+                raise SceneError(f"the scene's pages take {page_bytes / 2**20:.0f} MiB; this "
+                                 f"adapter binds at most {cap / 2**20:.0f} MiB in one buffer: "
+                                 "stream them (RenderOptions(streaming=True))")
+            data = np.zeros(page_bytes // 4, np.uint32)
+            o = 0
+            for a in self.assets:
+                arr = a.file.pages_array()
+                data[o : o + arr.size // 4] = np.ascontiguousarray(arr).view(np.uint32).reshape(-1)
+                o += arr.size // 4
+            out["pages"] = buffer_with(device, data, "scene.pages", usage)
+        return out | {
             "assets": buffer_with(device, self.asset_table(), "scene.assets", usage),
             "nodes": buffer_with(device, np.concatenate([a.nodes for a in self.assets]),
                                  "scene.nodes", usage),
@@ -204,5 +208,4 @@ class Scene:
                                   "scene.groups", usage),
             "parts": buffer_with(device, np.concatenate([a.parts for a in self.assets]),
                                  "scene.parts", usage),
-            "pages": buffer_with(device, pages, "scene.pages", usage),
         }

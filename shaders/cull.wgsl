@@ -1,6 +1,8 @@
 // BVH and cluster culling: LOD selection by projected error, frustum culling, and the SW/HW bins.
 //
-// Reads: frame, instances, assets, nodes, groups, parts, pages, hzb. Writes: the queue (consumes
+// Reads: frame, instances, assets, nodes, groups, parts, pages (the page pool), residency (scene
+// page -> pool slot), effective (per group), hzb. Writes: requests and request_stamp (streaming:
+// groups wanted finer than resident), slot_used (the frame each pool slot was last used), and the queue (consumes
 // and re-zeroes its entries, pushes children), state (counts, statistics), visible (the chosen
 // clusters: SW from slot 0 up, HW from visible_capacity / 2 up), occluded (main pass: what the
 // previous frame's HZB hides, for the post pass: occlusion.wgsl, occluded.wgsl).
@@ -29,6 +31,7 @@ override POST: bool = false;
 
 const PART_BIT: u32 = 0x80000000u;
 const NONE: u32 = 0xffffffffu;
+const NOT_RESIDENT: u32 = 0xffffffffu;
 
 fn group_sphere(g: u32) -> vec4<f32> {
     let b = g * GROUP_WORDS + GROUP_SPHERE;
@@ -36,12 +39,36 @@ fn group_sphere(g: u32) -> vec4<f32> {
                      bitcast<f32>(groups[b + 2u]), bitcast<f32>(groups[b + 3u]));
 }
 
-// does child group g (asset-local) want its parts visited?
+// streaming: a group wanted finer but not effective (its pages, or an ancestor's, are not
+// resident) asks for its pages, once per frame however many instances want it
+fn request_pages(gi: u32, priority: f32) {
+    let stamp = frame.frame_index + 1u;
+    if atomicExchange(&request_stamp[gi], stamp) == stamp {
+        return;
+    }
+    let k = atomicAdd(&state[S_PAGE_REQUESTS], 1u);
+    if k < frame.request_capacity {
+        requests[k] = vec2<u32>(gi, bitcast<u32>(priority));
+    }
+}
+
+// does child group g (asset-local) want its parts visited? Its members may be drawn when its
+// error projects > tau and it is effective (streaming.py: its pages and its ancestors' are
+// resident); wanted but not effective, it requests its pages and its source-side clusters, a
+// level coarser, stay drawn
 fn group_wanted(inst: Instance, a: AssetInfo, g: u32) -> bool {
     atomicAdd(&state[S_GROUPS_TESTED], 1u);
     let gi = a.group_base + g;
     let err = bitcast<f32>(groups[gi * GROUP_WORDS + GROUP_ERROR]);
-    return projected_error(err, world_sphere(inst, group_sphere(gi)), inst.scale) > frame.tau;
+    let pe = projected_error(err, world_sphere(inst, group_sphere(gi)), inst.scale);
+    if pe <= frame.tau {
+        return false;
+    }
+    if effective[gi] == 0u {
+        request_pages(gi, pe);
+        return false;
+    }
+    return true;
 }
 
 fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
@@ -131,15 +158,24 @@ fn emit(ii: u32, cref: u32, hw: bool, triangles: u32) {
 }
 
 fn visit_part(p: u32, ii: u32, inst: Instance, a: AssetInfo) {
-    let page = a.page_base + parts[p * PART_WORDS + PART_PAGE];
+    // the pool slot holding the part's page (resident: its group is effective)
+    let slot = residency[a.page_base + parts[p * PART_WORDS + PART_PAGE]];
+    if slot == NOT_RESIDENT {
+        return;
+    }
+    slot_used[slot] = frame.frame_index;
     let first = parts[p * PART_WORDS + PART_FIRST_CLUSTER];
     let count = parts[p * PART_WORDS + PART_CLUSTER_COUNT];
     for (var i = 0u; i < count; i++) {
         atomicAdd(&state[S_CLUSTERS_TESTED], 1u);
-        let cref = (page << SLOT_BITS) | (first + i);
+        let cref = (slot << SLOT_BITS) | (first + i);
         let base = cluster_base(cref);
         let own = world_sphere(inst, rec_v4(base, CLUSTER_SELF_SPHERE));
-        if projected_error(rec_f(base, CLUSTER_SELF_ERROR), own, inst.scale) > frame.tau {
+        // drawn if fine enough, or if the finer clusters its source group stands for cannot be
+        // drawn (that group is not effective: streaming)
+        let src = rec_u(base, CLUSTER_SOURCE_GROUP);
+        if projected_error(rec_f(base, CLUSTER_SELF_ERROR), own, inst.scale) > frame.tau
+           && (src == NO_GROUP || effective[a.group_base + src] != 0u) {
             continue;
         }
         let b = world_sphere(inst, rec_v4(base, CLUSTER_BOUNDS));

@@ -24,6 +24,12 @@ BINDINGS = (
     Binding("visible", STORAGE, "array<vec2<u32>>"),
     Binding("hzb", READ, "array<u32>"),
     Binding("occluded", STORAGE, "array<vec2<u32>>"),
+    # streaming (renderer/streaming.py): identity tables when everything is resident
+    Binding("residency", READ, "array<u32>"),
+    Binding("effective", READ, "array<u32>"),
+    Binding("requests", STORAGE, "array<vec2<u32>>"),
+    Binding("request_stamp", STORAGE, "array<atomic<u32>>"),
+    Binding("slot_used", STORAGE, "array<u32>"),
 )
 
 PREPARE_BINDINGS = (
