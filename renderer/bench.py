@@ -43,6 +43,11 @@ class BenchConfig:
     # "orbit": a quarter orbit over the grid; "field": a dense field (instances overlapping) seen
     # from ground level, creeping forward, drawn with occlusion culling on and then off
     scene: str = "orbit"
+    # streaming: pages through a pool of pool_mb (None: all resident); the path is also drawn
+    # fully resident for comparison, and a fresh renderer counts the frames a static view takes
+    # to converge
+    pool_mb: float | None = None
+    upload_mb: float = 16.0
 
 
 def camera_path(center: np.ndarray, radius: float, frames: int, *, elevation: float = 30.0,
@@ -126,14 +131,75 @@ def _log_measure(log, name: str, m: dict) -> None:
             "visible_capacity / occluded_capacity")
 
 
+def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) -> dict:
+    """Streaming figures: what the path uploaded, the same path fully resident, and the frames a
+    static close-up of the first instance takes to converge in a fresh renderer."""
+    from renderer.frame import Renderer, RenderOptions
+
+    st = r.streamer
+    tot = st.totals
+    out = {"pool_pages": st.slots, "scene_pages": st.page_count,
+           "pool_mb": st.slots * st.page_size / 2**20, "uploaded_pages": tot.uploaded,
+           "evicted_pages": tot.evicted, "uploaded_mb": tot.bytes_uploaded / 2**20}
+    # convergence: frames until one reports no request, no upload (each frame waits: the
+    # readback is one frame late, as in a real loop at most a few)
+    fresh = Renderer(cfg.width, cfg.height, options=r.options, ctx=r.ctx)
+    for a in r.scene.assets:
+        fresh.load(a.path)
+    for a, w in zip(r.scene.instance_asset, r.scene.instance_world, strict=True):
+        fresh.add_instance(a, w)
+    # the view: a close-up of the first instance, which wants most of its asset's pages
+    a0 = fresh.scene.assets[fresh.scene.instance_asset[0]]
+    w0 = np.asarray(fresh.scene.instance_world[0], np.float64)
+    sphere = a0.bounds_sphere.astype(np.float64)
+    close = Camera.framing((w0 @ np.append(sphere[:3], 1.0))[:3],
+                           float(sphere[3]) * float(np.linalg.norm(w0[:3, :3], axis=0).max()))
+    t0 = time.perf_counter()
+    frames, update_ms = 0, []
+    for frames in range(1, 500):
+        fresh.submit(close)
+        s = fresh.stats(wait=True)
+        if s.streaming is not None:
+            update_ms.append(s.streaming["update_ms"])
+            if s.streaming["requested"] == 0 and s.streaming["uploaded"] == 0 and frames > 1:
+                break
+    secs = time.perf_counter() - t0
+    ftot = fresh.streamer.totals
+    out.update(converge_frames=frames, converge_s=secs,
+               converge_mb=ftot.bytes_uploaded / 2**20,
+               upload_mb_per_s=ftot.bytes_uploaded / 2**20 / max(secs, 1e-9),
+               update_ms=_median(update_ms))
+    # the same path, everything resident
+    res = Renderer(cfg.width, cfg.height, options=RenderOptions(**{
+        **r.options.__dict__, "streaming": False, "pool_mb": None}), ctx=r.ctx)
+    for a in r.scene.assets:
+        res.load(a.path)
+    for a, w in zip(r.scene.instance_asset, r.scene.instance_world, strict=True):
+        res.add_instance(a, w)
+    rm = _measure(res, cams, cfg.warmup)
+    out["resident_frame_ms"] = rm["frame_ms"]
+    out["frame_cost"] = m["frame_ms"] / max(rm["frame_ms"], 1e-9)
+    log(f"streaming   pool {out['pool_mb']:.1f} MB = {st.slots} of {st.page_count} pages; the "
+        f"path uploaded {out['uploaded_mb']:.1f} MB ({tot.uploaded} pages), evicted "
+        f"{tot.evicted}")
+    log(f"  converge  a close-up from nothing resident: {frames} frames, "
+        f"{out['converge_mb']:.1f} MB in {secs:.2f} s ({out['upload_mb_per_s']:.0f} MB/s with "
+        f"every frame drawn and waited for; update + upload {out['update_ms']:.2f} ms a frame)")
+    log(f"  resident  the same path fully resident: frame {rm['frame_ms']:.2f} ms "
+        f"(streaming {m['frame_ms']:.2f} ms, {out['frame_cost']:.2f}x)")
+    return out
+
+
 def run(cfg: BenchConfig, *, log=print) -> dict:
     """Run the benchmark; returns the figures (also printed through `log`)."""
     from renderer.frame import Renderer, RenderOptions
 
     if cfg.scene not in ("orbit", "field"):
         raise ValueError(f"unknown bench scene {cfg.scene!r} (orbit, field)")
+    stream = cfg.pool_mb is not None
     opts = RenderOptions(tau=cfg.tau, persistent=cfg.persistent, fallback32=cfg.fallback32,
-                         occlusion=cfg.occlusion)
+                         occlusion=cfg.occlusion, streaming=stream, pool_mb=cfg.pool_mb,
+                         upload_mb=cfg.upload_mb)
     r = Renderer(cfg.width, cfg.height, options=opts)
     asset = r.load(cfg.path)
     a = r.scene.assets[asset]
@@ -164,6 +230,8 @@ def run(cfg: BenchConfig, *, log=print) -> dict:
     out.update(m)
     out["occlusion"] = r.occlusion
     _log_measure(log, "tessera", m)
+    if stream:
+        out["streaming"] = _streaming_figures(cfg, r, cams, m, log)
     if cfg.scene == "field":  # the same path without occlusion culling, side by side
         r.set_occlusion(not r.occlusion)
         other = _measure(r, cams, cfg.warmup)
@@ -203,7 +271,8 @@ def main_args(args) -> int:
                       height=args.size[1], frames=args.frames, brute=not args.no_brute,
                       brute_frames=args.brute_frames, tau=args.tau,
                       persistent=TRAVERSALS[args.traversal], fallback32=args.fallback32,
-                      occlusion=not args.no_occlusion, scene=args.scene)
+                      occlusion=not args.no_occlusion, scene=args.scene,
+                      pool_mb=args.pool_mb, upload_mb=args.upload_mb)
     out = run(cfg)
     if args.json:
         with open(args.json, "w") as f:

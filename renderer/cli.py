@@ -280,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scene", choices=["orbit", "field"], default="orbit",
                    help="orbit: a quarter orbit over the grid (default); field: a dense field "
                         "seen from ground level, with occlusion culling on and off side by side")
+    p.add_argument("--pool-mb", type=float,
+                   help="stream the pages through a GPU pool of this size (MB) and report "
+                        "uploads, convergence and the cost against fully resident")
+    p.add_argument("--upload-mb", type=float, default=16.0,
+                   help="streaming: MB of pages uploaded per frame at most (16)")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -361,8 +361,10 @@ class Renderer:
             slots = total
             residency = np.arange(total, dtype=np.uint32)  # slot = page
             effective = np.ones(groups, np.uint32)
-        f.buffers["residency"] = buffer_with(d, residency, "stream.residency", usage)
-        f.buffers["effective"] = buffer_with(d, effective, "stream.effective", usage)
+        f.buffers["residency"] = buffer_with(d, residency, "stream.residency",
+                                             usage | _BU.COPY_SRC)
+        f.buffers["effective"] = buffer_with(d, effective, "stream.effective",
+                                             usage | _BU.COPY_SRC)
         f.buffers["request_stamp"] = buffer(d, 4 * groups, "stream.request_stamp", usage)
         f.buffers["requests"] = buffer(d, 8 * o.request_capacity, "stream.requests",
                                        _BU.STORAGE | _BU.COPY_SRC)
@@ -470,6 +472,7 @@ class Renderer:
         f.labels = []
         enc = d.create_command_encoder(label=f"frame{self.frame_index}")
         frozen = freeze_culling and self.frame_index > 0 and f.generation == self._culled_gen
+        self._frozen_last = frozen
         if not frozen:
             enc.clear_buffer(f.buffers["state"])
         for name in ("vis", "vis_depth", "vis_ids"):
@@ -555,11 +558,12 @@ class Renderer:
                 self._free.append(buf)
             words = raw[: len(STATE_WORDS)]
             counters = {n: int(words[STATE[n]]) for n in STAT_NAMES}
-            ts = raw[64:].view(np.uint64)
+            ts = raw[64 : 64 + 2 * MAX_TIMESTAMPS].view(np.uint64)
             gpu_ms = {lab: float(ts[2 * i + 1] - ts[2 * i]) / 1e6
                       for i, lab in enumerate(labels) if ts[2 * i + 1] >= ts[2 * i]}
             stats = FrameStats(index, counters, int(words[STATE["overflow"]]), gpu_ms, cpu_ms)
-            if self.streamer is not None and len(raw) * 4 == self._ring_size and not frozen:
+            if (self.streamer is not None and len(raw) * 4 == self._ring_size and not frozen
+                    and not self._frozen_last):  # a frozen frame draws old slots: keep them
                 self._stream(index, raw, stats)
             if self._latest is None or stats.frame > self._latest.frame:
                 self._latest = stats
