@@ -68,6 +68,14 @@ def _runtime_errors():
     return (DeviceError, SceneError, FileNotFoundError)
 
 
+def _stream_options(args: argparse.Namespace) -> dict:
+    """RenderOptions for --pool-mb / --upload-mb: a pool given means streaming."""
+    if args.pool_mb is not None and not args.pool_mb > 0:
+        raise ValueError(f"--pool-mb must be > 0, not {args.pool_mb}")
+    return {"streaming": True if args.pool_mb else None, "pool_mb": args.pool_mb,
+            "upload_mb": args.upload_mb}
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     """Render a .tess file (optionally as a grid of instances), a mesh file or a scene file to
     a PNG and print the stats."""
@@ -76,7 +84,8 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     try:
         opts = RenderOptions(tau=args.tau, persistent=TRAVERSALS[args.traversal],
-                             fallback32=args.fallback32, occlusion=not args.no_occlusion)
+                             fallback32=args.fallback32, occlusion=not args.no_occlusion,
+                             **_stream_options(args))
         r = Renderer(*args.size, options=opts)
         spec = None
         if Path(args.file).suffix.lower() == ".tess":
@@ -108,8 +117,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         else:
             cam = Camera.framing(center, radius, direction=VIEWS[args.view], fov_y=args.fov,
                                  fill=args.fill)
-        res = r.render(cam, debug_view=args.debug)
-    except _runtime_errors() as e:
+        res = r.render_converged(cam, debug_view=args.debug)  # streaming: all detail in
+    except (*_runtime_errors(), ValueError) as e:
         print(f"tessera: error: {e}", file=sys.stderr)
         return 2
     res.save_png(args.output)
@@ -124,6 +133,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     print(f"  scene       {r.scene.instance_count} instances, {r.scene.triangle_count():,} "
           "triangles at full detail")
     print(f"  instances   {c['instances_visible']} of {c['instances_tested']} in view")
+    if r.streamer is not None:
+        st = r.streamer
+        print(f"  streaming   {res.stats.frame + 1} frames to load the view: "
+              f"{st.resident_count} of {st.page_count} pages resident in a pool of {st.slots} "
+              f"({st.totals.bytes_uploaded / 2**20:.1f} MB uploaded)")
     print(f"  culling     {c['nodes_visited']:,} BVH nodes, {c['groups_tested']:,} groups, "
           f"{c['clusters_tested']:,} clusters tested")
     print(f"  drawn       {s.clusters:,} clusters, {s.triangles:,} triangles (software "
@@ -187,7 +201,8 @@ def cmd_view(args: argparse.Namespace) -> int:
         viewer = Viewer(source, opts, RenderOptions(tau=args.tau,
                                                     persistent=TRAVERSALS[args.traversal],
                                                     fallback32=args.fallback32,
-                                                    occlusion=not args.no_occlusion))
+                                                    occlusion=not args.no_occlusion,
+                                                    **_stream_options(args)))
         viewer.run()
     except (*_runtime_errors(), MeshError, ValueError) as e:
         print(f"tessera: error: {e}", file=sys.stderr)
@@ -205,7 +220,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
-                        render: bool = False) -> None:
+                        render: bool = False, bench: bool = False) -> None:
     what = "a .tess file"
     if view or render:
         what += ", a mesh file (preprocessed once, cached beside it), a scene .json"
@@ -224,6 +239,13 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                    help="force the 32-bit visibility path (for adapters without 64-bit atomics)")
     p.add_argument("--no-occlusion", action="store_true",
                    help="no two-pass HZB occlusion culling (on by default)")
+    p.add_argument("--pool-mb", type=float,
+                   help="stream the pages through a GPU page pool of this size in MB (default: "
+                        "stream only when the pages do not fit what the adapter binds, 1 GiB at "
+                        "most)" + ("; bench also reports uploads, convergence and the cost "
+                                   "against fully resident" if bench else ""))
+    p.add_argument("--upload-mb", type=float, default=16.0,
+                   help="streaming: MB of pages uploaded per frame at most (16)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-panel", action="store_true", help="hide the imgui panel")
     p.set_defaults(func=cmd_view)
     p = sub.add_parser("bench", help="camera path over a grid of instances, beside brute force")
-    _add_render_options(p)
+    _add_render_options(p, bench=True)
     p.set_defaults(instances=256)
     p.add_argument("--frames", type=int, default=16, help="frames on the camera path (16)")
     p.add_argument("--brute-frames", type=int, default=3,
@@ -280,11 +302,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scene", choices=["orbit", "field"], default="orbit",
                    help="orbit: a quarter orbit over the grid (default); field: a dense field "
                         "seen from ground level, with occlusion culling on and off side by side")
-    p.add_argument("--pool-mb", type=float,
-                   help="stream the pages through a GPU pool of this size (MB) and report "
-                        "uploads, convergence and the cost against fully resident")
-    p.add_argument("--upload-mb", type=float, default=16.0,
-                   help="streaming: MB of pages uploaded per frame at most (16)")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     return args.func(args)

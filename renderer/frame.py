@@ -610,6 +610,18 @@ class Renderer:
         assert self._latest is not None and self._latest.frame == index
         return RenderResult(**images, stats=self._latest, near=camera.near)
 
+    def render_converged(self, camera: Camera, *, max_frames: int = 200, **kw) -> RenderResult:
+        """`render` until streaming has nothing left to load for this view (a frame that asks
+        for no page and uploads none), at most `max_frames` frames; one frame when nothing
+        streams. The result's `stats.frame` tells how many frames it took."""
+        res = self.render(camera, **kw)
+        while self.streamer is not None and res.stats.frame < max_frames:
+            st = res.stats.streaming
+            if st is not None and st["requested"] == 0 and st["uploaded"] == 0:
+                break
+            res = self.render(camera, **kw)
+        return res
+
     def read_hzb(self) -> list[np.ndarray]:
         """The HZB of the last submitted frame (waits): one (h, w) uint32 array per mip, reversed-Z
         depth bits, each texel the farthest depth below it (renderer.cpu_cull.hzb_mips)."""

@@ -74,6 +74,18 @@ def draw_panel(app: ViewerApp) -> None:
             imgui.text("occluded   (occlusion culling off)")
             imgui.text("post pass  -")
         imgui.text(f"scene      {r.scene.triangle_count():,} triangles")
+        st = s.streaming
+        if r.streamer is not None:  # three lines while streaming (stats arrive a frame late)
+            pool = r.streamer
+            imgui.text(f"pool       {pool.resident_count:,} / {pool.slots:,} pages "
+                       f"({pool.slots * pool.page_size / 2**20:.0f} MB)")
+            if st is not None:
+                imgui.text(f"pages      {st['requested']:,} wanted  {st['uploaded']:,} up  "
+                           f"{st['evicted']:,} out")
+                imgui.text(f"uploaded   {st['mb_uploaded']:.1f} MB this frame")
+            else:
+                imgui.text("pages      -")
+                imgui.text("uploaded   -")
         if s.overflow:
             imgui.text_colored((1.0, 0.45, 0.4, 1.0), "queue overflow: detail dropped")
 

@@ -186,3 +186,34 @@ def test_a_frozen_frame_does_not_stream(rock) -> None:
     for _ in range(3):
         r.render(cam, freeze_culling=True)  # draws the clusters culling chose before
         assert np.array_equal(drawn_clusters(r), first)
+
+
+def test_render_command_streams_until_the_view_is_loaded(rock, tmp_path) -> None:
+    from renderer import cli
+
+    path, _ = rock
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    common = [str(path), "--size", "160x120", "--no-occlusion"]
+    assert cli.main(["render", *common, "-o", str(tmp_path / "a.png"), "--arrays", str(a)]) == 0
+    assert cli.main(["render", *common, "-o", str(tmp_path / "b.png"), "--arrays", str(b),
+                     "--pool-mb", "1"]) == 0
+    assert np.array_equal(np.load(a)["triangle"], np.load(b)["triangle"])
+
+
+def test_viewer_panel_shows_the_pool(rock) -> None:
+    from tests.test_viewer_app import Imgui, finish
+    from renderer.viewer import ViewerApp
+
+    path, _ = rock
+    app = ViewerApp(str(path), 160, 120, render_options=RenderOptions(streaming=True,
+                                                                       pool_pages=12))
+    finish(app.job)
+    ui = Imgui(app)
+    try:
+        for _ in range(4):
+            ui.frame()
+        st = app.renderer.streamer
+        assert st is not None and 0 < st.resident_count <= 12
+        assert app.renderer.stats().streaming is not None
+    finally:
+        ui.close()
