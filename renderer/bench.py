@@ -141,7 +141,7 @@ def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) ->
     out = {"pool_pages": st.slots, "scene_pages": st.page_count,
            "pool_mb": st.slots * st.page_size / 2**20, "uploaded_pages": tot.uploaded,
            "evicted_pages": tot.evicted, "uploaded_mb": tot.bytes_uploaded / 2**20}
-    # convergence: frames until one reports no request, no upload (each frame waits: the
+    # convergence: frames until a frame's readback leads to no upload (each frame waits: the
     # readback is one frame late, as in a real loop at most a few)
     fresh = Renderer(cfg.width, cfg.height, options=r.options, ctx=r.ctx)
     for a in r.scene.assets:
@@ -161,14 +161,18 @@ def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) ->
         s = fresh.stats(wait=True)
         if s.streaming is not None:
             update_ms.append(s.streaming["update_ms"])
-            if s.streaming["requested"] == 0 and s.streaming["uploaded"] == 0 and frames > 1:
+            if s.streaming["uploaded"] == 0 and frames > 1:  # steady
                 break
     secs = time.perf_counter() - t0
     ftot = fresh.streamer.totals
-    out.update(converge_frames=frames, converge_s=secs,
+    wanted = s.streaming["requested"] if s is not None and s.streaming else 0
+    out.update(converge_frames=frames, converge_s=secs, still_wanted=wanted,
                converge_mb=ftot.bytes_uploaded / 2**20,
                upload_mb_per_s=ftot.bytes_uploaded / 2**20 / max(secs, 1e-9),
-               update_ms=_median(update_ms))
+               update_ms=_median(update_ms),
+               # MB per second of the CPU's streaming work (read the requests, choose, copy the
+               # pages from the mapped file into the queue)
+               stream_mb_per_cpu_s=ftot.bytes_uploaded / 2**20 / max(sum(update_ms) / 1e3, 1e-9))
     # the same path, everything resident
     res = Renderer(cfg.width, cfg.height, options=RenderOptions(**{
         **r.options.__dict__, "streaming": False, "pool_mb": None}), ctx=r.ctx)
@@ -182,9 +186,13 @@ def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) ->
     log(f"streaming   pool {out['pool_mb']:.1f} MB = {st.slots} of {st.page_count} pages; the "
         f"path uploaded {out['uploaded_mb']:.1f} MB ({tot.uploaded} pages), evicted "
         f"{tot.evicted}")
+    if wanted:
+        log(f"  NOTE      the close-up wants more than the pool holds: {wanted} groups still "
+            "asked for when the pool stopped changing")
     log(f"  converge  a close-up from nothing resident: {frames} frames, "
         f"{out['converge_mb']:.1f} MB in {secs:.2f} s ({out['upload_mb_per_s']:.0f} MB/s with "
-        f"every frame drawn and waited for; update + upload {out['update_ms']:.2f} ms a frame)")
+        f"every frame drawn and waited for; the CPU's update + upload {out['update_ms']:.2f} ms "
+        f"a frame, {out['stream_mb_per_cpu_s']:.0f} MB per CPU second)")
     log(f"  resident  the same path fully resident: frame {rm['frame_ms']:.2f} ms "
         f"(streaming {m['frame_ms']:.2f} ms, {out['frame_cost']:.2f}x)")
     return out

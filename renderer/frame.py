@@ -611,13 +611,15 @@ class Renderer:
         return RenderResult(**images, stats=self._latest, near=camera.near)
 
     def render_converged(self, camera: Camera, *, max_frames: int = 200, **kw) -> RenderResult:
-        """`render` until streaming has nothing left to load for this view (a frame that asks
-        for no page and uploads none), at most `max_frames` frames; one frame when nothing
-        streams. The result's `stats.frame` tells how many frames it took."""
+        """`render` until streaming is steady for this view: a frame after which nothing was
+        uploaded (everything wanted is resident, or the pool holds only pages this view uses and
+        cannot take more: then `stats.streaming["requested"]` stays above 0), at most
+        `max_frames` frames; one frame when nothing streams."""
         res = self.render(camera, **kw)
-        while self.streamer is not None and res.stats.frame < max_frames:
+        first = res.stats.frame
+        while self.streamer is not None and res.stats.frame - first < max_frames:
             st = res.stats.streaming
-            if st is not None and st["requested"] == 0 and st["uploaded"] == 0:
+            if st is not None and st["uploaded"] == 0 and res.stats.frame > first:
                 break
             res = self.render(camera, **kw)
         return res
