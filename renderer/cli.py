@@ -154,12 +154,37 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Camera path over a grid of instances; medians beside brute force."""
+    """The suite (default) or a custom run (--scene / --instances / --pool-mb)."""
+    from renderer import bench_suite
     from renderer.bench import main_args
 
     try:
-        return main_args(args)
-    except _runtime_errors() as e:
+        if args.scene or args.instances is not None or args.pool_mb is not None:
+            if args.file is None:
+                raise ValueError("a custom run (--scene, --instances, --pool-mb) needs a .tess "
+                                 "file")
+            args.scene = args.scene or "orbit"
+            args.instances = args.instances or 256
+            args.frames = args.frames or 16
+            return main_args(args)
+        asset = args.file
+        if asset is None:
+            from renderer.loader import load_now
+
+            print("tessera bench: the built-in rock (built once into ~/.cache/tessera)",
+                  file=sys.stderr)
+            job = load_now(None)
+            if job.error:
+                raise ValueError(job.error)
+            asset = job.tess["rock"]
+        cfg = bench_suite.SuiteConfig(
+            asset=asset, scenarios=tuple(args.scenario or bench_suite.SCENARIOS),
+            width=args.size[0], height=args.size[1], quick=args.quick, frames=args.frames,
+            brute=not args.no_brute, pygfx=not args.no_pygfx,
+            baseline_limit=args.baseline_limit, persistent=TRAVERSALS[args.traversal])
+        return bench_suite.main(cfg, json_path=args.json, compare_path=args.compare,
+                                plots_dir=args.plots)
+    except (*_runtime_errors(), ValueError) as e:
         print(f"tessera: error: {e}", file=sys.stderr)
         return 2
 
@@ -226,7 +251,9 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
         what += ", a mesh file (preprocessed once, cached beside it), a scene .json"
     if view:
         what += ", or nothing (the built-in rock)"
-    p.add_argument("file", nargs="?" if view else None, help=what)
+    if bench:
+        what += " (default: the built-in rock)"
+    p.add_argument("file", nargs="?" if view or bench else None, help=what)
     p.add_argument("--size", type=_size, default=(512, 512), help="image size WxH (512x512)")
     p.add_argument("--instances", type=int, default=1,
                    help="instances on a square grid (default: 1)")
@@ -291,17 +318,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-vsync", action="store_true", help="draw as fast as possible")
     p.add_argument("--no-panel", action="store_true", help="hide the imgui panel")
     p.set_defaults(func=cmd_view)
-    p = sub.add_parser("bench", help="camera path over a grid of instances, beside brute force")
+    p = sub.add_parser("bench", help="the benchmark suite (closeup, scaling, occluded, "
+                       "streaming) with brute-force and pygfx baselines; or one custom run")
     _add_render_options(p, bench=True)
-    p.set_defaults(instances=256)
-    p.add_argument("--frames", type=int, default=16, help="frames on the camera path (16)")
+    p.set_defaults(instances=None, file=None)
+    p.add_argument("--scenario", action="append", choices=["closeup", "scaling", "occluded",
+                                                           "streaming"],
+                   help="suite: run this scenario (repeat; default all)")
+    p.add_argument("--quick", action="store_true",
+                   help="suite: a one-minute version (grids up to 256, 4 frames a run)")
+    p.add_argument("--frames", type=int, help="frames on each camera path (suite 12, quick 4; "
+                                              "custom run 16)")
+    p.add_argument("--no-brute", action="store_true", help="skip the brute-force baseline")
+    p.add_argument("--no-pygfx", action="store_true", help="suite: skip the pygfx baseline")
+    p.add_argument("--baseline-limit", type=float,
+                   help="suite: a baseline predicted slower than this many seconds a frame is "
+                        "not run at that size (30; quick 5)")
+    p.add_argument("--json", help="also write the figures to this JSON file (suite: plots "
+                                  "beside it)")
+    p.add_argument("--compare", help="suite: flag regressions against this earlier JSON "
+                                     "(exit status 1)")
+    p.add_argument("--plots", help="suite: write scaling.png and passes.png to this folder")
+    p.add_argument("--scene", choices=["orbit", "field"],
+                   help="a custom run instead of the suite: orbit (a quarter orbit over a grid of "
+                        "--instances, 256 by default) or field (a dense field from ground level, "
+                        "occlusion on and off)")
     p.add_argument("--brute-frames", type=int, default=3,
-                   help="brute-force frames measured (3; they are slow)")
-    p.add_argument("--no-brute", action="store_true", help="skip the brute-force comparison")
-    p.add_argument("--json", help="also write the figures to this JSON file")
-    p.add_argument("--scene", choices=["orbit", "field"], default="orbit",
-                   help="orbit: a quarter orbit over the grid (default); field: a dense field "
-                        "seen from ground level, with occlusion culling on and off side by side")
+                   help="custom run: brute-force frames measured (3; they are slow)")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -84,8 +84,9 @@ class FrameStats:
     counters: dict[str, int]
     overflow: int  # bit 0: queue full, bit 1: visible list full, bit 2: occluded list full
     gpu_ms: dict[str, float] = field(default_factory=dict)  # per pass
-    cpu_ms: float = 0.0  # encoding and submission
+    cpu_ms: float = 0.0  # encoding and submission (lavapipe runs the work inside submission)
     streaming: dict | None = None  # pool use, pages resident/requested/uploaded/evicted, MB
+    encode_ms: float = 0.0  # the frame's CPU work before submission: Python, encoding
 
     @property
     def triangles(self) -> int:
@@ -195,7 +196,8 @@ class Renderer:
         self.frame = FrameResources(self.device)
         self.frame_index = 0
         self._asset_version = self._instance_version = -1
-        self._pending: list[tuple[int, wgpu.GPUBuffer, object, list[str], float, bool]] = []
+        # (frame, ring buffer, promise, labels, cpu ms, frozen, encode ms)
+        self._pending: list[tuple] = []
         self._free: list[wgpu.GPUBuffer] = []
         self._latest: FrameStats | None = None
         self._culled_gen = -1  # resources generation of the last culled frame (freeze_culling)
@@ -520,10 +522,13 @@ class Renderer:
                                       8 * self.options.request_capacity)
             enc.copy_buffer_to_buffer(f.buffers["slot_used"], 0, ring,
                                       off + 8 * self.options.request_capacity, 4 * f.slots)
-        d.queue.submit([enc.finish()])
+        buf = enc.finish()
+        encode_ms = (time.perf_counter() - t0) * 1e3  # the frame's Python and encoding work
+        d.queue.submit([buf])
         promise = ring.map_async(wgpu.MapMode.READ)
         cpu_ms = (time.perf_counter() - t0) * 1e3
-        self._pending.append((self.frame_index, ring, promise, list(f.labels), cpu_ms, frozen))
+        self._pending.append((self.frame_index, ring, promise, list(f.labels), cpu_ms, frozen,
+                              encode_ms))
         self.frame_index += 1
         return self.frame_index - 1
 
@@ -542,7 +547,7 @@ class Renderer:
         """Read every finished readback (and wait for frame `wait_for` if given)."""
         keep = []
         for item in self._pending:
-            index, buf, promise, labels, cpu_ms, frozen = item
+            index, buf, promise, labels, cpu_ms, frozen, encode_ms = item
             done = getattr(promise, "_state", "") in ("fulfilled", "pending-fulfilled")
             if not done and wait_for is not None and index <= wait_for:
                 promise.sync_wait()
@@ -561,7 +566,8 @@ class Renderer:
             ts = raw[64 : 64 + 2 * MAX_TIMESTAMPS].view(np.uint64)
             gpu_ms = {lab: float(ts[2 * i + 1] - ts[2 * i]) / 1e6
                       for i, lab in enumerate(labels) if ts[2 * i + 1] >= ts[2 * i]}
-            stats = FrameStats(index, counters, int(words[STATE["overflow"]]), gpu_ms, cpu_ms)
+            stats = FrameStats(index, counters, int(words[STATE["overflow"]]), gpu_ms, cpu_ms,
+                               encode_ms=encode_ms)
             if (self.streamer is not None and len(raw) * 4 == self._ring_size and not frozen
                     and not self._frozen_last):  # a frozen frame draws old slots: keep them
                 self._stream(index, raw, stats)

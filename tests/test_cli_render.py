@@ -68,8 +68,9 @@ def test_errors_are_one_line_exit_2(sphere_tess, args, message, capsys):
 
 def test_bench_prints_medians_beside_brute_force(sphere_tess, tmp_path, capsys):
     js = tmp_path / "bench.json"
-    assert tessera_cli.main(["bench", str(sphere_tess), "--instances", "9", "--size", "64x64",
-                             "--frames", "3", "--brute-frames", "1", "--json", str(js)]) == 0
+    assert tessera_cli.main(["bench", str(sphere_tess), "--scene", "orbit", "--instances", "9",
+                             "--size", "64x64", "--frames", "3", "--brute-frames", "1",
+                             "--json", str(js)]) == 0
     out = capsys.readouterr().out
     for word in ("tessera     frame", "GPU ms", "brute force frame", "speedup"):
         assert word in out
@@ -78,3 +79,39 @@ def test_bench_prints_medians_beside_brute_force(sphere_tess, tmp_path, capsys):
         assert figures["scene_triangles"] == 9 * f.meta["input_triangles"]
     assert figures["frames"] == 3 and figures["triangles"] > 0
     assert figures["brute_frame_ms"] > 0 and figures["speedup"] > 0
+
+
+def test_bench_suite_quick_json_plots_and_compare(sphere_tess, tmp_path, capsys):
+    # the suite's one-minute version on a small asset: every scenario runs, the JSON holds the
+    # medians and p95s, the plots are written, and --compare flags a regression
+    import json
+
+    js = tmp_path / "suite.json"
+    args = ["bench", str(sphere_tess), "--quick", "--size", "96x96", "--frames", "2",
+            "--json", str(js)]
+    assert tessera_cli.main(args) == 0
+    out = capsys.readouterr().out
+    report = json.loads(js.read_text())
+    assert set(report["scenarios"]) == {"closeup", "scaling", "occluded", "streaming"}
+    rows = report["scenarios"]["scaling"]
+    assert [r["instances"] for r in rows] == [1, 16, 256]
+    for r in rows:
+        assert r["frame_ms"]["p95"] >= r["frame_ms"]["median"] > 0
+        assert r["triangles"] > 0 and r["gpu_memory_mb"] > 0
+    assert "brute_frame_ms" in rows[0]  # measured at the smallest size at least
+    assert "pygfx_frame_ms" in rows[0]  # the dev extra installs pygfx
+    assert report["scenarios"]["streaming"][0]["streaming"]["pool_pages"] > 0
+    assert (tmp_path / "scaling.png").stat().st_size > 1000
+    assert (tmp_path / "passes.png").stat().st_size > 1000
+    assert "targets:" in out and "scaling" in out
+    # an earlier report twice as fast: every run is flagged, exit status 1
+    fast = json.loads(js.read_text())
+    for rows in fast["scenarios"].values():
+        for r in rows:
+            r["frame_ms"]["median"] /= 4
+            r["frame_ms"]["median"] -= 1.0
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(fast))
+    assert tessera_cli.main([*args[:-2], "--compare", str(old), "--scenario", "closeup",
+                             "--no-pygfx"]) == 1
+    assert "REGRESSION closeup / 1 instance: frame_ms" in capsys.readouterr().out

@@ -1,0 +1,516 @@
+"""`tessera bench` (the suite): named scenarios, each a scene and a scripted camera path, drawn
+headless for warm-up and measured frames, with baselines measured in the same run.
+
+Scenarios (`SCENARIOS`):
+- ``closeup``: one instance of the asset filling the view, a quarter orbit around it;
+- ``scaling``: square grids of 1, 16, 256, 4,096 and 65,536 instances (``--quick``: 1, 16,
+  256), the camera orbiting over the whole grid; beside each size, brute force (every triangle of
+  every instance at full detail, instanced through the reference pipeline) and pygfx (the same
+  full-detail mesh, `InstancedMesh`, offscreen) where installed. A baseline whose next size
+  would take longer than ``baseline_limit`` seconds a frame (extrapolated linearly from its last
+  measured size) is not run, and is marked as such; it is never guessed;
+- ``occluded``: a dense field of overlapping instances seen from ground level, drawn with
+  occlusion culling on and off (`renderer.bench.field_path`);
+- ``streaming``: four copies of the asset (each its own pages) on a grid, a pool of a quarter of
+  their pages, the camera jumping close to one instance after another.
+
+For every run: per-frame medians and 95th percentiles of the frame (submit to completion), of
+the CPU's work before submission (``encode_ms``: Python and encoding; on lavapipe the GPU work
+itself runs inside submission, so ``cpu_ms`` would measure it too), and of the GPU time per pass
+(timestamp queries); clusters and triangles drawn; scene triangles; GPU memory (every buffer the
+renderer holds, the page pool included). Output: a table, JSON (`--json`), comparison with an
+earlier JSON (`--compare`, regressions flagged and exit status 1), plots (`--plots`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from renderer.bench import camera_path, field_path
+from renderer.camera import Camera
+
+SCENARIOS = ("closeup", "scaling", "occluded", "streaming")
+SIZES = (1, 16, 256, 4096, 65536)
+QUICK_SIZES = (1, 16, 256)
+REGRESSION = 1.15  # --compare: slower than this ratio (and by more than 0.5 ms) is flagged
+
+
+@dataclass
+class SuiteConfig:
+    asset: str  # a .tess file
+    scenarios: tuple[str, ...] = SCENARIOS
+    width: int = 512
+    height: int = 512
+    quick: bool = False
+    frames: int | None = None  # measured frames per run (default 12, quick 4)
+    warmup: int = 2
+    sizes: tuple[int, ...] | None = None  # scaling (default SIZES, quick QUICK_SIZES)
+    brute: bool = True
+    pygfx: bool = True
+    baseline_limit: float | None = None  # seconds a frame (default 30, quick 5): a baseline
+    # predicted slower than this at a size is not run there
+    persistent: bool | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        bad = [s for s in self.scenarios if s not in SCENARIOS]
+        if bad:
+            raise ValueError(f"unknown scenario {bad[0]!r} (one of {', '.join(SCENARIOS)})")
+        if self.frames is None:
+            self.frames = 4 if self.quick else 12
+        if self.sizes is None:
+            self.sizes = QUICK_SIZES if self.quick else SIZES
+        if self.baseline_limit is None:
+            self.baseline_limit = 5.0 if self.quick else 30.0
+
+
+def _stat(values: list[float]) -> dict:
+    if not values:
+        return {"median": float("nan"), "p95": float("nan")}
+    v = np.asarray(values, np.float64)
+    return {"median": float(statistics.median(values)), "p95": float(np.percentile(v, 95))}
+
+
+def gpu_memory_mb(r) -> float:
+    """Every buffer the renderer holds (the page pool included), in MB."""
+    return sum(int(b.size) for b in r.frame.buffers.values()) / 2**20
+
+
+def measure(r, cams: list[Camera], warmup: int) -> dict:
+    """Medians and p95 over a camera path (after `warmup` frames)."""
+    for k in range(warmup):
+        r.submit(cams[k % len(cams)])
+        r.stats(wait=True)
+    frame_ms, stats = [], []
+    for cam in cams:
+        t0 = time.perf_counter()
+        index = r.submit(cam)
+        s = r.stats(wait=True)
+        frame_ms.append((time.perf_counter() - t0) * 1e3)
+        assert s is not None and s.frame == index
+        stats.append(s)
+    passes = list(dict.fromkeys(p for s in stats for p in s.gpu_ms))
+    out = {
+        "frames": len(cams),
+        "frame_ms": _stat(frame_ms),
+        "encode_ms": _stat([s.encode_ms for s in stats]),
+        "gpu_ms": _stat([s.gpu_total_ms for s in stats]),
+        "gpu_pass_ms": {p: _stat([s.gpu_ms.get(p, 0.0) for s in stats])["median"]
+                        for p in passes},
+        "clusters": int(statistics.median(s.clusters for s in stats)),
+        "triangles": int(statistics.median(s.triangles for s in stats)),
+        "scene_triangles": r.scene.triangle_count(),
+        "instances": r.scene.instance_count,
+        "gpu_memory_mb": gpu_memory_mb(r),
+        "overflow": int(max(s.overflow for s in stats)),
+    }
+    streamed = [s.streaming for s in stats if s.streaming]
+    if streamed:
+        out["streaming"] = {
+            "pool_pages": streamed[-1]["pool_pages"],
+            "pool_use": float(np.mean([x["pool_use"] for x in streamed])),
+            "uploaded_mb_per_frame": _stat([x["mb_uploaded"] for x in streamed]),
+            "evicted_per_frame": _stat([x["evicted"] for x in streamed]),
+            "requested_per_frame": _stat([x["requested"] for x in streamed]),
+        }
+    return out
+
+
+# ---------------------------------------------------------------------------------- baselines
+
+
+def brute_frame_s(ctx, asset, worlds: np.ndarray, cams: list[Camera], size: tuple[int, int],
+                  frames: int = 2) -> float:
+    """Brute force: every triangle of every instance at full detail, the reference pipeline
+    (instanced draws, back faces culled); median seconds a frame."""
+    from renderer.reference import ReferenceRenderer
+    from renderer.scene import full_detail_mesh
+
+    ref = ReferenceRenderer(ctx, *size)
+    pos, tris = full_detail_mesh(asset)
+    mesh = ref.add_mesh(pos, tris, label="bench.brute")
+    inst = [(mesh, w) for w in worlds]
+    ref.render_timed(cams[0].view_proj(*size), inst[:1])  # pipelines, upload
+    picks = np.linspace(0, len(cams) - 1, frames).round().astype(int)
+    return float(statistics.median(ref.render_timed(cams[k].view_proj(*size), inst)
+                                   for k in picks))
+
+
+class PygfxBaseline:
+    """pygfx (the Python wgpu engine) drawing the same full-detail mesh as one InstancedMesh,
+    offscreen; each frame waits for its image (`canvas.draw()`)."""
+
+    def __init__(self, asset, size: tuple[int, int]) -> None:
+        import pygfx as gfx
+        from rendercanvas.offscreen import RenderCanvas
+
+        from renderer.scene import full_detail_mesh
+
+        self.gfx = gfx
+        self.canvas = RenderCanvas(size=size, pixel_ratio=1)
+        self.renderer = gfx.WgpuRenderer(self.canvas)
+        pos, tris = full_detail_mesh(asset)
+        self.geometry = gfx.Geometry(positions=np.ascontiguousarray(pos, np.float32),
+                                     indices=np.ascontiguousarray(tris, np.int32))
+        self.material = gfx.MeshBasicMaterial()
+        self.version = gfx.__version__
+
+    def frame_s(self, worlds: np.ndarray, cams: list[Camera], frames: int = 2) -> float:
+        gfx = self.gfx
+        scene = gfx.Scene()
+        mesh = gfx.InstancedMesh(self.geometry, self.material, len(worlds))
+        for i, w in enumerate(worlds):
+            mesh.set_matrix_at(i, np.asarray(w, np.float32))
+        scene.add(mesh)
+        w, h = self.canvas.get_physical_size()
+        times = []
+        picks = np.linspace(0, len(cams) - 1, frames).round().astype(int)
+        for k in [picks[0], *picks]:  # the first draw uploads and compiles: not counted
+            c = cams[k]
+            cam = gfx.PerspectiveCamera(c.fov_y, w / h, depth_range=(c.near, c.near * 1e6))
+            cam.local.position = tuple(np.asarray(c.eye, float))
+            cam.look_at(tuple(np.asarray(c.target, float)))
+            self.canvas.request_draw(lambda s=scene, cm=cam: self.renderer.render(s, cm))
+            t0 = time.perf_counter()
+            np.asarray(self.canvas.draw())
+            times.append(time.perf_counter() - t0)
+        return float(statistics.median(times[1:]))
+
+
+def _pygfx(asset, size):
+    try:
+        return PygfxBaseline(asset, size), None
+    except ImportError as e:
+        return None, f"pygfx not installed ({e.name}): pip install tessera[bench]"
+
+
+# ---------------------------------------------------------------------------------- scenarios
+
+
+class Suite:
+    def __init__(self, cfg: SuiteConfig, log=print) -> None:
+        from renderer.frame import Renderer, RenderOptions
+        from renderer.scene import open_asset
+
+        self.cfg, self.log = cfg, log
+        self.Renderer, self.RenderOptions = Renderer, RenderOptions
+        self.asset = open_asset(cfg.asset)
+        self.size = (cfg.width, cfg.height)
+        self.ctx = None
+        self.results: dict = {}
+        steps = {"closeup": 1, "scaling": 3 * len(cfg.sizes), "occluded": 2, "streaming": 2}
+        self.total = sum(steps[s] for s in cfg.scenarios)
+        self._bar = None
+        if cfg.progress:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.total, desc="tessera bench", unit="run", leave=False,
+                             file=sys.stderr)
+
+    def _step(self, what: str) -> None:
+        if self._bar is not None:
+            self._bar.set_postfix_str(what)
+            self._bar.update(1)
+
+    def renderer(self, **options):
+        o = self.RenderOptions(persistent=self.cfg.persistent, **options)
+        r = self.Renderer(*self.size, options=o, ctx=self.ctx)
+        self.ctx = r.ctx
+        return r
+
+    def run(self) -> dict:
+        for name in self.cfg.scenarios:
+            self.results[name] = getattr(self, name)()
+        if self._bar is not None:
+            self._bar.close()
+        r = self.renderer()
+        return {
+            "meta": {"date": datetime.date.today().isoformat(), "device": r.ctx.description,
+                     "size": list(self.size), "quick": self.cfg.quick,
+                     "asset": self.asset.meta.get("name", self.cfg.asset),
+                     "asset_triangles": int(self.asset.meta["input_triangles"]),
+                     "traversal": "persistent" if r.persistent else "per-level"},
+            "scenarios": self.results,
+            "targets": targets(self.results, self.cfg),
+        }
+
+    def closeup(self) -> list[dict]:
+        r = self.renderer()
+        r.add_instance(r.load(self.cfg.asset))
+        cams = camera_path(*r.bounds(), self.cfg.frames)
+        m = measure(r, cams, self.cfg.warmup)
+        self._step("closeup")
+        return [{"variant": "1 instance", **m}]
+
+    def scaling(self) -> list[dict]:
+        cfg = self.cfg
+        rows = []
+        pyg, pyg_why = _pygfx(self.asset, self.size) if cfg.pygfx else (None, "not asked")
+        last = {"brute": None, "pygfx": None}  # (instances, seconds) of the last measured
+        why = {"brute": None if cfg.brute else "not asked", "pygfx": pyg_why}
+        for n in cfg.sizes:
+            r = self.renderer()
+            a = r.load(cfg.asset)
+            r.add_grid(a, n)
+            cams = camera_path(*r.bounds(), cfg.frames)
+            m = measure(r, cams, cfg.warmup)
+            self._step(f"scaling {n}")
+            row = {"variant": f"{n} instances", **m}
+            worlds = np.array(r.scene.instance_world)
+            for base in ("brute", "pygfx"):
+                if why[base] is None and last[base] is not None:
+                    n0, s0 = last[base]
+                    predicted = s0 * n / n0
+                    if predicted > cfg.baseline_limit:
+                        why[base] = (f"not run from {n:,} instances: {predicted:.1f} s a frame "
+                                     f"predicted from {n0:,} (limit {cfg.baseline_limit} s)")
+                if why[base] is None:
+                    s = (brute_frame_s(self.ctx, self.asset, worlds, cams, self.size)
+                         if base == "brute" else pyg.frame_s(worlds, cams))
+                    last[base] = (n, s)
+                    row[f"{base}_frame_ms"] = 1e3 * s
+                    row[f"{base}_speedup"] = 1e3 * s / m["frame_ms"]["median"]
+                else:
+                    row[f"{base}_skipped"] = why[base]
+                self._step(f"scaling {n} {base}")
+            rows.append(row)
+        if pyg is not None:
+            rows[0]["pygfx_version"] = pyg.version
+        return rows
+
+    def occluded(self) -> list[dict]:
+        n = 256 if self.cfg.quick else 1024
+        rows = []
+        for occ in (True, False):
+            r = self.renderer(occlusion=occ)
+            a = r.load(self.cfg.asset)
+            node = r.scene.assets[a].nodes[0]
+            spacing, cams = field_path(np.concatenate([node["box_min"], node["box_max"]]), n,
+                                       self.cfg.frames)
+            r.add_grid(a, n, spacing=spacing)
+            m = measure(r, cams, self.cfg.warmup)
+            self._step(f"occluded {'on' if occ else 'off'}")
+            rows.append({"variant": f"occlusion {'on' if occ else 'off'}", **m})
+        rows[0]["occlusion_triangle_ratio"] = rows[1]["triangles"] / max(rows[0]["triangles"], 1)
+        return rows
+
+    def streaming(self) -> list[dict]:
+        copies, per = 4, 4  # 4 assets (their own pages), 4 instances each
+        pages = self.asset.page_count * copies
+        rows = []
+        for stream in (True, False):
+            opts = ({"streaming": True, "pool_pages": max(pages // 4, copies)} if stream
+                    else {"streaming": False})
+            r = self.renderer(**opts)
+            ids = [r.load(self.cfg.asset) for _ in range(copies)]
+            s = self.asset.bounds_sphere.astype(np.float64)
+            d = 2.4 * float(s[3])
+            centres = []
+            for k in range(copies * per):
+                m = np.eye(4, dtype=np.float32)
+                m[:3, 3] = [(k % 4 - 1.5) * d - s[0], -s[1], (k // 4 - 1.5) * d - s[2]]
+                r.add_instance(ids[k % copies], m)
+                centres.append(m[:3, 3] + s[:3])
+            cams = []
+            for k in range(max(self.cfg.frames, 8)):  # close to a different instance each frame
+                c = centres[(5 * k) % len(centres)]
+                a = 0.9 * k
+                eye = c + 1.6 * float(s[3]) * np.array([math.sin(a), 0.5, math.cos(a)])
+                cams.append(Camera(eye=eye, target=c, near=1e-3 * float(s[3])))
+            m = measure(r, cams, self.cfg.warmup)
+            self._step(f"streaming {'on' if stream else 'off'}")
+            row = {"variant": "pool 25%" if stream else "fully resident", **m}
+            if stream:
+                row["scene_pages"] = pages
+                row["evicted_total"] = r.streamer.totals.evicted
+                row["uploaded_mb_total"] = r.streamer.totals.bytes_uploaded / 2**20
+            rows.append(row)
+        return rows
+
+
+# ---------------------------------------------------------------------------------- reporting
+
+
+def targets(results: dict, cfg: SuiteConfig) -> dict:
+    """The issue's lavapipe targets, from the scaling rows (where they were run)."""
+    rows = results.get("scaling")
+    if not rows:
+        return {}
+    first, last = rows[0], rows[-1]
+    growth = last["frame_ms"]["median"] / first["frame_ms"]["median"]
+    brute = [r for r in rows if "brute_frame_ms" in r]
+    out = {
+        "instances": [first["instances"], last["instances"]],
+        "frame_growth": growth,
+        "frame_growth_ok": growth <= 3.0,
+        "encode_ms_at_largest": last["encode_ms"]["median"],
+        "encode_ok": last["encode_ms"]["median"] < 2.0,
+    }
+    if brute:
+        b = brute[-1]
+        out.update(brute_largest_instances=b["instances"], brute_speedup=b["brute_speedup"],
+                   brute_speedup_ok=b["brute_speedup"] >= 50.0)
+    return out
+
+
+def _fmt(x: float) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.2f}"
+
+
+def table(report: dict) -> str:
+    lines = [f"device {report['meta']['device']}, {report['meta']['size'][0]}x"
+             f"{report['meta']['size'][1]}, asset {report['meta']['asset']} "
+             f"({report['meta']['asset_triangles']:,} triangles), "
+             f"{report['meta']['traversal']} traversal" + (" (quick)" if report["meta"]["quick"]
+                                                          else "")]
+    head = (f"{'scenario':<10} {'variant':<17} {'scene tris':>15} {'frame ms':>9} {'p95':>8} "
+            f"{'CPU ms':>7} {'GPU ms':>7} {'clusters':>9} {'triangles':>11} {'GPU MB':>7}")
+    lines += [head, "-" * len(head)]
+    for name, rows in report["scenarios"].items():
+        for r in rows:
+            lines.append(
+                f"{name:<10} {r['variant']:<17} {r['scene_triangles']:>15,} "
+                f"{_fmt(r['frame_ms']['median']):>9} {_fmt(r['frame_ms']['p95']):>8} "
+                f"{_fmt(r['encode_ms']['median']):>7} {_fmt(r['gpu_ms']['median']):>7} "
+                f"{r['clusters']:>9,} {r['triangles']:>11,} {r['gpu_memory_mb']:>7.1f}")
+            for base in ("brute", "pygfx"):
+                if f"{base}_frame_ms" in r:
+                    lines.append(f"{'':<10} {'  ' + base:<17} {'':>15} "
+                                 f"{_fmt(r[base + '_frame_ms']):>9}   Tessera "
+                                 f"{r[base + '_speedup']:.1f}x faster")
+                elif r.get(f"{base}_skipped") and name == "scaling":
+                    lines.append(f"{'':<10} {'  ' + base:<17} {r[base + '_skipped']}")
+            if "streaming" in r:
+                st = r["streaming"]
+                lines.append(f"{'':<10} {'  pool':<17} {st['pool_pages']} pages, "
+                             f"{100 * st['pool_use']:.0f}% used, "
+                             f"{_fmt(st['uploaded_mb_per_frame']['median'])} MB uploaded a "
+                             f"frame (p95 {_fmt(st['uploaded_mb_per_frame']['p95'])}), "
+                             f"{r.get('evicted_total', 0)} evicted")
+            if "occlusion_triangle_ratio" in r:
+                lines.append(f"{'':<10} {'  occlusion':<17} "
+                             f"{r['occlusion_triangle_ratio']:.1f}x fewer triangles")
+    t = report.get("targets") or {}
+    if t:
+        lines.append(f"targets: frame {t['frame_growth']:.2f}x from {t['instances'][0]:,} to "
+                     f"{t['instances'][1]:,} instances (<= 3: "
+                     f"{'met' if t['frame_growth_ok'] else 'NOT met'}); CPU (encode) "
+                     f"{t['encode_ms_at_largest']:.2f} ms at {t['instances'][1]:,} (< 2: "
+                     f"{'met' if t['encode_ok'] else 'NOT met'})"
+                     + (f"; {t['brute_speedup']:.0f}x brute force at "
+                        f"{t['brute_largest_instances']:,} instances (>= 50: "
+                        f"{'met' if t['brute_speedup_ok'] else 'NOT met'})"
+                        if "brute_speedup" in t else ""))
+    return "\n".join(lines)
+
+
+def compare(report: dict, old: dict) -> list[str]:
+    """Regressions against an earlier report: a run's median frame or GPU time more than
+    REGRESSION times the old one (and 0.5 ms more)."""
+    out = []
+    for name, rows in report["scenarios"].items():
+        before = {r["variant"]: r for r in old.get("scenarios", {}).get(name, [])}
+        for r in rows:
+            b = before.get(r["variant"])
+            if b is None:
+                continue
+            for key in ("frame_ms", "gpu_ms"):
+                new, was = r[key]["median"], b[key]["median"]
+                if new > REGRESSION * was and new - was > 0.5:
+                    out.append(f"{name} / {r['variant']}: {key} {was:.2f} -> {new:.2f} "
+                               f"({new / was:.2f}x)")
+    return out
+
+
+def plots(report: dict, folder: Path) -> list[Path]:
+    """scaling.png (frame time against scene triangles, log-log: Tessera, brute force, pygfx)
+    and passes.png (GPU ms per pass, stacked, per run)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    meta = report["meta"]
+    rows = report["scenarios"].get("scaling")
+    if rows:
+        fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+        tris = [r["scene_triangles"] for r in rows]
+        ax.plot(tris, [r["frame_ms"]["median"] for r in rows], "o-", label="Tessera")
+        for base, style in (("brute", "s--"), ("pygfx", "^:")):
+            pts = [(r["scene_triangles"], r[f"{base}_frame_ms"]) for r in rows
+                   if f"{base}_frame_ms" in r]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), style,
+                        label="brute force" if base == "brute" else "pygfx")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("scene triangles (full detail)")
+        ax.set_ylabel("frame ms (median)")
+        ax.set_title(f"scaling: {meta['asset']} grids, {meta['size'][0]}x{meta['size'][1]}\n"
+                     f"{meta['device'][:60]}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        p = folder / "scaling.png"
+        fig.savefig(p)
+        plt.close(fig)
+        written.append(p)
+    runs = [(f"{n}\n{r['variant']}", r["gpu_pass_ms"]) for n, rs in report["scenarios"].items()
+            for r in rs if r["gpu_pass_ms"]]
+    if runs:
+        passes = list(dict.fromkeys(p for _, g in runs for p in g))
+        fig, ax = plt.subplots(figsize=(max(6.4, 0.8 * len(runs)), 4.4), dpi=120)
+        bottom = np.zeros(len(runs))
+        for p in passes:
+            v = np.array([g.get(p, 0.0) for _, g in runs])
+            ax.bar(range(len(runs)), v, bottom=bottom, label=p)
+            bottom += v
+        ax.set_xticks(range(len(runs)), [n for n, _ in runs], fontsize=7, rotation=45,
+                      ha="right")
+        ax.set_ylabel("GPU ms (median, timestamp queries)")
+        ax.set_title(f"GPU time per pass, {meta['device'][:60]}", fontsize=9)
+        ax.legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+        p = folder / "passes.png"
+        fig.savefig(p)
+        plt.close(fig)
+        written.append(p)
+    return written
+
+
+def main(cfg: SuiteConfig, *, json_path: str | None = None, compare_path: str | None = None,
+         plots_dir: str | None = None, log=print) -> int:
+    old = None
+    if compare_path:
+        try:
+            old = json.loads(Path(compare_path).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"--compare {compare_path}: cannot read: {e}") from None
+    report = Suite(cfg, log).run()
+    log(table(report))
+    if json_path:
+        Path(json_path).write_text(json.dumps(report, indent=2))
+        log(f"wrote {json_path}")
+    if plots_dir or json_path:
+        folder = Path(plots_dir) if plots_dir else Path(json_path).parent
+        for p in plots(report, folder):
+            log(f"wrote {p}")
+    if old is not None:
+        bad = compare(report, old)
+        for line in bad:
+            log(f"REGRESSION {line}")
+        if bad:
+            return 1
+        log(f"no regression against {compare_path}")
+    return 0
