@@ -38,9 +38,10 @@ lint: $(STAMP)
 
 bench: setup
 	$(PY) tools/bench_preprocess.py
-	@mkdir -p out
+	@mkdir -p out/bench
 	@test -f out/igea.tess || $(VENV)/bin/preprocess ../shared/assets/igea.obj -o out/igea.tess -q
-	$(VENV)/bin/tessera bench out/igea.tess --instances 256 --size 512x512
+	$(VENV)/bin/tessera bench out/igea.tess --scene orbit --instances 256 --size 512x512
+	$(VENV)/bin/tessera bench --json out/bench/suite.json
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
