@@ -13,6 +13,10 @@ from renderer.frame_views import DEBUG_VIEWS
 from renderer.viewer import MAX_GRID, PANEL_WIDTH, ViewerApp
 
 TRAVERSAL_NAMES = ["persistent", "per level"]
+# the frame's passes in the order they run (renderer.frame.Renderer.submit)
+PASS_ORDER = ["instance_cull", "cull", "raster_sw", "raster_hw", "hzb", "post_cull",
+              "post_raster_sw", "post_raster_hw", "raster_sw.ids", "raster_hw.ids", "hzb_next",
+              "resolve"]
 
 
 def draw_panel(app: ViewerApp) -> None:
@@ -57,6 +61,7 @@ def draw_panel(app: ViewerApp) -> None:
             # every pass seen so far keeps its line (frozen culling skips two): no jumping
             names = app.panel_passes
             names.extend(n for n in s.gpu_ms if n not in names)
+            names.sort(key=lambda n: PASS_ORDER.index(n) if n in PASS_ORDER else len(PASS_ORDER))
             imgui.text(f"GPU {s.gpu_total_ms:.2f} ms")
             for name in names:
                 v = s.gpu_ms.get(name)
