@@ -23,6 +23,10 @@ class BuildConfig:
     stuck_ratio: float = 0.85  # a group that cannot get below this fraction is terminal
     page_size: int = PAGE_SIZE  # bytes per page
     root_page_levels: int = 2  # pages whose groups lie in this many coarsest levels are root pages
+    # below a one-cluster root, keep halving it down to this many triangles: the root is the
+    # least an instance draws however small on screen (65,536 rocks a few pixels wide drew
+    # 128 triangles each)
+    min_root_triangles: int = 16
     threads: int = 0  # numba threads; 0 = all cores
 
     def __post_init__(self) -> None:
@@ -36,5 +40,7 @@ class BuildConfig:
             raise ValueError("simplify_ratio must be in [0.05, 1)")
         if not self.simplify_ratio < self.stuck_ratio <= 1.0:
             raise ValueError("stuck_ratio must be in (simplify_ratio, 1]")
+        if not 1 <= self.min_root_triangles <= MAX_CLUSTER_TRIANGLES:
+            raise ValueError(f"min_root_triangles must be in 1..{MAX_CLUSTER_TRIANGLES}")
         if self.page_size < 16 * 1024 or self.page_size % 16:
             raise ValueError("page_size must be a multiple of 16 and at least 16 KiB")

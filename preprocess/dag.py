@@ -347,6 +347,19 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
             level += 1
             if not progressed:
                 break
+        # below a one-cluster root: halve it while it shrinks, down to min_root_triangles (the
+        # root is what every instance draws at least, however small on screen)
+        none_locked = np.zeros(len(b.positions), bool)
+        while len(pending) == 1 and len(b.tris[pending[0]]) > cfg.min_root_triangles:
+            res = b.simplify_group(pending, none_locked)
+            if res is None or len(res[3]) != 2:  # stuck, or not one cluster
+                break
+            new_tris, err, corder, coffsets = res
+            error = b.self_error[pending[0]] + err
+            g = b.add_group(pending, level, error)
+            pending = b.add_clusters(new_tris, corder, coffsets, level + 1, g,
+                                     b.group_sphere[g], error)
+            level += 1
     b.add_group(pending, level, ROOT_ERROR)
     report("simplify", work, work)
     return _finish(b, mesh)
