@@ -87,10 +87,12 @@ def _median(values: list[float]) -> float:
     return float(statistics.median(values)) if values else float("nan")
 
 
-def _measure(r, cams: list[Camera], warmup: int) -> dict:
-    """Median figures of a camera path (after `warmup` frames on its first cameras)."""
+def path_frames(r, cams: list[Camera], warmup: int) -> tuple[list[float], list]:
+    """Draw a camera path after `warmup` frames on its first cameras, each frame waited for:
+    (frame ms, submit to its statistics read back; FrameStats) per camera."""
     for k in range(warmup):
-        r.render(cams[k % len(cams)])
+        r.submit(cams[k % len(cams)])
+        r.stats(wait=True)
     frame_ms, stats = [], []
     for cam in cams:
         t0 = time.perf_counter()
@@ -99,6 +101,12 @@ def _measure(r, cams: list[Camera], warmup: int) -> dict:
         frame_ms.append((time.perf_counter() - t0) * 1e3)
         assert s is not None and s.frame == index
         stats.append(s)
+    return frame_ms, stats
+
+
+def _measure(r, cams: list[Camera], warmup: int) -> dict:
+    """Median figures of a camera path (after `warmup` frames on its first cameras)."""
+    frame_ms, stats = path_frames(r, cams, warmup)
     passes = list(dict.fromkeys(p for s in stats for p in s.gpu_ms))
     counters = stats[0].counters
     return {

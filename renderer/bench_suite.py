@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from renderer.bench import camera_path, field_path
+from renderer.bench import camera_path, field_path, path_frames
 from renderer.camera import Camera
 
 SCENARIOS = ("closeup", "scaling", "occluded", "streaming")
@@ -87,17 +87,7 @@ def gpu_memory_mb(r) -> float:
 
 def measure(r, cams: list[Camera], warmup: int) -> dict:
     """Medians and p95 over a camera path (after `warmup` frames)."""
-    for k in range(warmup):
-        r.submit(cams[k % len(cams)])
-        r.stats(wait=True)
-    frame_ms, stats = [], []
-    for cam in cams:
-        t0 = time.perf_counter()
-        index = r.submit(cam)
-        s = r.stats(wait=True)
-        frame_ms.append((time.perf_counter() - t0) * 1e3)
-        assert s is not None and s.frame == index
-        stats.append(s)
+    frame_ms, stats = path_frames(r, cams, warmup)
     passes = list(dict.fromkeys(p for s in stats for p in s.gpu_ms))
     out = {
         "frames": len(cams),
