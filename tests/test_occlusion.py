@@ -26,16 +26,6 @@ from renderer.frame import Renderer, RenderOptions
 SIZE = (192, 144)
 
 
-@pytest.fixture(scope="module")
-def sphere_tess(tmp_path_factory) -> str:
-    from renderer import cli
-
-    path = tmp_path_factory.mktemp("occ") / "sphere.tess"
-    assert cli.main(["preprocess", "--builtin", "sphere", "--triangles", "20000",
-                     "-o", str(path), "-q"]) == 0
-    return str(path)
-
-
 def field(path: str, count: int = 256, size: tuple[int, int] = SIZE, **options) -> Renderer:
     """A square field of overlapping spheres (unit radius, 1.2 apart) on the XZ plane."""
     r = Renderer(*size, options=RenderOptions(timestamps=False, **options))

@@ -77,16 +77,6 @@ def test_unreadable_files(tmp_path) -> None:
         load_scene_file(tmp_path / "bad.json")
 
 
-@pytest.fixture(scope="module")
-def sphere_tess(tmp_path_factory):
-    from renderer import cli
-
-    path = tmp_path_factory.mktemp("scene") / "sphere.tess"
-    assert cli.main(["preprocess", "--builtin", "sphere", "--triangles", "20000",
-                     "-o", str(path), "-q"]) == 0
-    return path
-
-
 def test_render_scene_file_equals_the_api(sphere_tess, tmp_path) -> None:
     from renderer import cli
     from renderer.camera import Camera

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from renderer.camera import Camera
 from renderer.controls import CameraControls
@@ -83,16 +82,6 @@ def test_frame_scene_looks_at_the_whole_scene() -> None:
     assert np.allclose(c.camera.target, [10, 0, 0])
     assert np.isclose(np.linalg.norm(np.asarray(c.camera.eye) - [10, 0, 0]), 2.0 / np.sin(
         np.radians(30)))
-
-
-@pytest.fixture(scope="module")
-def sphere_tess(tmp_path_factory):
-    from renderer import cli
-
-    path = tmp_path_factory.mktemp("viewer") / "sphere.tess"
-    assert cli.main(["preprocess", "--builtin", "sphere", "--triangles", "20000",
-                     "-o", str(path), "-q"]) == 0
-    return path
 
 
 def run_viewer(args: list[str]) -> subprocess.CompletedProcess:

@@ -113,16 +113,6 @@ def test_cancel_stops_a_preprocess_and_leaves_nothing(tmp_path) -> None:
 # ---------------------------------------------------------------------------- the app
 
 
-@pytest.fixture(scope="module")
-def tess(tmp_path_factory):
-    from renderer import cli
-
-    path = tmp_path_factory.mktemp("app") / "sphere.tess"
-    assert cli.main(["preprocess", "--builtin", "sphere", "--triangles", "20000",
-                     "-o", str(path), "-q"]) == 0
-    return str(path)
-
-
 def ready_app(source, **kw):
     from renderer.viewer import ViewerApp, ViewerOptions
 
@@ -132,8 +122,9 @@ def ready_app(source, **kw):
     return app
 
 
-def test_open_replaces_the_scene_and_a_failed_open_keeps_it(tess, sphere_obj, tmp_path) -> None:
-    app = ready_app(tess)
+def test_open_replaces_the_scene_and_a_failed_open_keeps_it(sphere_tess, sphere_obj,
+                                                            tmp_path) -> None:
+    app = ready_app(sphere_tess)
     assert app.title == "sphere.tess" and app.renderer.scene.instance_count == 1
     app.open(sphere_obj)  # what a file dropped on the window does
     finish(app.job)
@@ -150,8 +141,8 @@ def test_open_replaces_the_scene_and_a_failed_open_keeps_it(tess, sphere_obj, tm
     assert app.error is not None
 
 
-def test_grid_and_traversal_switch(tess) -> None:
-    app = ready_app(tess, instances=9)
+def test_grid_and_traversal_switch(sphere_tess) -> None:
+    app = ready_app(sphere_tess, instances=9)
     assert app.renderer.scene.instance_count == 9
     app.set_grid(20, spacing=2.0)
     assert app.renderer.scene.instance_count == 20
@@ -166,10 +157,10 @@ def test_grid_and_traversal_switch(tess) -> None:
     assert np.array_equal(a.triangle, b.triangle)
 
 
-def test_scene_file_camera_is_used_and_grid_copies_the_scene(tess, tmp_path) -> None:
+def test_scene_file_camera_is_used_and_grid_copies_the_scene(sphere_tess, tmp_path) -> None:
     scene = tmp_path / "two.json"
     scene.write_text(json.dumps({
-        "assets": {"s": tess},
+        "assets": {"s": sphere_tess},
         "instances": [{"asset": "s"}, {"asset": "s", "translate": [3, 0, 0], "scale": 0.5}],
         "camera": {"eye": [1, 2, 9], "target": [1, 0, 0], "fov": 50}}))
     app = ready_app(str(scene), instances=4)
@@ -227,10 +218,10 @@ class Imgui:
         self.imgui.destroy_context(self.ctx)
 
 
-def test_panel_actions_by_fed_mouse_events(tess) -> None:
+def test_panel_actions_by_fed_mouse_events(sphere_tess) -> None:
     from renderer.frame_views import DEBUG_VIEWS
 
-    app = ready_app(tess)
+    app = ready_app(sphere_tess)
     ui = Imgui(app)
     try:
         assert {"LOD px", "view", "instances", "culling", "freeze culling", "screenshot"} <= set(
@@ -291,10 +282,10 @@ def test_panel_shows_progress_and_cancel_works(tmp_path) -> None:
 # ---------------------------------------------------------------------------- the window
 
 
-def test_window_opens_a_scene_file_preprocessing_its_mesh(tess, tmp_path) -> None:
+def test_window_opens_a_scene_file_preprocessing_its_mesh(sphere_tess, tmp_path) -> None:
     mesh = write_sphere(tmp_path / "ball.obj")
     scene = tmp_path / "scene.json"
-    scene.write_text(json.dumps({"assets": {"ball": "ball.obj", "s": tess},
+    scene.write_text(json.dumps({"assets": {"ball": "ball.obj", "s": sphere_tess},
                                  "instances": [{"asset": "ball"},
                                                {"asset": "s", "translate": [2.5, 0, 0]}]}))
     png = tmp_path / "shot.png"
