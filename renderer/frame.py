@@ -76,6 +76,17 @@ class RenderOptions:
     request_capacity: int = 1 << 14  # page requests read back per frame
 
 
+def grid_offsets(count: int, spacing: float) -> np.ndarray:
+    """(count, 3) float64 offsets of a square grid in the XZ plane, row by row along +x, centred
+    on the origin, `spacing` apart (`Renderer.add_grid`, the viewer's instance grid)."""
+    side = int(np.ceil(np.sqrt(count)))
+    k = np.arange(count)
+    out = np.zeros((count, 3))
+    out[:, 0] = (k % side - (side - 1) / 2) * spacing
+    out[:, 2] = (k // side - (side - 1) / 2) * spacing
+    return out
+
+
 @dataclass
 class FrameStats:
     """What one frame did, from the GPU counters (and timestamps where available)."""
@@ -270,13 +281,8 @@ class Renderer:
         1.2 x the asset's diameter)."""
         s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
         spacing = float(spacing or 2.4 * float(s[3]))
-        side = int(np.ceil(np.sqrt(count)))
-        k = np.arange(count)
-        o = np.asarray(origin, np.float64) - s[:3]
         worlds = np.repeat(np.eye(4, dtype=np.float32)[None], count, axis=0)
-        worlds[:, 0, 3] = o[0] + (k % side - (side - 1) / 2) * spacing
-        worlds[:, 1, 3] = o[1]
-        worlds[:, 2, 3] = o[2] + (k // side - (side - 1) / 2) * spacing
+        worlds[:, :3, 3] = np.asarray(origin, np.float64) - s[:3] + grid_offsets(count, spacing)
         return self.scene.add_instances(asset, worlds)
 
     def bounds(self) -> tuple[np.ndarray, float]:

@@ -26,7 +26,7 @@ import wgpu
 
 from renderer.camera import Camera
 from renderer.controls import CameraControls
-from renderer.frame import Renderer, RenderOptions, write_png
+from renderer.frame import Renderer, RenderOptions, grid_offsets, write_png
 from renderer.gpu import READ, UNIFORM, Binding, bind_group, bind_group_layout, shader_module
 from renderer.loader import LoadJob
 
@@ -149,12 +149,7 @@ class ViewerApp:
         r = self.renderer
         r.scene.clear_instances()
         n = self.grid_count
-        side = int(np.ceil(np.sqrt(n)))
-        k = np.arange(n)
-        step = 2 * self._scene_radius * self.grid_spacing
-        offsets = np.zeros((n, 3))
-        offsets[:, 0] = (k % side - (side - 1) / 2) * step
-        offsets[:, 2] = (k // side - (side - 1) / 2) * step
+        offsets = grid_offsets(n, 2 * self._scene_radius * self.grid_spacing)
         for asset, m in self._base:
             worlds = np.repeat(m[None], n, axis=0)
             worlds[:, :3, 3] += offsets.astype(np.float32)
