@@ -25,8 +25,8 @@ class BuildConfig:
     root_page_levels: int = 2  # pages whose groups lie in this many coarsest levels are root pages
     # below a one-cluster root, keep halving it down to this many triangles: the root is the
     # least an instance draws however small on screen (65,536 rocks a few pixels wide drew
-    # 128 triangles each)
-    min_root_triangles: int = 16
+    # 128 triangles each; 4 is a tetrahedron for a closed mesh)
+    min_root_triangles: int = 4
     threads: int = 0  # numba threads; 0 = all cores
 
     def __post_init__(self) -> None:

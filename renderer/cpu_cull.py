@@ -7,6 +7,9 @@ counters. The rules, applied exactly as the shaders do:
 
 - instance: its BVH root's box, under the world matrix, must touch the frustum (five planes, no
   far plane; per plane the box centre against the half extents projected on the normal);
+- far instance: when its asset's ``far_error`` (the largest error of every group but the root)
+  projects <= tau from the root node's LOD sphere, the root group's parts are visited directly
+  (its clusters tested as below) and no BVH node is (``instances_far``);
 - BVH node: visited (counted) when its parent pushed it; it is descended when its box touches the
   frustum and its max error, projected from its LOD sphere (centre by the matrix, radius by the
   instance's largest axis scale), is > tau. A descended node
@@ -44,8 +47,9 @@ from renderer.scene import SLOT_BITS, Asset, Scene, SceneError
 
 TINY_DISTANCE = 1e-12  # math.wgsl TINY_DISTANCE
 _ROOT_ERROR = float(np.float32(ROOT_ERROR))  # the f32 value the shaders compare with
-COUNTER_NAMES = ("instances_tested", "instances_visible", "nodes_visited", "groups_tested",
-                 "clusters_tested", "sw_clusters", "hw_clusters", "sw_triangles", "hw_triangles")
+COUNTER_NAMES = ("instances_tested", "instances_visible", "instances_far", "nodes_visited",
+                 "groups_tested", "clusters_tested", "sw_clusters", "hw_clusters", "sw_triangles",
+                 "hw_triangles")
 
 
 @dataclass
@@ -84,6 +88,8 @@ class _SceneTables:
     node_child_node: np.ndarray  # (N, 8) int64 global node index, -1 where not a node
     node_child_group: np.ndarray  # (N, 8) int64 global group index, -1 where not a group
     root: np.ndarray  # (A,) int64 global root node per asset
+    root_group: np.ndarray  # (A,) int64 global root group per asset
+    far_error: np.ndarray  # (A,) float64: the asset table's far_error (instance_cull.wgsl)
     group_sphere: np.ndarray  # (G, 4) float64
     group_error: np.ndarray  # (G,) float64
     group_parts_clusters: np.ndarray  # (G,) int64: clusters in the group's parts
@@ -143,6 +149,7 @@ def _ranges(first: np.ndarray, count: np.ndarray) -> np.ndarray:
 
 def _scene_tables(scene: Scene) -> _SceneTables:
     node_sphere, node_box, node_error, c_node, c_group, roots = [], [], [], [], [], []
+    root_groups: list[int] = []
     g_sphere, g_error, g_count, g_members = [], [], [], []
     cs, cb, ce, ct, cref, crec = [], [], [], [], [], []
     node_base = group_base = page_base = cluster_base = 0
@@ -158,6 +165,7 @@ def _scene_tables(scene: Scene) -> _SceneTables:
         c_node.append(np.where(is_node, ch + node_base, -1))
         c_group.append(np.where(is_group, (ch & ~CHILD_GROUP) + group_base, -1))
         roots.append(node_base)
+        root_groups.append(group_base + int(np.argmax(a.groups["error"])))
         g_sphere.append(a.groups["sphere"].astype(np.float64))
         g_error.append(a.groups["error"].astype(np.float64))
         g_count.append(arr["group_count"])
@@ -178,7 +186,9 @@ def _scene_tables(scene: Scene) -> _SceneTables:
         node_sphere=np.concatenate(node_sphere), node_box=np.concatenate(node_box),
         node_error=np.concatenate(node_error),
         node_child_node=np.concatenate(c_node), node_child_group=np.concatenate(c_group),
-        root=np.array(roots, np.int64), group_sphere=np.concatenate(g_sphere),
+        root=np.array(roots, np.int64), root_group=np.array(root_groups, np.int64),
+        far_error=scene.asset_table()["far_error"][: len(roots)].astype(np.float64),
+        group_sphere=np.concatenate(g_sphere),
         group_error=np.concatenate(g_error), group_parts_clusters=counts,
         group_offset=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
         group_clusters=np.concatenate(g_members), cl_self_sphere=np.concatenate(cs),
@@ -339,6 +349,21 @@ def cull(scene: Scene, camera: Camera, width: int, height: int, *, tau: float,
     exact = vis[inst]
     margin = vis_margin[inst]
     found: list[tuple[np.ndarray, ...]] = []  # (inst, cluster, exact, margin) of tested clusters
+
+    # far instances: the root group's clusters, without the BVH
+    s = _world_spheres(world[inst], scale[inst], t.node_sphere[node])
+    up, far_m = _projected_decision(view, t.far_error[asset[inst]], s, scale[inst], tau_)
+    far = ~up
+    near_decisions += int((exact & (far_m < slack)).sum())
+    counters["instances_far"] = int((exact & far).sum())
+    if far.any():
+        g = t.root_group[asset[inst[far]]]
+        counters["clusters_tested"] += int(t.group_parts_clusters[g][exact[far]].sum())
+        cnt = t.group_parts_clusters[g]
+        members = t.group_clusters[_ranges(t.group_offset[g], cnt)]
+        found.append((np.repeat(inst[far], cnt), members, np.repeat(exact[far], cnt),
+                      np.repeat(margin[far], cnt)))
+    inst, node, exact, margin = inst[up], node[up], exact[up], margin[up]
 
     while len(inst):
         counters["nodes_visited"] += int(exact.sum())

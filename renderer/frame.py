@@ -60,6 +60,15 @@ class RenderOptions:
     queue_capacity: int = 1 << 20  # BVH queue entries (8 bytes each)
     visible_capacity: int = 1 << 21  # visible cluster slots, SW and HW halves (8 bytes each)
     persistent_workgroups: int = 128  # workgroups of the persistent traversal
+    # workgroups of 64 lanes per level of the per-level traversal. None: 16 on CPU adapters (a
+    # workgroup costs ~6 us there), 1024 on GPUs
+    level_workgroups: int | None = None
+    # SW raster lanes per cluster and rounds per workgroup (a workgroup draws 128 / lanes * rounds
+    # clusters). None: 128 and 1 on GPUs (a workgroup per cluster); 4 and 8 on CPU adapters,
+    # where a workgroup costs ~6 us whatever it does, and lanes are SIMD slots that a cluster of
+    # a few triangles would leave idle: 3x faster at 1 instance, 13x at 65,536 (BENCHMARKS.md)
+    sw_lanes: int | None = None
+    sw_rounds: int | None = None
     timestamps: bool = True  # GPU time per pass, where the adapter has timestamp queries
     # two-pass occlusion culling against a hierarchical depth buffer (ARCHITECTURE "Runtime"):
     # the main pass tests against the previous frame's HZB, the post pass re-tests what it hid
@@ -219,9 +228,15 @@ class Renderer:
         self.instance_cull = InstanceCull(d)
         self.persistent = (self.options.persistent if self.options.persistent is not None
                            else self.ctx.adapter_type != "CPU")
+        cpu = self.ctx.adapter_type == "CPU"
+        self.raster_sw = RasterSW(
+            d, vis64=self.vis64,
+            lanes=self.options.sw_lanes or (4 if cpu else 128),
+            rounds=self.options.sw_rounds or (8 if cpu else 1))
         self.cull = Cull(d, persistent=self.persistent,
-                         workgroups=self.options.persistent_workgroups)
-        self.raster_sw = RasterSW(d, vis64=self.vis64)
+                         workgroups=self.options.persistent_workgroups,
+                         level_workgroups=self.options.level_workgroups or (16 if cpu else 1024),
+                         sw_per_workgroup=self.raster_sw.clusters_per_workgroup)
         self.raster_hw = RasterHW(d, vis64=self.vis64)
         self.resolve = Resolve(d, vis64=self.vis64)
         self.hzb = HZB(d, vis64=self.vis64)

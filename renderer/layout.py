@@ -67,7 +67,12 @@ ASSET_DTYPE = np.dtype([
     ("page_base", "<u4"),  # first page in the page buffer
     ("step", "<f4"),  # position grid step
     ("node_count", "<u4"),
-    ("pad", "<u4", 2),
+    # the largest error of every group but the root: an instance where it projects <= tau from
+    # the root node's sphere can only draw root-group clusters (instance_cull.wgsl)
+    ("far_error", "<f4"),
+    ("root_first_part", "<u4"),  # the root group's parts (global part indices)
+    ("root_part_count", "<u4"),
+    ("pad", "<u4", 3),
 ])
 
 # the words of the `state` buffer, in order
@@ -83,6 +88,7 @@ STATE_WORDS = (
     # statistics (reset every frame)
     "instances_tested",
     "instances_visible",
+    "instances_far",  # drawn from their root group without a BVH traversal (instance_cull.wgsl)
     "nodes_visited",
     "groups_tested",
     "clusters_tested",
@@ -96,7 +102,6 @@ STATE_WORDS = (
     "post_clusters",  # clusters drawn by the post pass (occluded last frame, visible now)
     "post_rejected",  # candidates the post pass found occluded again (culled for good)
     "page_requests",  # groups wanted finer but not resident (streaming), one entry each
-    "pad0",
     # occlusion bookkeeping
     "occluded_nodes_count",  # entries in the occluded list: nodes from the front
     "occluded_clusters_count",  # and clusters from the back
@@ -105,12 +110,11 @@ STATE_WORDS = (
     "occluded_total",  # entries reserved in the occluded list (both ends)
 )
 STATE = {name: i for i, name in enumerate(STATE_WORDS)}
-STAT_NAMES = STATE_WORDS[STATE["instances_tested"] : STATE["pad0"]]
+STAT_NAMES = STATE_WORDS[STATE["instances_tested"] : STATE["occluded_nodes_count"]]
 HZB_MAX_MIPS = 16
 
 # the words of the `args` buffer (indirect dispatch and draw arguments)
 ARGS_WORDS = (
-    "level_x", "level_y", "level_z",  # per-level traversal dispatch
     "sw_x", "sw_y", "sw_z",  # software raster dispatch
     "hw_vertex_count", "hw_instance_count", "hw_first_vertex", "hw_first_instance",  # HW draw
     "post_x", "post_y", "post_z",  # the post pass's seeding dispatch

@@ -16,6 +16,7 @@ import numpy as np
 import wgpu
 
 from preprocess.asset import PAGE_HEADER_DTYPE
+from preprocess.config import ROOT_ERROR
 from preprocess.tessfile import TessFile, read_tess
 from renderer.gpu import buffer_with
 from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE
@@ -163,7 +164,15 @@ class Scene:
         out = np.zeros(max(1, len(self.assets)), ASSET_DTYPE)
         node = group = part = page = 0
         for i, a in enumerate(self.assets):
-            out[i] = (node, group, part, page, float(a.meta["step"]), len(a.nodes), (0, 0))
+            err = a.groups["error"]
+            root = np.flatnonzero(err >= np.float32(ROOT_ERROR))
+            if len(root) != 1:
+                raise SceneError(f"{a.meta.get('name', 'asset')}: {len(root)} root groups")
+            finite = err[err < np.float32(ROOT_ERROR)]
+            g = a.groups[root[0]]
+            out[i] = (node, group, part, page, float(a.meta["step"]), len(a.nodes),
+                      float(finite.max()) if len(finite) else 0.0,
+                      part + int(g["first_part"]), int(g["part_count"]), (0, 0, 0))
             node += len(a.nodes)
             group += len(a.groups)
             part += len(a.parts)

@@ -36,27 +36,49 @@ fn page_u16(page: u32, b: u32) -> u32 {
     return (pages[page + (b >> 2u)] >> ((b & 2u) * 8u)) & 0xffffu;
 }
 
+// what decoding a cluster's triangles and positions needs from its record, read once
+struct ClusterStreams {
+    page: u32,  // first word of the page
+    indices: u32,  // byte offset of the index stream in the page
+    positions: u32,  // byte offset of the position stream
+    pmin: vec3<i32>,  // grid coordinates of the cluster's corner
+    wide: bool,  // positions stored as 32-bit offsets (else 16-bit)
+}
+
+fn cluster_streams(page: u32, base: u32) -> ClusterStreams {
+    return ClusterStreams(
+        page, rec_u(base, CLUSTER_INDEX_OFFSET), rec_u(base, CLUSTER_POSITION_OFFSET),
+        vec3<i32>(bitcast<i32>(rec_u(base, CLUSTER_POS_MIN)),
+                  bitcast<i32>(rec_u(base, CLUSTER_POS_MIN + 1u)),
+                  bitcast<i32>(rec_u(base, CLUSTER_POS_MIN + 2u))),
+        (rec_u(base, CLUSTER_MODE) & 0xffu) != 0u);
+}
+
 // local corner indices of triangle t
-fn cluster_triangle(page: u32, base: u32, t: u32) -> vec3<u32> {
-    let o = rec_u(base, CLUSTER_INDEX_OFFSET) + 3u * t;
-    return vec3<u32>(page_byte(page, o), page_byte(page, o + 1u), page_byte(page, o + 2u));
+fn stream_triangle(s: ClusterStreams, t: u32) -> vec3<u32> {
+    let o = s.indices + 3u * t;
+    return vec3<u32>(page_byte(s.page, o), page_byte(s.page, o + 1u), page_byte(s.page, o + 2u));
 }
 
 // object-space position of local vertex v (exact grid coordinates times the power-of-two step)
-fn cluster_position(page: u32, base: u32, v: u32, step: f32) -> vec3<f32> {
-    let o = rec_u(base, CLUSTER_POSITION_OFFSET);
-    let pmin = vec3<i32>(bitcast<i32>(rec_u(base, CLUSTER_POS_MIN)),
-                         bitcast<i32>(rec_u(base, CLUSTER_POS_MIN + 1u)),
-                         bitcast<i32>(rec_u(base, CLUSTER_POS_MIN + 2u)));
+fn stream_position(s: ClusterStreams, v: u32, step: f32) -> vec3<f32> {
     var off: vec3<u32>;
-    if (rec_u(base, CLUSTER_MODE) & 0xffu) == 0u {
-        let b = o + 6u * v;
-        off = vec3<u32>(page_u16(page, b), page_u16(page, b + 2u), page_u16(page, b + 4u));
+    if !s.wide {
+        let b = s.positions + 6u * v;
+        off = vec3<u32>(page_u16(s.page, b), page_u16(s.page, b + 2u), page_u16(s.page, b + 4u));
     } else {
-        let w = page + (o >> 2u) + 3u * v;
+        let w = s.page + (s.positions >> 2u) + 3u * v;
         off = vec3<u32>(pages[w], pages[w + 1u], pages[w + 2u]);
     }
-    return vec3<f32>(pmin + bitcast<vec3<i32>>(off)) * step;
+    return vec3<f32>(s.pmin + bitcast<vec3<i32>>(off)) * step;
+}
+
+fn cluster_triangle(page: u32, base: u32, t: u32) -> vec3<u32> {
+    return stream_triangle(cluster_streams(page, base), t);
+}
+
+fn cluster_position(page: u32, base: u32, v: u32, step: f32) -> vec3<f32> {
+    return stream_position(cluster_streams(page, base), v, step);
 }
 
 fn cluster_normal(page: u32, base: u32, v: u32) -> vec3<f32> {

@@ -15,8 +15,8 @@
 // - part: each member cluster whose own error projects <= tau and whose bounds touch the frustum
 //   is drawn.
 // Two entry points traverse the same way: `cs_persistent` (one dispatch of persistent workgroups
-// pulling from the queue until no work is outstanding) and `cs_level` (one lane per item of the
-// current level, dispatched once per BVH level by the host, with `cs_level_args` in between).
+// pulling from the queue until no work is outstanding) and `cs_level` (the items of the current
+// level, dispatched once per BVH level by the host, with `cs_level_begin` in between).
 #include "layout.wgsl"
 #include "math.wgsl"
 #include "queue.wgsl"
@@ -29,7 +29,6 @@
 // deferred); true: the post pass (against this frame's HZB; occluded candidates are dropped)
 override POST: bool = false;
 
-const PART_BIT: u32 = 0x80000000u;
 const NONE: u32 = 0xffffffffu;
 const NOT_RESIDENT: u32 = 0xffffffffu;
 
@@ -242,19 +241,28 @@ fn cs_persistent(@builtin(local_invocation_index) lid: u32) {
     }
 }
 
+// the per-level traversal, before each level: the level is what the previous one pushed
+@compute @workgroup_size(1)
+fn cs_level_begin() {
+    let start = atomicLoad(&state[S_LEVEL_END]);
+    let end = min(atomicLoad(&state[S_QUEUE_WRITE]), frame.queue_capacity);
+    atomicStore(&state[S_LEVEL_START], start);
+    atomicStore(&state[S_LEVEL_END], max(end, start));
+}
+
+// a fixed number of workgroups, each lane taking every (lanes)-th item of the level
 @compute @workgroup_size(64)
 fn cs_level(@builtin(global_invocation_id) gid: vec3<u32>,
             @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = atomicLoad(&state[S_LEVEL_START]) + gid.x + gid.y * nwg.x * WORKGROUP;
-    if i >= atomicLoad(&state[S_LEVEL_END]) {
-        return;
+    let end = atomicLoad(&state[S_LEVEL_END]);
+    for (var i = atomicLoad(&state[S_LEVEL_START]) + gid.x; i < end; i += nwg.x * WORKGROUP) {
+        let item = atomicLoad(&queue[2u * i]);
+        let ii = atomicLoad(&queue[2u * i + 1u]);
+        atomicStore(&queue[2u * i], 0u);
+        atomicStore(&queue[2u * i + 1u], 0u);
+        visit(item - 1u, ii - 1u);
+        atomicSub(&state[S_OUTSTANDING], 1u);
     }
-    let item = atomicLoad(&queue[2u * i]);
-    let ii = atomicLoad(&queue[2u * i + 1u]);
-    atomicStore(&queue[2u * i], 0u);
-    atomicStore(&queue[2u * i + 1u], 0u);
-    visit(item - 1u, ii - 1u);
-    atomicSub(&state[S_OUTSTANDING], 1u);
 }
 
 // The post pass's first step (POST pipeline), one lane per entry of the occluded list: deferred

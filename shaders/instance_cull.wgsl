@@ -2,6 +2,10 @@
 // spheres; tests the root's box against the frustum and the previous frame's HZB; a visible
 // instance pushes its BVH root into the culling queue (cull.wgsl; entries in queue.wgsl), an
 // occluded one defers its root to the post pass (occluded.wgsl).
+// A far instance skips its BVH: when the largest error of every group but the root projects
+// <= tau from the root node's sphere (which holds every group's sphere, so no group's error
+// projects larger), no group but the root is wanted, and the traversal would only walk down to
+// the root group. Its parts are pushed instead; the cluster tests are the same.
 #include "layout.wgsl"
 #include "math.wgsl"
 #include "queue.wgsl"
@@ -26,6 +30,15 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     atomicAdd(&state[S_INSTANCES_VISIBLE], 1u);
     if !occlusion_visible_box(inst, lo, hi, false) && defer_node(root, i) {
         atomicAdd(&state[S_OCCLUDED_INSTANCES], 1u);
+        return;
+    }
+    let a = assets[inst.asset];
+    if projected_error(a.far_error, world_sphere(inst, node_sphere(root)), inst.scale)
+       <= frame.tau {
+        atomicAdd(&state[S_INSTANCES_FAR], 1u);
+        for (var p = 0u; p < a.root_part_count; p++) {
+            push(PART_BIT | (a.root_first_part + p), i, false);
+        }
         return;
     }
     push(root, i, false);

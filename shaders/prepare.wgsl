@@ -1,19 +1,10 @@
-// Indirect arguments, one lane each: the next level of the per-level traversal (what the last
-// level pushed), and the raster work (SW dispatch size, HW draw instance count). Reads and
+// Indirect arguments, one lane each: the raster work (SW dispatch size, HW draw instance count)
+// and the post pass's seeding dispatch. Reads and
 // writes `state`; writes `args`, which later passes use as indirect buffers (never bound with it).
 #include "layout.wgsl"
 
-@compute @workgroup_size(1)
-fn cs_level_args() {
-    let start = atomicLoad(&state[S_LEVEL_END]);
-    let end = min(atomicLoad(&state[S_QUEUE_WRITE]), frame.queue_capacity);
-    atomicStore(&state[S_LEVEL_START], start);
-    atomicStore(&state[S_LEVEL_END], end);
-    let needed = (max(end, start) - start + WORKGROUP - 1u) / WORKGROUP;
-    args[A_LEVEL_X] = min(needed, MAX_DISPATCH);
-    args[A_LEVEL_Y] = (needed + MAX_DISPATCH - 1u) / MAX_DISPATCH;
-    args[A_LEVEL_Z] = 1u;
-}
+// clusters a SW raster workgroup draws (raster_sw.wgsl: 128 / SW_LANES * SW_ROUNDS)
+override SW_PER_WORKGROUP: u32 = 1u;
 
 // the raster passes draw visible[first..count): everything in the main pass (first = 0), the
 // clusters the post pass added after it
@@ -22,8 +13,9 @@ fn cs_raster_args() {
     let half = frame.visible_capacity / 2u;
     let sw = min(atomicLoad(&state[S_SW_COUNT]), half) - atomicLoad(&state[S_SW_FIRST]);
     let hw = min(atomicLoad(&state[S_HW_COUNT]), half) - atomicLoad(&state[S_HW_FIRST]);
-    args[A_SW_X] = min(sw, MAX_DISPATCH);
-    args[A_SW_Y] = (sw + MAX_DISPATCH - 1u) / MAX_DISPATCH;
+    let groups = (sw + SW_PER_WORKGROUP - 1u) / SW_PER_WORKGROUP;
+    args[A_SW_X] = min(groups, MAX_DISPATCH);
+    args[A_SW_Y] = (groups + MAX_DISPATCH - 1u) / MAX_DISPATCH;
     args[A_SW_Z] = 1u;
     args[A_HW_VERTEX_COUNT] = 3u * MAX_CLUSTER_TRIANGLES;
     args[A_HW_INSTANCE_COUNT] = hw;

@@ -4,6 +4,9 @@
 // entry past the capacity is dropped, flagged, and no longer outstanding. Needs `frame`,
 // `state` and `queue`.
 
+// a queue item with this bit is a group part, else a BVH node
+const PART_BIT: u32 = 0x80000000u;
+
 fn push(item: u32, inst: u32, counted: bool) {
     if !counted {
         atomicAdd(&state[S_OUTSTANDING], 1u);

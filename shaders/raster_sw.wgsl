@@ -1,7 +1,9 @@
-// Software rasterizer: one workgroup per visible SW cluster. Reads visible (SW half), state (the
-// SW count), the cluster's page data, instances, assets, frame; writes the visibility buffer.
-// Lanes first transform the cluster's vertices into workgroup memory (screen positions snapped to
-// 1/256 pixel, as hardware rasterizers do), then each lane rasterizes triangles: back faces culled,
+// Software rasterizer over the visible SW clusters. Reads visible (SW half), state (the SW count),
+// the cluster's page data, instances, assets, frame; writes the visibility buffer.
+// A lane rasterizes whole triangles, transforming its three vertices itself (no workgroup memory,
+// no barrier: on CPU adapters a barrier costs more than the transforms it saves; the result is
+// the same bits whichever lane computes a vertex). Screen positions are snapped to 1/256 pixel,
+// as hardware rasterizers do; back faces culled,
 // exact integer edge functions with the top-left fill rule, pixel centres sampled, depth
 // interpolated linearly in screen space (NDC depth is affine in screen space).
 // The edge functions are i32: a triangle spanning up to MAX_SPAN sub-pixel units is exact at
@@ -15,121 +17,141 @@ const SUB: f32 = 256.0;  // sub-pixel precision of the stored positions: 1/256 p
 // |E| <= 2 * span * (span + 256) must stay below 2^31
 const MAX_SPAN: i32 = 32000;
 
-var<workgroup> sxy: array<vec2<i32>, 256>;
-var<workgroup> sz: array<f32, 256>;
+struct ScreenVertex { p: vec2<i32>, z: f32 }
+
+fn screen_vertex(s: ClusterStreams, v: u32, step: f32, world: mat4x4<f32>) -> ScreenVertex {
+    let p = stream_position(s, v, step);
+    let clip = frame.view_proj * (world * vec4<f32>(p, 1.0));
+    let ndc = clip.xyz / clip.w;
+    let sx = (ndc.x * 0.5 + 0.5) * frame.viewport.x;
+    let sy = (0.5 - ndc.y * 0.5) * frame.viewport.y;
+    let lim = 1.0e6;
+    return ScreenVertex(vec2<i32>(i32(clamp(round(sx * SUB), -lim, lim)),
+                        i32(clamp(round(sy * SUB), -lim, lim))), ndc.z);
+}
+
+// SW_LANES lanes per cluster, lane l drawing triangles l, l + SW_LANES, ...; a workgroup draws
+// 128 / SW_LANES clusters a round, SW_ROUNDS rounds (renderer.frame.RenderOptions.sw_lanes: a
+// workgroup per cluster on GPUs, 256 clusters per workgroup on CPU adapters)
+override SW_LANES: u32 = 128u;
+override SW_ROUNDS: u32 = 1u;
 
 @compute @workgroup_size(128)
 fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let idx = state[S_SW_FIRST] + wid.x + wid.y * MAX_DISPATCH;
-    if idx >= min(state[S_SW_COUNT], frame.visible_capacity / 2u) {
-        return;
+    let last = min(state[S_SW_COUNT], frame.visible_capacity / 2u);
+    let per_round = 128u / SW_LANES;
+    let first = state[S_SW_FIRST] + (wid.x + wid.y * MAX_DISPATCH) * SW_ROUNDS * per_round
+        + lid / SW_LANES;
+    let lane = lid % SW_LANES;
+    for (var r = 0u; r < SW_ROUNDS; r++) {
+        let idx = first + r * per_round;
+        if idx >= last {
+            return;
+        }
+        let entry = visible[idx];
+        let base = cluster_base(entry.y);
+        let nt = rec_u(base, CLUSTER_TRIANGLE_COUNT);
+        if lane >= nt {
+            continue;
+        }
+        let inst = instances[entry.x];
+        let step = assets[inst.asset].step;
+        let streams = cluster_streams(page_start(entry.y), base);
+        for (var t = lane; t < nt; t += SW_LANES) {
+            raster_triangle(idx, t, streams, inst.world, step);
+        }
     }
-    let entry = visible[idx];
-    let inst = instances[entry.x];
-    let step = assets[inst.asset].step;
-    let page = page_start(entry.y);
-    let base = cluster_base(entry.y);
-    let nv = rec_u(base, CLUSTER_VERTEX_COUNT);
-    let nt = rec_u(base, CLUSTER_TRIANGLE_COUNT);
+}
+
+fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, world: mat4x4<f32>, step: f32) {
     let w = i32(frame.viewport.x);
     let h = i32(frame.viewport.y);
-    for (var v = lid; v < nv; v += 128u) {
-        let p = cluster_position(page, base, v, step);
-        let clip = frame.view_proj * (inst.world * vec4<f32>(p, 1.0));
-        let ndc = clip.xyz / clip.w;
-        let sx = (ndc.x * 0.5 + 0.5) * frame.viewport.x;
-        let sy = (0.5 - ndc.y * 0.5) * frame.viewport.y;
-        let lim = 1.0e6;
-        sxy[v] = vec2<i32>(i32(clamp(round(sx * SUB), -lim, lim)),
-                           i32(clamp(round(sy * SUB), -lim, lim)));
-        sz[v] = ndc.z;
+    let c = stream_triangle(streams, t);
+    let v0 = screen_vertex(streams, c.x, step, world);
+    let v1 = screen_vertex(streams, c.y, step, world);
+    let v2 = screen_vertex(streams, c.z, step, world);
+    var p0 = v0.p;
+    var p1 = v1.p;
+    var p2 = v2.p;
+    let z0 = v0.z;
+    var z1 = v1.z;
+    var z2 = v2.z;
+    var sub_bits = 8u;
+    var lo = min(p0, min(p1, p2));
+    var hi = max(p0, max(p1, p2));
+    if any(hi - lo > vec2<i32>(MAX_SPAN)) {
+        if any(hi - lo > vec2<i32>(MAX_SPAN * 16)) {
+            return;
+        }
+        sub_bits = 4u;  // coarser snapping for a large triangle (arithmetic shifts: floor)
+        p0 >>= vec2<u32>(4u);
+        p1 >>= vec2<u32>(4u);
+        p2 >>= vec2<u32>(4u);
+        lo >>= vec2<u32>(4u);
+        hi >>= vec2<u32>(4u);
     }
-    workgroupBarrier();
-    for (var t = lid; t < nt; t += 128u) {
-        let c = cluster_triangle(page, base, t);
-        var p0 = sxy[c.x];
-        var p1 = sxy[c.y];
-        var p2 = sxy[c.z];
-        let z0 = sz[c.x];
-        var z1 = sz[c.y];
-        var z2 = sz[c.z];
-        var sub_bits = 8u;
-        var lo = min(p0, min(p1, p2));
-        var hi = max(p0, max(p1, p2));
-        if any(hi - lo > vec2<i32>(MAX_SPAN)) {
-            if any(hi - lo > vec2<i32>(MAX_SPAN * 16)) {
-                continue;
+    let s = 1 << sub_bits;
+    let half = s >> 1u;  // a pixel centre, in sub-pixel units
+    // screen y points down: a front face (counter-clockwise in NDC) has a negative area here
+    let e1 = p1 - p0;
+    let e2 = p2 - p0;
+    let area = e1.x * e2.y - e1.y * e2.x;
+    if area >= 0 {
+        return;
+    }
+    // swap to positive orientation: inside is where all three edge functions are >= 0
+    let tp = p1;
+    p1 = p2;
+    p2 = tp;
+    let tz = z1;
+    z1 = z2;
+    z2 = tz;
+    // pixel box of the sample points inside the triangle's box, clipped to the viewport
+    let x0 = max((lo.x - half + s - 1) >> sub_bits, 0);
+    let y0 = max((lo.y - half + s - 1) >> sub_bits, 0);
+    let x1 = min((hi.x - half) >> sub_bits, w - 1);
+    let y1 = min((hi.y - half) >> sub_bits, h - 1);
+    if x0 > x1 || y0 > y1 {
+        return;
+    }
+    // edge functions relative to the box corner, so that every product fits in an i32
+    let o = vec2<i32>(x0 << sub_bits, y0 << sub_bits) + vec2<i32>(half);
+    let a0 = p0 - o;
+    let a1 = p1 - o;
+    let a2 = p2 - o;
+    let d01 = a1 - a0;
+    let d12 = a2 - a1;
+    let d20 = a0 - a2;
+    // top-left rule: an edge owns its samples if it is a top edge (horizontal, going right)
+    // or a left edge (going up); other edges need a strictly positive function
+    let b01 = select(-1, 0, (d01.y == 0 && d01.x > 0) || d01.y < 0);
+    let b12 = select(-1, 0, (d12.y == 0 && d12.x > 0) || d12.y < 0);
+    let b20 = select(-1, 0, (d20.y == 0 && d20.x > 0) || d20.y < 0);
+    // E_ij(p) = d_ij.x * (p.y - a_i.y) - d_ij.y * (p.x - a_i.x), at the box corner p = 0
+    var row01 = -d01.x * a0.y + d01.y * a0.x + b01;
+    var row12 = -d12.x * a1.y + d12.y * a1.x + b12;
+    var row20 = -d20.x * a2.y + d20.y * a2.x + b20;
+    let area2 = f32(d01.x * (a2.y - a0.y) - d01.y * (a2.x - a0.x));
+    let payload = (idx << 7u) | t;
+    for (var y = y0; y <= y1; y++) {
+        var e01 = row01;
+        var e12 = row12;
+        var e20 = row20;
+        for (var x = x0; x <= x1; x++) {
+            if (e01 | e12 | e20) >= 0 {
+                // barycentric weights: vertex 2 opposite edge 01, and so on (bias removed)
+                let l2 = f32(e01 - b01);
+                let l0 = f32(e12 - b12);
+                let l1 = f32(e20 - b20);
+                let z = (l0 * z0 + l1 * z1 + l2 * z2) / area2;
+                vis_write(u32(y * w + x), z, payload);
             }
-            sub_bits = 4u;  // coarser snapping for a large triangle (arithmetic shifts: floor)
-            p0 >>= vec2<u32>(4u);
-            p1 >>= vec2<u32>(4u);
-            p2 >>= vec2<u32>(4u);
-            lo >>= vec2<u32>(4u);
-            hi >>= vec2<u32>(4u);
+            e01 -= d01.y * s;
+            e12 -= d12.y * s;
+            e20 -= d20.y * s;
         }
-        let s = 1 << sub_bits;
-        let half = s >> 1u;  // a pixel centre, in sub-pixel units
-        // screen y points down: a front face (counter-clockwise in NDC) has a negative area here
-        let e1 = p1 - p0;
-        let e2 = p2 - p0;
-        let area = e1.x * e2.y - e1.y * e2.x;
-        if area >= 0 {
-            continue;
-        }
-        // swap to positive orientation: inside is where all three edge functions are >= 0
-        let tp = p1;
-        p1 = p2;
-        p2 = tp;
-        let tz = z1;
-        z1 = z2;
-        z2 = tz;
-        // pixel box of the sample points inside the triangle's box, clipped to the viewport
-        let x0 = max((lo.x - half + s - 1) >> sub_bits, 0);
-        let y0 = max((lo.y - half + s - 1) >> sub_bits, 0);
-        let x1 = min((hi.x - half) >> sub_bits, w - 1);
-        let y1 = min((hi.y - half) >> sub_bits, h - 1);
-        if x0 > x1 || y0 > y1 {
-            continue;
-        }
-        // edge functions relative to the box corner, so that every product fits in an i32
-        let o = vec2<i32>(x0 << sub_bits, y0 << sub_bits) + vec2<i32>(half);
-        let a0 = p0 - o;
-        let a1 = p1 - o;
-        let a2 = p2 - o;
-        let d01 = a1 - a0;
-        let d12 = a2 - a1;
-        let d20 = a0 - a2;
-        // top-left rule: an edge owns its samples if it is a top edge (horizontal, going right)
-        // or a left edge (going up); other edges need a strictly positive function
-        let b01 = select(-1, 0, (d01.y == 0 && d01.x > 0) || d01.y < 0);
-        let b12 = select(-1, 0, (d12.y == 0 && d12.x > 0) || d12.y < 0);
-        let b20 = select(-1, 0, (d20.y == 0 && d20.x > 0) || d20.y < 0);
-        // E_ij(p) = d_ij.x * (p.y - a_i.y) - d_ij.y * (p.x - a_i.x), at the box corner p = 0
-        var row01 = -d01.x * a0.y + d01.y * a0.x + b01;
-        var row12 = -d12.x * a1.y + d12.y * a1.x + b12;
-        var row20 = -d20.x * a2.y + d20.y * a2.x + b20;
-        let area2 = f32(d01.x * (a2.y - a0.y) - d01.y * (a2.x - a0.x));
-        let payload = (idx << 7u) | t;
-        for (var y = y0; y <= y1; y++) {
-            var e01 = row01;
-            var e12 = row12;
-            var e20 = row20;
-            for (var x = x0; x <= x1; x++) {
-                if (e01 | e12 | e20) >= 0 {
-                    // barycentric weights: vertex 2 opposite edge 01, and so on (bias removed)
-                    let l2 = f32(e01 - b01);
-                    let l0 = f32(e12 - b12);
-                    let l1 = f32(e20 - b20);
-                    let z = (l0 * z0 + l1 * z1 + l2 * z2) / area2;
-                    vis_write(u32(y * w + x), z, payload);
-                }
-                e01 -= d01.y * s;
-                e12 -= d12.y * s;
-                e20 -= d20.y * s;
-            }
-            row01 += d01.x * s;
-            row12 += d12.x * s;
-            row20 += d20.x * s;
-        }
+        row01 += d01.x * s;
+        row12 += d12.x * s;
+        row20 += d20.x * s;
     }
 }

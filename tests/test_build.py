@@ -141,10 +141,10 @@ def test_small_clusters_config() -> None:
 
 def test_single_cluster_mesh() -> None:
     """A mesh that fits one cluster: level 0 is one cluster, halved below it while it has more
-    than min_root_triangles (16): 80, 40, 20, 10 triangles."""
+    than min_root_triangles (4): 80, 40, 20, 10, then a tetrahedron."""
     from assets.shapes import geodesic_sphere
 
     fig = build_and_check(geodesic_sphere(2))  # 80 triangles
-    assert fig["dag"]["clusters_per_level"] == [1, 1, 1, 1]
+    assert fig["dag"]["clusters_per_level"] == [1, 1, 1, 1, 1]
     fig = build_and_check(geodesic_sphere(2), BuildConfig(min_root_triangles=128))
     assert fig["dag"]["clusters_per_level"] == [1]  # the old behaviour: level 0 is the root

@@ -129,10 +129,13 @@ def cameras(built: Built) -> dict[str, Camera]:
                           fov_y=20.0, near=0.1),
         "nothing": Camera(eye=np.array([0.0, 0.0, 8.0]), target=np.array([0.0, 0.0, 20.0]),
                           near=0.01),
+        # far enough that some instances skip their BVH (instance_cull.wgsl) and some do not
+        "horizon": Camera(eye=np.array([0.0, 100.0, 450.0]), target=np.array([-3.0, 0.0, -6.0]),
+                          fov_y=20.0, near=0.1),
     }
 
 
-VIEWS = ("overview", "inside", "close", "one_far_sphere", "edge", "distant", "nothing")
+VIEWS = ("overview", "inside", "close", "one_far_sphere", "edge", "distant", "nothing", "horizon")
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -209,7 +212,8 @@ def test_gpu_matches_numpy_twin(built: Built, renderer_for, tau: float,
 
 def test_views_exercise_every_rule(built: Built) -> None:
     """The views above reach every branch of the rules (so the comparison means something):
-    instances culled and kept, several LOD levels, both bins, for both HW reasons."""
+    instances culled and kept, far instances skipping their BVH, several LOD levels, both bins,
+    for both HW reasons."""
     scene = Scene()  # no device needed
     ids = [scene.add_asset(open_asset(p)) for p in built.paths]
     for a, m in INSTANCES:
@@ -232,6 +236,10 @@ def test_views_exercise_every_rule(built: Built) -> None:
     assert len(np.unique(close_levels)) >= 2 and close_levels.min() < far_levels.min()
     dist = res["distant"]
     assert dist.counters["clusters_tested"] > len(dist.rows)  # some clusters are too fine
+    # far instances drawn from their root group, beside one that still walks its BVH
+    hz = res["horizon"].counters
+    assert 0 < hz["instances_far"] < hz["instances_visible"] == n
+    assert all(res[v].counters["instances_far"] == 0 for v in ("overview", "close", "inside"))
 
 
 def test_comparison_detects_a_wrong_rule(built: Built, renderer_for) -> None:

@@ -51,15 +51,18 @@ def path_cameras() -> list[Camera]:
     return cams
 
 
-def test_hzb_equals_its_numpy_twin(sphere_tess) -> None:
-    r = field(sphere_tess)
+# 8 mips (dispatches of 3, 3, 2 levels: hzb.wgsl) and 9 mips with odd sizes at most levels
+@pytest.mark.parametrize("size", [SIZE, (301, 97)])
+def test_hzb_equals_its_numpy_twin(sphere_tess, size) -> None:
+    r = field(sphere_tess, size=size)
     res = r.render(path_cameras()[0])
     mips = r.read_hzb()
     want = hzb_mips(res.depth.view(np.uint32))
+    assert len(want) == (8 if size == SIZE else 9)
     assert [m.shape for m in mips] == [m.shape for m in want]
     for k, (got, exp) in enumerate(zip(mips, want, strict=True)):
         assert np.array_equal(got, exp), f"mip {k} differs"
-    assert mips[-1].shape == (1, 1) and mips[0].shape == ((SIZE[1] + 1) // 2, (SIZE[0] + 1) // 2)
+    assert mips[-1].shape == (1, 1) and mips[0].shape == ((size[1] + 1) // 2, (size[0] + 1) // 2)
 
 
 @pytest.mark.parametrize("persistent", [False, True])

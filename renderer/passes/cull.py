@@ -1,8 +1,10 @@
 """BVH and cluster culling: LOD by projected error, frustum, SW/HW bins (shaders/cull.wgsl).
 
 Two traversals of the same rules: ``persistent`` (one dispatch of persistent workgroups pulling
-from the global queue; see ARCHITECTURE "Persistent-thread culling") and per-level (one indirect
-dispatch per BVH depth, the portable fallback). Then `prepare.wgsl` sizes the raster work.
+from the global queue; see ARCHITECTURE "Persistent-thread culling") and per-level (the portable
+fallback: per BVH depth, one lane takes what the last level pushed, then a fixed number of
+workgroups loop over it; the two share a bind group, so a level costs four encoder calls). Then
+`prepare.wgsl` sizes the raster work.
 """
 
 from __future__ import annotations
@@ -45,11 +47,12 @@ class Prepare(Pass):
     label = "prepare"
     bindings = PREPARE_BINDINGS
 
-    def __init__(self, device) -> None:
+    def __init__(self, device, *, sw_per_workgroup: int = 1) -> None:
         super().__init__()
         self.bgl, self.pipes = compute_pipelines(device, "prepare.wgsl", PREPARE_BINDINGS,
-                                                 ["cs_level_args", "cs_raster_args",
+                                                 ["cs_raster_args",
                                                   "cs_post_begin", "cs_raster_all"],
+                                                 constants={"SW_PER_WORKGROUP": sw_per_workgroup},
                                                  label=self.label)
 
     def dispatch(self, cp, frame, entry: str) -> None:
@@ -67,16 +70,20 @@ class Cull(Pass):
     label = "cull"
     bindings = BINDINGS
 
-    def __init__(self, device, *, persistent: bool, workgroups: int = 128) -> None:
+    def __init__(self, device, *, persistent: bool, workgroups: int = 128,
+                 level_workgroups: int = 16, sw_per_workgroup: int = 1) -> None:
         super().__init__()
         self.persistent = persistent
         self.workgroups = workgroups  # persistent workgroups
+        self.level_workgroups = level_workgroups  # per-level traversal: workgroups per level
         self.bgl, self.pipes = compute_pipelines(device, "cull.wgsl", BINDINGS,
-                                                 ["cs_persistent", "cs_level"], label=self.label)
+                                                 ["cs_persistent", "cs_level_begin", "cs_level"],
+                                                 label=self.label)
         _, self.post_pipes = compute_pipelines(device, "cull.wgsl", BINDINGS,
-                                               ["cs_persistent", "cs_level", "cs_post_seed"],
+                                               ["cs_persistent", "cs_level_begin", "cs_level",
+                                                "cs_post_seed"],
                                                constants={"POST": True}, label="cull.post")
-        self.prepare = Prepare(device)
+        self.prepare = Prepare(device, sw_per_workgroup=sw_per_workgroup)
 
     def _traverse(self, cp, frame, pipes) -> None:
         if self.persistent:
@@ -87,11 +94,13 @@ class Cull(Pass):
             # nodes of depth d push depth d + 1 nodes and the parts of their groups: the deepest
             # level (max depth + 1) holds only parts; the post pass's seeds are at any depth,
             # and the same number of rounds reaches below the deepest of them
+            # (both entry points share the bind group)
+            cp.set_bind_group(0, self.group(frame))
             for _ in range(frame.max_depth + 2):
-                self.prepare.dispatch(cp, frame, "cs_level_args")
+                cp.set_pipeline(pipes["cs_level_begin"])
+                cp.dispatch_workgroups(1)
                 cp.set_pipeline(pipes["cs_level"])
-                cp.set_bind_group(0, self.group(frame))
-                cp.dispatch_workgroups_indirect(frame.buffers["args"], 0)
+                cp.dispatch_workgroups(self.level_workgroups)
 
     def encode(self, frame, encoder) -> None:
         cp = encoder.begin_compute_pass(label=self.label,

@@ -1,5 +1,6 @@
 """The hierarchical depth buffer, built from the visibility buffer's depth (shaders/hzb.wgsl):
-one dispatch per mip, mip 0 at half the image size, each texel the farthest depth below it."""
+mip 0 at half the image size, each texel the farthest depth below it; one dispatch per three
+mips."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ def hzb_levels(width: int, height: int) -> list[tuple[int, int]]:
     return out
 
 
+LEVELS_PER_DISPATCH = 3  # shaders/hzb.wgsl: a lane owns a 4 x 4 block of the finest of three
+
+
 class HZB(Pass):
     label = "hzb"
 
@@ -37,18 +41,22 @@ class HZB(Pass):
                                                     label="hzb.layout")
         self.pipes: dict[int, object] = {}
 
-    def _pipe(self, mip: int):
-        if mip not in self.pipes:  # one per mip (the MIP override), made when first needed
-            self.pipes[mip] = self.device.create_compute_pipeline(
-                layout=self.layout, label=f"hzb.mip{mip}",
+    def _pipe(self, mip: int, levels: int):
+        key = (mip, levels)
+        if key not in self.pipes:  # one per first mip and level count, made when first needed
+            self.pipes[key] = self.device.create_compute_pipeline(
+                layout=self.layout, label=f"hzb.mip{mip}x{levels}",
                 compute={"module": self.module, "entry_point": "cs_main",
-                         "constants": {"MIP": mip}})
-        return self.pipes[mip]
+                         "constants": {"MIP": mip, "LEVELS": levels}})
+        return self.pipes[key]
 
     def encode(self, frame, encoder, label: str = "hzb") -> None:
         cp = encoder.begin_compute_pass(label=label, timestamp_writes=frame.timestamps(label))
         cp.set_bind_group(0, self.group(frame))
-        for mip, (w, h) in enumerate(frame.hzb_levels):
-            cp.set_pipeline(self._pipe(mip))
+        count = len(frame.hzb_levels)
+        for mip in range(0, count, LEVELS_PER_DISPATCH):
+            levels = min(LEVELS_PER_DISPATCH, count - mip)
+            w, h = frame.hzb_levels[mip + levels - 1]  # a lane per texel of the coarsest
+            cp.set_pipeline(self._pipe(mip, levels))
             cp.dispatch_workgroups((w + 7) // 8, (h + 7) // 8)
         cp.end()

@@ -1,4 +1,5 @@
-"""Software rasterizer: a workgroup per visible SW cluster (shaders/raster_sw.wgsl)."""
+"""Software rasterizer: workgroups of 128 lanes over the visible SW clusters
+(shaders/raster_sw.wgsl); `lanes` lanes per cluster, `rounds` rounds of 128 / lanes clusters."""
 
 from __future__ import annotations
 
@@ -19,8 +20,12 @@ def vis_bindings(vis64: bool, kind: str, stages=None) -> tuple[Binding, ...]:
 class RasterSW(Pass):
     label = "raster_sw"
 
-    def __init__(self, device, *, vis64: bool) -> None:
+    def __init__(self, device, *, vis64: bool, lanes: int = 128, rounds: int = 1) -> None:
         super().__init__()
+        if lanes not in (1, 2, 4, 8, 16, 32, 64, 128) or rounds < 1:
+            raise ValueError(f"SW raster: lanes must be a power of two up to 128 and rounds >= 1 "
+                             f"(got {lanes}, {rounds})")
+        self.clusters_per_workgroup = 128 // lanes * rounds
         self.bindings = (
             *cluster_reader_bindings(),
             Binding("state", READ, "array<u32>"),
@@ -32,7 +37,8 @@ class RasterSW(Pass):
         for id_pass in variants:
             self.bgl, pipes = compute_pipelines(
                 device, "raster_sw.wgsl", self.bindings, ["cs_main"], defines=defines,
-                constants={"ID_PASS": id_pass} if not vis64 else None,
+                constants={**({} if vis64 else {"ID_PASS": id_pass}),
+                           "SW_LANES": lanes, "SW_ROUNDS": rounds},
                 label=f"{self.label}{'.ids' if id_pass else ''}")
             self.pipelines.append(pipes["cs_main"])
 
