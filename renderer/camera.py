@@ -19,21 +19,31 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+def _normalized(v: tuple[float, float, float]) -> tuple[float, float, float]:
+    n = max(math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]), 1e-30)
+    return v[0] / n, v[1] / n, v[2] / n
+
+
+def _cross(a, b) -> tuple[float, float, float]:
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
 def look_at(eye: np.ndarray, target: np.ndarray, up: np.ndarray | None = None) -> np.ndarray:
-    """(4, 4) float32 world-to-view matrix of a camera at `eye` looking at `target`."""
-    eye = np.asarray(eye, np.float64)
-    f = np.asarray(target, np.float64) - eye
-    f /= max(np.linalg.norm(f), 1e-30)
-    up = np.array([0.0, 1.0, 0.0]) if up is None else np.asarray(up, np.float64)
-    if abs(np.dot(f, up / max(np.linalg.norm(up), 1e-30))) > 0.999:
-        up = np.array([0.0, 0.0, 1.0]) if abs(f[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
-    s = np.cross(f, up)
-    s /= np.linalg.norm(s)
-    u = np.cross(s, f)
-    m = np.eye(4)
-    m[0, :3], m[1, :3], m[2, :3] = s, u, -f
-    m[:3, 3] = -m[:3, :3] @ eye
-    return m.astype(np.float32)
+    """(4, 4) float32 world-to-view matrix of a camera at `eye` looking at `target`.
+    (Scalar float64 arithmetic: it runs every frame, and numpy's small-array calls cost more
+    than the maths.)"""
+    e = tuple(float(x) for x in eye)
+    f = _normalized(tuple(float(t) - x for t, x in zip(target, e, strict=True)))
+    u0 = (0.0, 1.0, 0.0) if up is None else _normalized(tuple(float(x) for x in up))
+    if abs(f[0] * u0[0] + f[1] * u0[1] + f[2] * u0[2]) > 0.999:
+        u0 = (0.0, 0.0, 1.0) if abs(f[2]) < 0.9 else (1.0, 0.0, 0.0)
+    s = _normalized(_cross(f, u0))
+    u = _cross(s, f)
+    b = (-f[0], -f[1], -f[2])
+    return np.array([[*s, -(s[0] * e[0] + s[1] * e[1] + s[2] * e[2])],
+                     [*u, -(u[0] * e[0] + u[1] * e[1] + u[2] * e[2])],
+                     [*b, -(b[0] * e[0] + b[1] * e[1] + b[2] * e[2])],
+                     [0.0, 0.0, 0.0, 1.0]], np.float32)
 
 
 def perspective(fov_y: float, aspect: float, near: float) -> np.ndarray:

@@ -221,6 +221,9 @@ class Renderer:
         self._free: list[wgpu.GPUBuffer] = []
         self._latest: FrameStats | None = None
         self._culled_gen = -1  # resources generation of the last culled frame (freeze_culling)
+        self._uniform_key: tuple | None = None  # what _uniform_static was made for
+        self._uniform_static = np.zeros(1, FRAME_DTYPE)
+        self._last_view: tuple[np.ndarray, np.ndarray] | None = None
         self.streamer = None  # a PageStreamer while the scene streams
         self._ring_size = 0
         self._frozen_last = False
@@ -446,34 +449,40 @@ class Renderer:
 
     def _frame_uniforms(self, camera: Camera, tau: float, debug_view: int) -> np.ndarray:
         f, o = self.frame, self.options
-        u = np.zeros(1, FRAME_DTYPE)
-        vp = camera.view_proj(f.width, f.height)
+        key = (f.width, f.height, f.instance_count, tuple(f.hzb_offsets))
+        if self._uniform_key != key:  # what changes only with the size or the scene
+            u = np.zeros(1, FRAME_DTYPE)
+            u["viewport"] = [f.width, f.height, 1 / f.width, 1 / f.height]
+            u["instance_count"] = f.instance_count
+            u["queue_capacity"] = o.queue_capacity
+            u["visible_capacity"] = o.visible_capacity
+            u["occluded_capacity"] = o.occluded_capacity
+            u["request_capacity"] = o.request_capacity
+            u["sw_max_edge"] = o.sw_max_edge
+            u["hzb_size"] = [*f.hzb_levels[0], len(f.hzb_levels), 0]
+            mips = np.zeros(16, np.uint32)
+            mips[: len(f.hzb_offsets)] = f.hzb_offsets
+            u["hzb_mips"] = mips.reshape(4, 4)
+            self._uniform_static, self._uniform_key = u, key
+        u = self._uniform_static.copy()
+        view = camera.view()
+        proj = camera.projection(f.width / f.height)
+        vp = (proj.astype(np.float64) @ view.astype(np.float64)).astype(np.float32)  # view_proj
         u["view_proj"] = vp.T.reshape(-1)
-        u["view"] = camera.view().T.reshape(-1)
+        u["view"] = view.T.reshape(-1)
         u["planes"] = frustum_planes(vp)
         u["camera"] = [*np.asarray(camera.eye, np.float32), camera.lod_scale(f.height)]
-        u["viewport"] = [f.width, f.height, 1 / f.width, 1 / f.height]
         u["tau"] = tau
         u["near"] = camera.near
-        u["sw_max_edge"] = o.sw_max_edge
         u["debug_view"] = debug_view
-        u["instance_count"] = f.instance_count
-        u["queue_capacity"] = o.queue_capacity
-        u["visible_capacity"] = o.visible_capacity
         u["frame_index"] = self.frame_index
-        u["occluded_capacity"] = o.occluded_capacity
-        u["request_capacity"] = o.request_capacity
-        proj = camera.projection(f.width / f.height)
         u["proj"] = [proj[0, 0], proj[1, 1], camera.near, 1.0]
-        u["hzb_size"] = [*f.hzb_levels[0], len(f.hzb_levels), 0]
-        mips = np.zeros(16, np.uint32)
-        mips[: len(f.hzb_offsets)] = f.hzb_offsets
-        u["hzb_mips"] = mips.reshape(4, 4)
         if self.occlusion:
             u["flags"] = FLAG_OCCLUSION
             if self._hzb_from is not None and self._hzb_from[2] == f.generation:
                 u["prev_view"] = self._hzb_from[0].T.reshape(-1)
                 u["prev_proj"] = self._hzb_from[1]
+        self._last_view = (view, u["proj"][0].copy())
         return u
 
     # ---------------------------------------------------------------- the frame
@@ -523,10 +532,8 @@ class Renderer:
             self.raster_hw.encode(f, enc, 1)
         if occlusion:  # the HZB the next frame's main pass tests against
             self.hzb.encode(f, enc, label="hzb_next")
-            proj = camera.projection(f.width / f.height)
-            self._hzb_from = (camera.view().astype(np.float32),
-                              np.array([proj[0, 0], proj[1, 1], camera.near, 1.0], np.float32),
-                              f.generation)
+            view, proj = self._last_view  # this frame's, from _frame_uniforms
+            self._hzb_from = (view, proj, f.generation)
         elif frozen:
             self._hzb_from = None
         self.resolve.encode(f, enc)

@@ -28,6 +28,10 @@
 // false: the main pass (occlusion against the previous frame's HZB; occluded candidates are
 // deferred); true: the post pass (against this frame's HZB; occluded candidates are dropped)
 override POST: bool = false;
+// a descended node visits its wanted groups' parts itself instead of queueing them (the
+// per-level traversal: one level, four encoder calls, fewer; the persistent one queues them
+// so that idle lanes share the work)
+override INLINE_PARTS: bool = false;
 
 const NONE: u32 = 0xffffffffu;
 const NOT_RESIDENT: u32 = 0xffffffffu;
@@ -101,7 +105,7 @@ fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
             t = false;
         } else if (c & CHILD_GROUP) != 0u {
             t = group_wanted(inst, a, c & ~CHILD_GROUP);
-            if t {
+            if t && !INLINE_PARTS {
                 wanted += groups[(a.group_base + (c & ~CHILD_GROUP)) * GROUP_WORDS
                                  + GROUP_PART_COUNT];
             }
@@ -122,7 +126,11 @@ fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
             let first = groups[gi * GROUP_WORDS + GROUP_FIRST_PART];
             let count = groups[gi * GROUP_WORDS + GROUP_PART_COUNT];
             for (var p = 0u; p < count; p++) {
-                push(PART_BIT | (a.part_base + first + p), ii, true);
+                if INLINE_PARTS {
+                    visit_part(a.part_base + first + p, ii, inst, a);
+                } else {
+                    push(PART_BIT | (a.part_base + first + p), ii, true);
+                }
             }
         } else {
             push(a.node_base + c, ii, true);

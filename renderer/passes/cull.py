@@ -76,13 +76,18 @@ class Cull(Pass):
         self.persistent = persistent
         self.workgroups = workgroups  # persistent workgroups
         self.level_workgroups = level_workgroups  # per-level traversal: workgroups per level
-        self.bgl, self.pipes = compute_pipelines(device, "cull.wgsl", BINDINGS,
-                                                 ["cs_persistent", "cs_level_begin", "cs_level"],
-                                                 label=self.label)
-        _, self.post_pipes = compute_pipelines(device, "cull.wgsl", BINDINGS,
-                                               ["cs_persistent", "cs_level_begin", "cs_level",
-                                                "cs_post_seed"],
-                                               constants={"POST": True}, label="cull.post")
+        # main (POST false) and post pass pipelines; the per-level entry points visit parts
+        # inline (INLINE_PARTS), the persistent one queues them
+        self.pipes, self.post_pipes = {}, {}
+        for post, pipes in ((False, self.pipes), (True, self.post_pipes)):
+            for inline, entries in ((False, ["cs_persistent"] + ["cs_post_seed"] * post),
+                                    (True, ["cs_level_begin", "cs_level"])):
+                bgl, made = compute_pipelines(
+                    device, "cull.wgsl", BINDINGS, entries,
+                    constants={"POST": post, "INLINE_PARTS": inline},
+                    label="cull.post" if post else self.label)
+                self.bgl = self.bgl or bgl  # equivalent layouts: one bind group serves all
+                pipes.update(made)
         self.prepare = Prepare(device, sw_per_workgroup=sw_per_workgroup)
 
     def _traverse(self, cp, frame, pipes) -> None:
@@ -91,12 +96,12 @@ class Cull(Pass):
             cp.set_bind_group(0, self.group(frame))
             cp.dispatch_workgroups(self.workgroups)
         else:
-            # nodes of depth d push depth d + 1 nodes and the parts of their groups: the deepest
-            # level (max depth + 1) holds only parts; the post pass's seeds are at any depth,
-            # and the same number of rounds reaches below the deepest of them
-            # (both entry points share the bind group)
+            # nodes of depth d push depth d + 1 nodes and visit their groups' parts: max depth
+            # + 1 rounds (the far instances' parts are in the first); the post pass's seeds are
+            # at any depth, and the same number of rounds reaches below the deepest of them.
+            # Both entry points share the bind group.
             cp.set_bind_group(0, self.group(frame))
-            for _ in range(frame.max_depth + 2):
+            for _ in range(frame.max_depth + 1):
                 cp.set_pipeline(pipes["cs_level_begin"])
                 cp.dispatch_workgroups(1)
                 cp.set_pipeline(pipes["cs_level"])
