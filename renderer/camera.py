@@ -96,9 +96,13 @@ class Camera:
 
 def frustum_planes(view_proj: np.ndarray) -> np.ndarray:
     """(5, 4) float32 world-space planes (nx, ny, nz, d), normalized, inside where
-    ``n . p + d >= 0``: left, right, bottom, top, near (the far plane is at infinity)."""
-    m = np.asarray(view_proj, np.float64)
-    rows = [m[3] + m[0], m[3] - m[0], m[3] + m[1], m[3] - m[1], m[3] - m[2]]
-    planes = np.stack(rows)
-    planes /= np.linalg.norm(planes[:, :3], axis=1, keepdims=True)
-    return planes.astype(np.float32)
+    ``n . p + d >= 0``: left, right, bottom, top, near (the far plane is at infinity).
+    (Scalar float64 arithmetic: it runs every frame.)"""
+    m = [[float(x) for x in row] for row in np.asarray(view_proj).tolist()]
+    r0, r1, r2, r3 = m
+    out = []
+    for a, sign in ((r0, 1.0), (r0, -1.0), (r1, 1.0), (r1, -1.0), (r2, -1.0)):
+        p = [r3[k] + sign * a[k] for k in range(4)]
+        n = math.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2])
+        out.append([x / n for x in p])
+    return np.array(out, np.float32)

@@ -43,6 +43,9 @@ from renderer.streaming import REQUEST_DTYPE
 MAX_TIMESTAMPS = 48
 SLOT_MASK = (1 << SLOT_BITS) - 1
 RING = 4  # readback buffers in flight
+# FRAME_DTYPE field -> (first 4-byte word, words)
+_FRAME_WORDS = {name: (off // 4, FRAME_DTYPE[name].itemsize // 4)
+                for name, (_, off, *_) in FRAME_DTYPE.fields.items()}
 _BU = wgpu.BufferUsage
 
 
@@ -449,7 +452,7 @@ class Renderer:
 
     def _frame_uniforms(self, camera: Camera, tau: float, debug_view: int) -> np.ndarray:
         f, o = self.frame, self.options
-        key = (f.width, f.height, f.instance_count, tuple(f.hzb_offsets))
+        key = (f.width, f.height, f.instance_count, f.generation)
         if self._uniform_key != key:  # what changes only with the size or the scene
             u = np.zeros(1, FRAME_DTYPE)
             u["viewport"] = [f.width, f.height, 1 / f.width, 1 / f.height]
@@ -465,24 +468,31 @@ class Renderer:
             u["hzb_mips"] = mips.reshape(4, 4)
             self._uniform_static, self._uniform_key = u, key
         u = self._uniform_static.copy()
+        fw, uw = u.view(np.float32), u.view(np.uint32)  # word views (field assignment is slow)
         view = camera.view()
         proj = camera.projection(f.width / f.height)
         vp = (proj.astype(np.float64) @ view.astype(np.float64)).astype(np.float32)  # view_proj
-        u["view_proj"] = vp.T.reshape(-1)
-        u["view"] = view.T.reshape(-1)
-        u["planes"] = frustum_planes(vp)
-        u["camera"] = [*np.asarray(camera.eye, np.float32), camera.lod_scale(f.height)]
-        u["tau"] = tau
-        u["near"] = camera.near
-        u["debug_view"] = debug_view
-        u["frame_index"] = self.frame_index
-        u["proj"] = [proj[0, 0], proj[1, 1], camera.near, 1.0]
+        pp = np.array([proj[0, 0], proj[1, 1], camera.near, 1.0], np.float32)
+
+        def put(name: str, values) -> None:
+            o, n = _FRAME_WORDS[name]
+            fw[o : o + n] = np.asarray(values, np.float32).reshape(-1)
+
+        put("view_proj", vp.T)
+        put("view", view.T)
+        put("planes", frustum_planes(vp))
+        put("camera", [*camera.eye, camera.lod_scale(f.height)])
+        put("tau", tau)
+        put("near", camera.near)
+        put("proj", pp)
+        uw[_FRAME_WORDS["debug_view"][0]] = debug_view
+        uw[_FRAME_WORDS["frame_index"][0]] = self.frame_index
         if self.occlusion:
-            u["flags"] = FLAG_OCCLUSION
+            uw[_FRAME_WORDS["flags"][0]] = FLAG_OCCLUSION
             if self._hzb_from is not None and self._hzb_from[2] == f.generation:
-                u["prev_view"] = self._hzb_from[0].T.reshape(-1)
-                u["prev_proj"] = self._hzb_from[1]
-        self._last_view = (view, u["proj"][0].copy())
+                put("prev_view", self._hzb_from[0].T)
+                put("prev_proj", self._hzb_from[1])
+        self._last_view = (view, pp)
         return u
 
     # ---------------------------------------------------------------- the frame
