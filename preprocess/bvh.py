@@ -68,11 +68,13 @@ def _build(nodes: _Nodes, refs: np.ndarray, spheres: np.ndarray, boxes: np.ndarr
 
 def group_boxes(dag: LodDag) -> np.ndarray:
     """(g, 6) float32: per group, the box of its members' triangles."""
-    cb = dag.cluster_boxes()
-    members = np.asarray(dag.group_clusters, np.int64)
+    cb = dag.cluster_boxes()[np.asarray(dag.group_clusters, np.int64)]
     off = np.asarray(dag.group_cluster_offset, np.int64)
-    return np.concatenate([np.minimum.reduceat(cb[members, :3], off[:-1], axis=0),
-                           np.maximum.reduceat(cb[members, 3:], off[:-1], axis=0)], axis=1)
+    # reduceat along axis 0 of an (n, 3) array runs a strided loop per segment (0.6 s for the
+    # 1M sphere's groups): reduce the transposed, contiguous rows instead
+    lo = np.minimum.reduceat(np.ascontiguousarray(cb[:, :3].T), off[:-1], axis=1).T
+    hi = np.maximum.reduceat(np.ascontiguousarray(cb[:, 3:].T), off[:-1], axis=1).T
+    return np.concatenate([lo, hi], axis=1).astype(np.float32)
 
 
 def _group_reach(dag: LodDag) -> np.ndarray:

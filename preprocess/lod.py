@@ -18,9 +18,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from preprocess.mesh import Mesh
+
+
+@numba.njit(cache=True, nogil=True)
+def _cluster_boxes(positions, wedge_position, triangles, offsets):
+    n = offsets.shape[0] - 1
+    out = np.empty((n, 6), np.float32)
+    for c in range(n):
+        lo0 = lo1 = lo2 = np.float32(np.inf)
+        hi0 = hi1 = hi2 = np.float32(-np.inf)
+        for t in range(offsets[c], offsets[c + 1]):
+            for k in range(3):
+                p = wedge_position[triangles[t, k]]
+                x, y, z = positions[p, 0], positions[p, 1], positions[p, 2]
+                lo0, lo1, lo2 = min(lo0, x), min(lo1, y), min(lo2, z)
+                hi0, hi1, hi2 = max(hi0, x), max(hi1, y), max(hi2, z)
+        out[c, 0], out[c, 1], out[c, 2] = lo0, lo1, lo2
+        out[c, 3], out[c, 4], out[c, 5] = hi0, hi1, hi2
+    return out
 
 
 @dataclass
@@ -65,12 +84,10 @@ class LodDag:
 
     def cluster_boxes(self) -> np.ndarray:
         """(c, 6) float32: min xyz, max xyz of each cluster's triangle vertices."""
-        pos = np.asarray(self.mesh.positions, np.float32)
-        corners = pos[np.asarray(self.mesh.wedge_position)[self.triangles]]  # (T, 3, 3)
-        off = np.asarray(self.cluster_tri_offset, np.int64)
-        lo = np.minimum.reduceat(corners.min(axis=1), off[:-1], axis=0)
-        hi = np.maximum.reduceat(corners.max(axis=1), off[:-1], axis=0)
-        return np.concatenate([lo, hi], axis=1)
+        return _cluster_boxes(np.ascontiguousarray(self.mesh.positions, np.float32),
+                              np.ascontiguousarray(self.mesh.wedge_position),
+                              np.ascontiguousarray(self.triangles),
+                              np.ascontiguousarray(self.cluster_tri_offset, np.int64))
 
     def cluster_triangles(self, i: int) -> np.ndarray:
         """(t, 3) int32 wedge ids of cluster i."""
