@@ -117,13 +117,24 @@ def choose_step(positions: np.ndarray, pos_tris: np.ndarray) -> float:
 
 def octahedral_encode(n: np.ndarray) -> np.ndarray:
     """(k, 3) unit normals -> (k,) uint32, two 16-bit snorm components."""
-    n = n / np.maximum(np.abs(n).sum(axis=1, keepdims=True), 1e-30)
-    x, y, z = n[:, 0], n[:, 1], n[:, 2]
-    ox = np.where(z >= 0, x, (1 - np.abs(y)) * np.where(x >= 0, 1, -1))
-    oy = np.where(z >= 0, y, (1 - np.abs(x)) * np.where(y >= 0, 1, -1))
-    qx = np.round(np.clip(ox, -1, 1) * 32767).astype(np.int32) & 0xFFFF
-    qy = np.round(np.clip(oy, -1, 1) * 32767).astype(np.int32) & 0xFFFF
-    return (qx | (qy << 16)).astype(np.uint32)
+    return _octahedral_encode(np.ascontiguousarray(n, np.float64).reshape(-1, 3))
+
+
+@nb.njit(cache=True, nogil=True)
+def _octahedral_encode(n: np.ndarray) -> np.ndarray:
+    out = np.empty(n.shape[0], np.uint32)
+    for i in range(n.shape[0]):
+        s = max(abs(n[i, 0]) + abs(n[i, 1]) + abs(n[i, 2]), 1e-30)
+        x, y, z = n[i, 0] / s, n[i, 1] / s, n[i, 2] / s
+        if z >= 0:
+            ox, oy = x, y
+        else:
+            ox = (1 - abs(y)) * (1.0 if x >= 0 else -1.0)
+            oy = (1 - abs(x)) * (1.0 if y >= 0 else -1.0)
+        qx = np.int64(np.rint(min(max(ox, -1.0), 1.0) * 32767)) & 0xFFFF
+        qy = np.int64(np.rint(min(max(oy, -1.0), 1.0) * 32767)) & 0xFFFF
+        out[i] = np.uint32(qx | (qy << 16))
+    return out
 
 
 def octahedral_decode(q: np.ndarray) -> np.ndarray:
@@ -271,6 +282,7 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
     order = np.lexsort((cluster_slot, cluster_page))
     page_start = np.searchsorted(cluster_page[order], np.arange(npages + 1))
     in_page = [order[page_start[p] : page_start[p + 1]] for p in range(npages)]
+    assert (np.diff(page_start) > 0).all(), "an empty page"
     pages = np.zeros((npages, cfg.page_size), np.uint8)
     records = np.zeros(dag.cluster_count, CLUSTER_DTYPE)
     max_level = int(dag.group_level.max())
@@ -289,22 +301,30 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
     records["level"] = dag.cluster_level
     src = dag.cluster_source_group.astype(np.int64)
     records["source_group"] = np.where(src >= 0, src, NO_GROUP)
-    # per page: the byte offsets of every cluster's streams, the header, the records
-    for p, m in enumerate(in_page):
-        offs = header + record * len(m) + np.concatenate([[0], np.cumsum(data_bytes[m])[:-1]])
-        records["position_offset"][m] = offs
-        records["normal_offset"][m] = offs + pos_bytes[m]
-        records["uv_offset"][m] = np.where(has_uv, offs + pos_bytes[m] + nv[m] * 4, 0)
-        records["index_offset"][m] = offs + pos_bytes[m] + attr_bytes[m]
-        hdr = np.zeros(1, PAGE_HEADER_DTYPE)
-        hdr["cluster_count"] = len(m)
-        hdr["page"] = p
-        hdr["bytes_used"] = header + record * len(m) + int(data_bytes[m].sum())
-        if dag.group_level[dag.cluster_group[m[0]]] >= root_level:  # coarse to fine
-            page_flags[p] = PAGE_ROOT
-        hdr["flags"] = page_flags[p]
-        pages[p, :header] = hdr.view(np.uint8)
-        pages[p, header : header + record * len(m)] = records[m].view(np.uint8)
+    # per page (clusters in slot order): the byte offsets of every cluster's streams after the
+    # header and the records, the header, the records
+    count = np.diff(page_start)
+    page_of = cluster_page[order].astype(np.int64)
+    rank = np.arange(len(order)) - page_start[page_of]  # the record's place in its page
+    db = data_bytes[order]
+    before = np.cumsum(db) - db  # stream bytes before this cluster, over all pages
+    offs = header + record * count[page_of] + before - before[page_start[page_of]]
+    m = order
+    records["position_offset"][m] = offs
+    records["normal_offset"][m] = offs + pos_bytes[m]
+    records["uv_offset"][m] = np.where(has_uv, offs + pos_bytes[m] + nv[m] * 4, 0)
+    records["index_offset"][m] = offs + pos_bytes[m] + attr_bytes[m]
+    first = order[page_start[:-1]]  # coarse to fine: a page's first cluster has its coarsest
+    page_flags[dag.group_level[dag.cluster_group[first]] >= root_level] = PAGE_ROOT
+    hdr = np.zeros(npages, PAGE_HEADER_DTYPE)
+    hdr["cluster_count"] = count
+    hdr["page"] = np.arange(npages)
+    hdr["bytes_used"] = header + record * count + np.bincount(page_of, weights=db,
+                                                              minlength=npages).astype(np.int64)
+    hdr["flags"] = page_flags
+    pages[:, :header] = hdr.view(np.uint8).reshape(npages, header)
+    _place_records(pages, records[order].view(np.uint8).reshape(len(order), record), page_of,
+                   rank, header)
 
     normals = octahedral_encode(mesh.wedge_normal[vertices].astype(np.float64))
     if has_uv:
@@ -378,6 +398,15 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
         "page_dep_offset": dep_offset,
     }
     return PackedAsset(meta=meta, sections=sections, pages=pages, page_flags=page_flags)
+
+
+@nb.njit(cache=True, nogil=True)
+def _place_records(pages, rec_bytes, page_of, rank, header):
+    """Copy record i's bytes to page page_of[i], after the header, at place rank[i]."""
+    size = rec_bytes.shape[1]
+    for i in range(rec_bytes.shape[0]):
+        o = header + size * rank[i]
+        pages[page_of[i], o : o + size] = rec_bytes[i]
 
 
 @nb.njit(cache=True, nogil=True)
