@@ -117,23 +117,43 @@ def choose_step(positions: np.ndarray, pos_tris: np.ndarray) -> float:
 
 def octahedral_encode(n: np.ndarray) -> np.ndarray:
     """(k, 3) unit normals -> (k,) uint32, two 16-bit snorm components."""
-    return _octahedral_encode(np.ascontiguousarray(n, np.float64).reshape(-1, 3))
+    n = np.ascontiguousarray(n, np.float64).reshape(-1, 3)
+    return _octahedral_rows(n, np.arange(len(n)))
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _octahedral_one(x, y, z):
+    s = max(abs(x) + abs(y) + abs(z), 1e-30)
+    x, y, z = x / s, y / s, z / s
+    if z >= 0:
+        ox, oy = x, y
+    else:
+        ox = (1 - abs(y)) * (1.0 if x >= 0 else -1.0)
+        oy = (1 - abs(x)) * (1.0 if y >= 0 else -1.0)
+    qx = np.int64(np.rint(min(max(ox, -1.0), 1.0) * 32767)) & 0xFFFF
+    qy = np.int64(np.rint(min(max(oy, -1.0), 1.0) * 32767)) & 0xFFFF
+    return np.uint32(qx | (qy << 16))
 
 
 @nb.njit(cache=True, nogil=True)
-def _octahedral_encode(n: np.ndarray) -> np.ndarray:
-    out = np.empty(n.shape[0], np.uint32)
-    for i in range(n.shape[0]):
-        s = max(abs(n[i, 0]) + abs(n[i, 1]) + abs(n[i, 2]), 1e-30)
-        x, y, z = n[i, 0] / s, n[i, 1] / s, n[i, 2] / s
-        if z >= 0:
-            ox, oy = x, y
-        else:
-            ox = (1 - abs(y)) * (1.0 if x >= 0 else -1.0)
-            oy = (1 - abs(x)) * (1.0 if y >= 0 else -1.0)
-        qx = np.int64(np.rint(min(max(ox, -1.0), 1.0) * 32767)) & 0xFFFF
-        qy = np.int64(np.rint(min(max(oy, -1.0), 1.0) * 32767)) & 0xFFFF
-        out[i] = np.uint32(qx | (qy << 16))
+def _octahedral_rows(n, rows):
+    """octahedral_encode of n[rows] (computed in float64, whatever n's float type)."""
+    out = np.empty(rows.shape[0], np.uint32)
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        out[i] = _octahedral_one(np.float64(n[r, 0]), np.float64(n[r, 1]), np.float64(n[r, 2]))
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _vertex_grid(positions, step, wedge_position, vertices):
+    """(V, 3) int64 grid coordinates of the cluster vertices: round(position / step), half to
+    even as np.round, in float64."""
+    out = np.empty((vertices.shape[0], 3), np.int64)
+    for i in range(vertices.shape[0]):
+        p = wedge_position[vertices[i]]
+        for a in range(3):
+            out[i, a] = np.int64(np.rint(np.float64(positions[p, a]) / step))
     return out
 
 
@@ -251,15 +271,14 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
     mesh = dag.mesh
     positions = mesh.positions
     step = choose_step(positions, mesh.position_triangles)
-    grid = np.round(positions.astype(np.float64) / step).astype(np.int64)
-    assert np.abs(grid).max() < 2**31
     has_uv = mesh.wedge_uv is not None
 
     vertex_offset, vertices, local = _local_vertices(dag.triangles, dag.cluster_tri_offset,
                                                      len(mesh.wedge_position))
     nv = np.diff(vertex_offset)
     nt = np.diff(dag.cluster_tri_offset)
-    vgrid = grid[mesh.wedge_position[vertices]]  # (V, 3)
+    vgrid = _vertex_grid(positions, float(step), mesh.wedge_position, vertices)  # (V, 3)
+    assert max(-int(vgrid.min(initial=0)), int(vgrid.max(initial=0))) < 2**31
     cstart = vertex_offset[:-1]
     pos_min = np.minimum.reduceat(vgrid, cstart, axis=0)
     pos_max = np.maximum.reduceat(vgrid, cstart, axis=0)
@@ -326,7 +345,7 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
     _place_records(pages, records[order].view(np.uint8).reshape(len(order), record), page_of,
                    rank, header)
 
-    normals = octahedral_encode(mesh.wedge_normal[vertices].astype(np.float64))
+    normals = _octahedral_rows(mesh.wedge_normal, vertices)
     if has_uv:
         uv = mesh.wedge_uv[vertices].astype(np.float64)
         uv_min = mesh.wedge_uv.min(axis=0).astype(np.float64)
