@@ -105,9 +105,19 @@ assert NODE_DTYPE.itemsize == 96 and GROUP_DTYPE.itemsize == 48
 assert CLUSTER_DTYPE.itemsize == 96 and PAGE_HEADER_DTYPE.itemsize == 16
 
 
-def choose_step(positions: np.ndarray, pos_tris: np.ndarray) -> float:
+def column_bounds(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(min, max) of each column of an (n, k) array, in its dtype. (numpy reduces an (n, 3)
+    array along axis 0 with a strided loop: 70 ms for 2M positions; reducing the contiguous
+    transposed rows takes a copy and a few ms.)"""
+    t = np.ascontiguousarray(np.asarray(a).T)
+    return t.min(axis=1), t.max(axis=1)
+
+
+def choose_step(positions: np.ndarray, pos_tris: np.ndarray,
+                bounds: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """The grid step (a power of two) for a mesh; see the module docstring."""
-    extent = float((positions.max(axis=0) - positions.min(axis=0)).max()) or 1.0
+    lo, hi = bounds if bounds is not None else column_bounds(positions)
+    extent = float((hi - lo).max()) or 1.0
     sample = pos_tris[:: max(1, len(pos_tris) // 100_000)]
     e = positions[sample[:, 1]].astype(np.float64) - positions[sample[:, 0]]
     median = float(np.median(np.linalg.norm(e, axis=1))) or extent / 1024
@@ -270,7 +280,8 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
     cfg = config or BuildConfig()
     mesh = dag.mesh
     positions = mesh.positions
-    step = choose_step(positions, mesh.position_triangles)
+    bounds = column_bounds(positions)
+    step = choose_step(positions, mesh.position_triangles, bounds)
     has_uv = mesh.wedge_uv is not None
 
     vertex_offset, vertices, local = _local_vertices(dag.triangles, dag.cluster_tri_offset,
@@ -399,8 +410,8 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
         "has_uv": bool(has_uv),
         "uv_min": mesh.wedge_uv.min(axis=0).tolist() if has_uv else [0.0, 0.0],
         "uv_max": mesh.wedge_uv.max(axis=0).tolist() if has_uv else [1.0, 1.0],
-        "bounds_min": positions.min(axis=0).tolist(),
-        "bounds_max": positions.max(axis=0).tolist(),
+        "bounds_min": bounds[0].tolist(),
+        "bounds_max": bounds[1].tolist(),
         "input_triangles": int(mesh.triangle_count),
         "input_vertices": int(mesh.vertex_count),
         "clusters": int(dag.cluster_count),

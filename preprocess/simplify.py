@@ -1280,8 +1280,10 @@ def simplify(
     if not modified.any():
         return out_w, 0.0
     in_pt = wpos[tri]
-    used = pos[in_pt.reshape(-1)]
-    diag = float(np.linalg.norm(used.max(axis=0).astype(np.float64) - used.min(axis=0)))
+    # the input's bounding-box diagonal, from (3, k) rows (numpy reduces a (k, 3) array along
+    # axis 0 with a strided loop)
+    used = np.ascontiguousarray(pos[in_pt.reshape(-1)].T)
+    diag = float(np.linalg.norm(used.max(axis=1).astype(np.float64) - used.min(axis=1)))
     slack = _ERROR_SLACK * diag
     tolerance = _BOUND_TOLERANCE if rigorous else -1.0
     bound = _measure(pos, in_pt, out_p, modified, _EDGE_SAMPLES, _FACE_SAMPLES, tolerance, slack)
