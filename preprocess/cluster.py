@@ -11,6 +11,8 @@ compact. A leaf with more than `max_vertices` distinct wedges (a fragmented soup
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numba as nb
 import numpy as np
 
@@ -74,58 +76,90 @@ def _count_wedges(tris: np.ndarray, perm: np.ndarray, lo: int, hi: int, stamp: n
 
 
 @nb.njit(cache=True, nogil=True)
-def _kd_clusters(centroids: np.ndarray, tris: np.ndarray, wedge_count: int, max_triangles: int,
-                 max_vertices: int) -> tuple[np.ndarray, np.ndarray]:
-    m = tris.shape[0]
-    perm = np.arange(m).astype(np.int32)
-    cs = np.ascontiguousarray(centroids.T)  # (3, m), permuted along with perm
-    stamp = np.full(wedge_count, -1, np.int64)
-    offsets = np.zeros(m + 1, np.int64)
+def _kd_split(cs: np.ndarray, perm: np.ndarray, lo: int, hi: int, cut: int) -> None:
+    """Partition perm[lo:hi] (and cs) at cut along the longest axis of the centroid box."""
+    bmin = np.full(3, np.inf)
+    bmax = np.full(3, -np.inf)
+    for a in range(3):
+        for t in range(lo, hi):
+            v = cs[a, t]
+            if v < bmin[a]:
+                bmin[a] = v
+            if v > bmax[a]:
+                bmax[a] = v
+    axis = 0
+    if bmax[1] - bmin[1] > bmax[axis] - bmin[axis]:
+        axis = 1
+    if bmax[2] - bmin[2] > bmax[axis] - bmin[axis]:
+        axis = 2
+    _select(cs, axis, perm, lo, hi, cut)
+
+
+@nb.njit(cache=True, nogil=True)
+def _top_cut(lo: int, hi: int, max_triangles: int) -> int:
+    """Where a range of more than max_triangles is cut: a multiple of max_triangles, so that
+    every cluster but the last is full."""
+    k = (hi - lo + max_triangles - 1) // max_triangles
+    return lo + (k // 2) * max_triangles
+
+
+@nb.njit(cache=True, nogil=True)
+def _kd_range(cs: np.ndarray, tris: np.ndarray, perm: np.ndarray, lo: int, hi: int,
+              stamp: np.ndarray, max_triangles: int, max_vertices: int) -> np.ndarray:
+    """Cluster perm[lo:hi] by recursive splits; returns the clusters' ends (absolute), in
+    order. stamp: one entry per wedge, private to the caller."""
+    ends = np.zeros(hi - lo + 1, np.int64)
     nclusters = 0
     stack = np.zeros((128, 2), np.int64)
-    stack[0, 0] = 0
-    stack[0, 1] = m
+    stack[0, 0] = lo
+    stack[0, 1] = hi
     top = 1
     tag = 0
     while top > 0:
         top -= 1
-        lo = stack[top, 0]
-        hi = stack[top, 1]
-        s = hi - lo
+        lo_ = stack[top, 0]
+        hi_ = stack[top, 1]
+        s = hi_ - lo_
         if s <= max_triangles:
             tag += 1
-            if s <= 1 or _count_wedges(tris, perm, lo, hi, stamp, tag) <= max_vertices:
+            if s <= 1 or _count_wedges(tris, perm, lo_, hi_, stamp, tag) <= max_vertices:
                 # leaves are emitted in stack order: the right part is pushed first, so the
                 # cluster sequence follows the split tree left to right (spatially coherent)
-                offsets[nclusters + 1] = hi
+                ends[nclusters] = hi_
                 nclusters += 1
                 continue
-            cut = lo + s // 2
+            cut = lo_ + s // 2
         else:
-            k = (s + max_triangles - 1) // max_triangles
-            cut = lo + (k // 2) * max_triangles
-        # split along the longest axis of the centroid box
-        bmin = np.full(3, np.inf)
-        bmax = np.full(3, -np.inf)
-        for a in range(3):
-            for t in range(lo, hi):
-                v = cs[a, t]
-                if v < bmin[a]:
-                    bmin[a] = v
-                if v > bmax[a]:
-                    bmax[a] = v
-        axis = 0
-        if bmax[1] - bmin[1] > bmax[axis] - bmin[axis]:
-            axis = 1
-        if bmax[2] - bmin[2] > bmax[axis] - bmin[axis]:
-            axis = 2
-        _select(cs, axis, perm, lo, hi, cut)
+            cut = _top_cut(lo_, hi_, max_triangles)
+        _kd_split(cs, perm, lo_, hi_, cut)
         stack[top, 0] = cut
-        stack[top, 1] = hi
-        stack[top + 1, 0] = lo
+        stack[top, 1] = hi_
+        stack[top + 1, 0] = lo_
         stack[top + 1, 1] = cut
         top += 2
-    return perm, offsets[: nclusters + 1].copy()
+    return ends[:nclusters].copy()
+
+
+def _kd_clusters(centroids: np.ndarray, tris: np.ndarray, wedge_count: int, max_triangles: int,
+                 max_vertices: int, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(order, offsets) of the kd clusters. With threads > 1 and enough triangles, the first
+    cut is made here and its two sides are clustered in two threads: the same clusters in the
+    same order as one thread makes (the recursion is independent on each side of a cut)."""
+    m = tris.shape[0]
+    perm = np.arange(m).astype(np.int32)
+    cs = np.ascontiguousarray(centroids.T)  # (3, m), permuted along with perm
+    if threads > 1 and m > 2 * max_triangles:
+        cut = int(_top_cut(0, m, max_triangles))
+        _kd_split(cs, perm, 0, m, cut)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            sides = [pool.submit(_kd_range, cs, tris, perm, a, b,
+                                 np.full(wedge_count, -1, np.int64), max_triangles, max_vertices)
+                     for a, b in ((0, cut), (cut, m))]
+            ends = np.concatenate([f.result() for f in sides])
+    else:
+        ends = _kd_range(cs, tris, perm, 0, m, np.full(wedge_count, -1, np.int64),
+                         max_triangles, max_vertices)
+    return perm, np.concatenate([[0], ends]).astype(np.int64)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -142,17 +176,19 @@ def triangle_centroids(positions: np.ndarray, wedge_position: np.ndarray, tris: 
 
 
 def build_clusters(positions: np.ndarray, triangles: np.ndarray, wedge_position: np.ndarray, *,
-                   max_triangles: int = 128, max_vertices: int = 255
+                   max_triangles: int = 128, max_vertices: int = 255, threads: int = 1
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Split a triangle list into clusters.
 
     positions (n, 3) float32; triangles (m, 3) int32 wedge ids; wedge_position (k,) int32.
     Returns (order (m,) int32, offsets (c + 1,) int64): cluster i is the triangles
-    triangles[order[offsets[i]:offsets[i + 1]]].
+    triangles[order[offsets[i]:offsets[i + 1]]]. threads > 1: the two sides of the first cut in
+    two threads (the same result).
     """
     tris = np.ascontiguousarray(triangles, dtype=np.int32)
     if tris.shape[0] == 0:
         return np.zeros(0, np.int32), np.zeros(1, np.int64)
     centroids = triangle_centroids(np.ascontiguousarray(positions, np.float32),
                            np.ascontiguousarray(wedge_position, np.int32), tris)
-    return _kd_clusters(centroids, tris, int(wedge_position.shape[0]), max_triangles, max_vertices)
+    return _kd_clusters(centroids, tris, int(wedge_position.shape[0]), max_triangles, max_vertices,
+                        threads)

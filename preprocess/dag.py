@@ -310,7 +310,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         report("cluster", 0, 1)
         order, offsets = build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position,
                                         max_triangles=cfg.max_triangles,
-                                        max_vertices=cfg.max_vertices)
+                                        max_vertices=cfg.max_vertices, threads=threads)
         pending = b.add_clusters(mesh.triangles, order, offsets, 0, -1, None, 0.0)
         report("cluster", 1, 1)
         while len(pending) > 1:
