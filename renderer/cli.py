@@ -132,7 +132,8 @@ def cmd_render(args: argparse.Namespace) -> int:
           f"{r.ctx.description}")
     print(f"  scene       {r.scene.instance_count} instances, {r.scene.triangle_count():,} "
           "triangles at full detail")
-    print(f"  instances   {c['instances_visible']} of {c['instances_tested']} in view")
+    print(f"  instances   {c['instances_visible']} of {c['instances_tested']} in view, "
+          f"{c['instances_far']} far (drawn from their root group, no BVH walk)")
     if r.streamer is not None:
         st = r.streamer
         print(f"  streaming   {res.stats.frame + 1} frames to load the view: "

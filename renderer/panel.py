@@ -67,7 +67,8 @@ def draw_panel(app: ViewerApp) -> None:
                 v = s.gpu_ms.get(name)
                 imgui.text(f"  {name:<14} " + ("      -" if v is None else f"{v:7.2f} ms"))
         c = s.counters
-        imgui.text(f"instances  {c['instances_visible']:,} / {c['instances_tested']:,}")
+        imgui.text(f"instances  {c['instances_visible']:,} / {c['instances_tested']:,}"
+                   f"  ({c['instances_far']:,} far)")
         imgui.text(f"nodes      {c['nodes_visited']:,}")
         imgui.text(f"clusters   SW {c['sw_clusters']:,}  HW {c['hw_clusters']:,}")
         imgui.text(f"triangles  SW {c['sw_triangles']:,}  HW {c['hw_triangles']:,}")
