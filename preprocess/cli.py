@@ -77,6 +77,9 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                    help=f"streaming page size in KiB (default: {PAGE_SIZE // 1024})")
     p.add_argument("--threads", type=int, default=0,
                    help="worker threads, 0 = one per core (default: 0)")
+    p.add_argument("--prove-errors", action="store_true",
+                   help="try to prove each group's error bound by subdividing its triangles "
+                        "(slower; falls back to 1.5x the sampled maximum where it fails)")
     p.add_argument("--verify", action="store_true",
                    help="check the DAG invariants (limits, errors, crack-free cuts) after building")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or summary")
@@ -91,7 +94,7 @@ def run_build(args: argparse.Namespace) -> int:
     try:
         config = BuildConfig(max_triangles=args.max_triangles, max_vertices=args.max_vertices,
                              group_size=args.group_size, page_size=args.page_kib * 1024,
-                             threads=args.threads)
+                             threads=args.threads, prove_errors=args.prove_errors)
     except ValueError as e:
         return fail(str(e))
     if args.builtin:

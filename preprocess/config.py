@@ -27,6 +27,11 @@ class BuildConfig:
     # least an instance draws however small on screen (65,536 rocks a few pixels wide drew
     # 128 triangles each; 4 is a tetrahedron for a closed mesh)
     min_root_triangles: int = 4
+    # a group's simplification error: 1.5 times the exact maximum distance over sample points
+    # (False), or first an attempted proof by sub-triangles that falls back to that when it fails
+    # (True: ~25% more simplifier time, and on curved meshes it fails in ~93% of the groups; see
+    # preprocess.simplify.simplify). The dense-sampling tests hold either to the true distance.
+    prove_errors: bool = False
     threads: int = 0  # numba threads; 0 = all cores
 
     def __post_init__(self) -> None:

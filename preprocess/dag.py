@@ -284,9 +284,9 @@ class _Builder:
         target = max(1, int(len(tris) * cfg.simplify_ratio))
         args = (self.positions[pos_ids], local, local_wp, self.attrs[wedges], locked[pos_ids],
                 target)
-        new_local, err = simplify(*args)
+        new_local, err = simplify(*args, rigorous=cfg.prove_errors)
         if len(new_local) > cfg.stuck_ratio * len(tris):  # try dearer collapses before giving up
-            new_local, err = simplify(*args, persist=True)
+            new_local, err = simplify(*args, persist=True, rigorous=cfg.prove_errors)
         if len(new_local) == 0 or len(new_local) > cfg.stuck_ratio * len(tris):
             return None
         order, offsets = build_clusters(self.positions[pos_ids], new_local, local_wp,

@@ -239,12 +239,15 @@ def test_noisy_sphere_error_is_an_upper_bound():
     rng = np.random.default_rng(11)
     pos = (pos * (1 + 0.02 * rng.standard_normal((len(pos), 1)))).astype(np.float32)
     wp, wa = no_wedges(pos)
-    for target, rigorous in ((640, True), (320, True)):
+    # rigorous=False (the DAG builder's default): 1.5 times the sampled maximum, which is at
+    # most the true maximum, so at most 1.5 times the dense one (+ slack)
+    for target, rigorous, loose in ((640, True, 1.3), (320, True, 1.3), (640, False, 1.51),
+                                    (320, False, 1.51)):
         out, err = simplify(pos, tris, wp, wa, np.zeros(len(pos), bool), target, rigorous=rigorous)
         assert_valid(pos, out)
         d = max_distance_to_mesh(dense_points(pos, out, 300, seed=target), pos, tris)
         assert d.max() <= err
-        assert err < 1.3 * d.max()
+        assert err < loose * d.max()
 
 
 def test_max_error_stops_early():
