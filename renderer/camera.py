@@ -75,8 +75,13 @@ class Camera:
 
     def view_proj(self, width: int, height: int) -> np.ndarray:
         """(4, 4) float32 world-to-clip matrix for a width x height viewport."""
-        return (self.projection(width / height).astype(np.float64)
-                @ self.view().astype(np.float64)).astype(np.float32)
+        return self.matrices(width, height)[2]
+
+    def matrices(self, width: int, height: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(view, projection, view_proj), each (4, 4) float32, computed once (per frame)."""
+        view = self.view()
+        proj = self.projection(width / height)
+        return view, proj, (proj.astype(np.float64) @ view.astype(np.float64)).astype(np.float32)
 
     def lod_scale(self, height: int) -> float:
         """Pixels per world unit at distance 1 (see the module docstring)."""

@@ -469,14 +469,12 @@ class Renderer:
             self._uniform_static, self._uniform_key = u, key
         u = self._uniform_static.copy()
         fw, uw = u.view(np.float32), u.view(np.uint32)  # word views (field assignment is slow)
-        view = camera.view()
-        proj = camera.projection(f.width / f.height)
-        vp = (proj.astype(np.float64) @ view.astype(np.float64)).astype(np.float32)  # view_proj
+        view, proj, vp = camera.matrices(f.width, f.height)
         pp = np.array([proj[0, 0], proj[1, 1], camera.near, 1.0], np.float32)
 
         def put(name: str, values) -> None:
-            o, n = _FRAME_WORDS[name]
-            fw[o : o + n] = np.asarray(values, np.float32).reshape(-1)
+            first, n = _FRAME_WORDS[name]
+            fw[first : first + n] = np.asarray(values, np.float32).reshape(-1)
 
         put("view_proj", vp.T)
         put("view", view.T)
