@@ -32,6 +32,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from preprocess.mesh import column_bounds
+
 _MANIFOLD = 0
 _SEAM = 1
 _BORDER = 2
@@ -1292,10 +1294,8 @@ def simplify(
     if not modified.any():
         return out_w, 0.0
     in_pt = wpos[tri]
-    # the input's bounding-box diagonal, from (3, k) rows (numpy reduces a (k, 3) array along
-    # axis 0 with a strided loop)
-    used = np.ascontiguousarray(pos[in_pt.reshape(-1)].T)
-    diag = float(np.linalg.norm(used.max(axis=1).astype(np.float64) - used.min(axis=1)))
+    lo, hi = column_bounds(pos[in_pt.reshape(-1)])
+    diag = float(np.linalg.norm(hi.astype(np.float64) - lo))
     slack = _ERROR_SLACK * diag
     if not rigorous:
         sampled = _measure(pos, in_pt, out_p, modified, _EDGE_SAMPLES, _FACE_SAMPLES, -1.0, slack)

@@ -232,9 +232,9 @@ class Renderer:
         self._frozen_last = False
         d = self.device
         self.instance_cull = InstanceCull(d)
-        self.persistent = (self.options.persistent if self.options.persistent is not None
-                           else self.ctx.adapter_type != "CPU")
         cpu = self.ctx.adapter_type == "CPU"
+        self.persistent = (self.options.persistent if self.options.persistent is not None
+                           else not cpu)
         self.raster_sw = RasterSW(
             d, vis64=self.vis64,
             lanes=self.options.sw_lanes or (4 if cpu else 128),

@@ -420,7 +420,7 @@ def test_sw_raster_packing_draws_the_same_image(bunny) -> None:
     for cam in (close_view(renderers[0], 2.0), full_view(renderers[0])):
         first = renderers[0].render(cam, tau=1.0)
         assert first.stats.counters["sw_clusters"] > 12
-        for r, cfg in zip(renderers[1:], configs[1:]):
+        for r, cfg in zip(renderers[1:], configs[1:], strict=True):
             res = r.render(cam, tau=1.0)
             np.testing.assert_array_equal(combined_ids(res), combined_ids(first), err_msg=str(cfg))
             np.testing.assert_array_equal(res.depth, first.depth)
