@@ -140,25 +140,36 @@ def _kd_range(cs: np.ndarray, tris: np.ndarray, perm: np.ndarray, lo: int, hi: i
     return ends[:nclusters].copy()
 
 
-def _kd_clusters(centroids: np.ndarray, tris: np.ndarray, wedge_count: int, max_triangles: int,
-                 max_vertices: int, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """(order, offsets) of the kd clusters. With threads > 1 and enough triangles, the first
-    cut is made here and its two sides are clustered in two threads: the same clusters in the
-    same order as one thread makes (the recursion is independent on each side of a cut)."""
+@nb.njit(cache=True, nogil=True)
+def cluster_triangles(positions: np.ndarray, tris: np.ndarray, wedge_position: np.ndarray,
+                      max_triangles: int, max_vertices: int) -> tuple[np.ndarray, np.ndarray]:
+    """`build_clusters` in one thread, on contiguous float32 / int32 inputs with at least one
+    triangle (the DAG builder calls it from its numba group job)."""
+    m = tris.shape[0]
+    cs = np.ascontiguousarray(triangle_centroids(positions, wedge_position, tris).T)
+    perm = np.arange(m).astype(np.int32)
+    ends = _kd_range(cs, tris, perm, 0, m, np.full(wedge_position.shape[0], -1, np.int64),
+                     max_triangles, max_vertices)
+    offsets = np.zeros(ends.shape[0] + 1, np.int64)
+    offsets[1:] = ends
+    return perm, offsets
+
+
+def _kd_clusters_2(centroids: np.ndarray, tris: np.ndarray, wedge_count: int,
+                   max_triangles: int, max_vertices: int) -> tuple[np.ndarray, np.ndarray]:
+    """(order, offsets) of the kd clusters, the first cut made here and its two sides clustered
+    in two threads: the same clusters in the same order as one thread makes (the recursion is
+    independent on each side of a cut)."""
     m = tris.shape[0]
     perm = np.arange(m).astype(np.int32)
     cs = np.ascontiguousarray(centroids.T)  # (3, m), permuted along with perm
-    if threads > 1 and m > 2 * max_triangles:
-        cut = int(_top_cut(0, m, max_triangles))
-        _kd_split(cs, perm, 0, m, cut)
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            sides = [pool.submit(_kd_range, cs, tris, perm, a, b,
-                                 np.full(wedge_count, -1, np.int64), max_triangles, max_vertices)
-                     for a, b in ((0, cut), (cut, m))]
-            ends = np.concatenate([f.result() for f in sides])
-    else:
-        ends = _kd_range(cs, tris, perm, 0, m, np.full(wedge_count, -1, np.int64),
-                         max_triangles, max_vertices)
+    cut = int(_top_cut(0, m, max_triangles))
+    _kd_split(cs, perm, 0, m, cut)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        sides = [pool.submit(_kd_range, cs, tris, perm, a, b,
+                             np.full(wedge_count, -1, np.int64), max_triangles, max_vertices)
+                 for a, b in ((0, cut), (cut, m))]
+        ends = np.concatenate([f.result() for f in sides])
     return perm, np.concatenate([[0], ends]).astype(np.int64)
 
 
@@ -188,7 +199,9 @@ def build_clusters(positions: np.ndarray, triangles: np.ndarray, wedge_position:
     tris = np.ascontiguousarray(triangles, dtype=np.int32)
     if tris.shape[0] == 0:
         return np.zeros(0, np.int32), np.zeros(1, np.int64)
-    centroids = triangle_centroids(np.ascontiguousarray(positions, np.float32),
-                           np.ascontiguousarray(wedge_position, np.int32), tris)
-    return _kd_clusters(centroids, tris, int(wedge_position.shape[0]), max_triangles, max_vertices,
-                        threads)
+    pos = np.ascontiguousarray(positions, np.float32)
+    wpos = np.ascontiguousarray(wedge_position, np.int32)
+    if threads > 1 and tris.shape[0] > 2 * max_triangles:
+        return _kd_clusters_2(triangle_centroids(pos, wpos, tris), tris, int(wpos.shape[0]),
+                              max_triangles, max_vertices)
+    return cluster_triangles(pos, tris, wpos, max_triangles, max_vertices)

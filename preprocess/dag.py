@@ -19,11 +19,11 @@ import numba as nb
 import numpy as np
 import pymetis
 
-from preprocess.cluster import build_clusters
+from preprocess.cluster import build_clusters, cluster_triangles
 from preprocess.config import ROOT_ERROR, BuildConfig
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
-from preprocess.simplify import simplify
+from preprocess.simplify import _simplify_measured
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -185,6 +185,47 @@ def _adjacent_pairs(pos_tris: np.ndarray, tri_cluster: np.ndarray, n: int) -> np
     return out[:n]
 
 
+@nb.njit(cache=True, nogil=True)
+def _group_job(tris: np.ndarray, wpos: np.ndarray, positions: np.ndarray, attrs: np.ndarray,
+               locked: np.ndarray, wslot: np.ndarray, pslot: np.ndarray, ratio: float,
+               stuck_ratio: float, rigorous: bool, max_triangles: int, max_vertices: int):
+    """Merge, simplify and re-split one group (tris: its triangles, global wedge ids), all in
+    numba so that the worker threads never wait for the GIL. Returns (ok, new triangles (global
+    wedge ids), error, cluster order, cluster offsets); ok is False when the group cannot get
+    below stuck_ratio of its triangles (it is then terminal for this level)."""
+    local, wedges, local_wp, pos_ids = _localize(tris, wpos, wslot, pslot)
+    m = tris.shape[0]
+    n = pos_ids.shape[0]
+    pos = np.empty((n, 3), np.float32)
+    lock = np.empty(n, np.bool_)
+    for i in range(n):
+        for j in range(3):
+            pos[i, j] = positions[pos_ids[i], j]
+        lock[i] = locked[pos_ids[i]]
+    attr = np.empty((wedges.shape[0], attrs.shape[1]), np.float32)
+    for i in range(wedges.shape[0]):
+        for j in range(attrs.shape[1]):
+            attr[i, j] = attrs[wedges[i], j]
+    target = max(1, int(m * ratio))
+    new_local = local
+    err = 0.0
+    if m > target:
+        new_local, err = _simplify_measured(pos, local, local_wp, attr, lock, target, np.inf,
+                                            False, rigorous)
+        if new_local.shape[0] > stuck_ratio * m:  # try dearer collapses before giving up
+            new_local, err = _simplify_measured(pos, local, local_wp, attr, lock, target,
+                                                np.inf, True, rigorous)
+    k = new_local.shape[0]
+    if k == 0 or k > stuck_ratio * m:
+        return False, new_local, err, np.zeros(0, np.int32), np.zeros(1, np.int64)
+    order, offsets = cluster_triangles(pos, new_local, local_wp, max_triangles, max_vertices)
+    out = np.empty((k, 3), np.int32)
+    for t in range(k):
+        for c in range(3):
+            out[t, c] = wedges[new_local[t, c]]
+    return True, out, err, order, offsets
+
+
 def _cluster_adjacency(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters: int
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR graph of clusters sharing edges: (xadj, adjncy, weights = shared edge count)."""
@@ -280,19 +321,10 @@ class _Builder:
             scratch = (np.full(len(self.wpos), -1, np.int32),
                        np.full(len(self.positions), -1, np.int32))
             self.scratch[threading.get_ident()] = scratch
-        local, wedges, local_wp, pos_ids = _localize(tris, self.wpos, *scratch)
-        target = max(1, int(len(tris) * cfg.simplify_ratio))
-        args = (self.positions[pos_ids], local, local_wp, self.attrs[wedges], locked[pos_ids],
-                target)
-        new_local, err = simplify(*args, rigorous=cfg.prove_errors)
-        if len(new_local) > cfg.stuck_ratio * len(tris):  # try dearer collapses before giving up
-            new_local, err = simplify(*args, persist=True, rigorous=cfg.prove_errors)
-        if len(new_local) == 0 or len(new_local) > cfg.stuck_ratio * len(tris):
-            return None
-        order, offsets = build_clusters(self.positions[pos_ids], new_local, local_wp,
-                                        max_triangles=cfg.max_triangles,
-                                        max_vertices=cfg.max_vertices)
-        return wedges[new_local].astype(np.int32), float(err), order, offsets
+        ok, new_tris, err, order, offsets = _group_job(
+            tris, self.wpos, self.positions, self.attrs, locked, *scratch, cfg.simplify_ratio,
+            cfg.stuck_ratio, cfg.prove_errors, cfg.max_triangles, cfg.max_vertices)
+        return (new_tris, float(err), order, offsets) if ok else None
 
 
 def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,

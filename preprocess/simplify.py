@@ -32,7 +32,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from preprocess.mesh import column_bounds
 
 _MANIFOLD = 0
 _SEAM = 1
@@ -169,125 +168,117 @@ def _add_seam_plane(Q, P, tp, t, a, b, weight):
 
 @_jit
 def _classify(P, tp, tw, m, n, off, adj, locked, Q):
-    """Vertex kinds (n,) int8, and seam- and border-edge quadrics added to Q. See the header."""
+    """Vertex kinds (n,) int8, and seam- and border-edge quadrics added to Q. See the header.
+
+    One pass over each vertex's fan: per neighbour b, the triangle count and wedge agreement of
+    edge (a, b), and the fan's successor map (the corner after a -> the corner before a, keyed by
+    vertex); then the fan must be one walk through that map over all its triangles."""
     kind = np.full(n, _LOCKED, np.int8)
-    stamp = np.full(n, -1, np.int32)
+    stamp = np.full(n, -1, np.int32)  # stamp[b] == a: b is a neighbour of a seen already
     cnt = np.zeros(n, np.int32)
     first_t = np.zeros(n, np.int32)
     first_wa = np.zeros(n, np.int32)
     first_wb = np.zeros(n, np.int32)
     seam = np.zeros(n, np.bool_)
-    done = np.full(n, -1, np.int32)
+    sstamp = np.full(n, -1, np.int32)  # sstamp[b] == a: succ[b] is set for a's fan
+    succ = np.zeros(n, np.int32)
+    nbr = np.empty(2 * (3 * m + 1), np.int32)  # a's neighbours in first-seen order
     for a in range(n):
         s = off[a]
         e = off[a + 1]
         if s == e:
             continue
         lock = locked[a]
-        # neighbours: triangle count and wedge agreement per edge (a, b)
+        nn = 0
+        dup = False
+        n_wedges = 0
+        w0 = -1
+        w1 = -1
         for k in range(s, e):
             t = adj[k]
             ia = _corner(tp, t, a)
-            for j in range(1, 3):
-                ib = (ia + j) % 3
-                b = tp[t, ib]
+            wa = tw[t, ia]
+            if wa != w0 and wa != w1:
+                n_wedges += 1
+                if w0 < 0:
+                    w0 = wa
+                elif w1 < 0:
+                    w1 = wa
+            ib = ia + 1 if ia < 2 else 0
+            ic = ib + 1 if ib < 2 else 0
+            for j in range(2):
+                ix = ib if j == 0 else ic
+                b = tp[t, ix]
                 if stamp[b] != a:
                     stamp[b] = a
                     cnt[b] = 1
                     first_t[b] = t
-                    first_wa[b] = tw[t, ia]
-                    first_wb[b] = tw[t, ib]
+                    first_wa[b] = wa
+                    first_wb[b] = tw[t, ix]
                     seam[b] = False
+                    nbr[nn] = b
+                    nn += 1
                 else:
                     cnt[b] += 1
-                    if tw[t, ia] != first_wa[b] or tw[t, ib] != first_wb[b]:
+                    if wa != first_wa[b] or tw[t, ix] != first_wb[b]:
                         if not seam[b] and a < b:
                             _add_seam_plane(Q, P, tp, first_t[b], a, b, 1.0)
                             _add_seam_plane(Q, P, tp, t, a, b, 1.0)
                         seam[b] = True
+            b = tp[t, ib]
+            if sstamp[b] == a:
+                dup = True  # two triangles on (a, b) in the same orientation
+            sstamp[b] = a
+            succ[b] = tp[t, ic]
         n_seam = 0
         n_border = 0
-        w0 = -1
-        w1 = -1
-        n_wedges = 0
-        for k in range(s, e):
-            t = adj[k]
-            ia = _corner(tp, t, a)
-            w = tw[t, ia]
-            if w != w0 and w != w1:
-                n_wedges += 1
-                if w0 < 0:
-                    w0 = w
-                elif w1 < 0:
-                    w1 = w
-            for j in range(1, 3):
-                b = tp[t, (ia + j) % 3]
-                if done[b] == a:
-                    continue
-                done[b] = a
-                if cnt[b] == 1:
-                    n_border += 1
-                    if a < b:  # an open-border edge: keep the border's shape
-                        _add_seam_plane(Q, P, tp, t, a, b, _BORDER_WEIGHT)
-                elif cnt[b] != 2:
-                    lock = True  # non-manifold edge
-                if seam[b]:
-                    n_seam += 1
-        if lock:
+        border_start = -1
+        for i in range(nn):
+            b = nbr[i]
+            if cnt[b] == 1:
+                n_border += 1
+                if a < b:  # an open-border edge: keep the border's shape
+                    _add_seam_plane(Q, P, tp, first_t[b], a, b, _BORDER_WEIGHT)
+            elif cnt[b] != 2:
+                lock = True  # non-manifold edge
+            if seam[b]:
+                n_seam += 1
+        if lock or dup:
             continue
         # the fan must be one consistently oriented cycle (interior vertex) or, with exactly two
-        # border edges, one consistently oriented open chain (border vertex)
+        # border edges, one consistently oriented open chain (border vertex) through all of its
+        # triangles: a walk along succ
         deg = e - s
         if n_border == 0:
-            t0 = adj[s]
-            nxt = tp[t0, (_corner(tp, t0, a) + 1) % 3]
-        elif n_border == 2:
-            # start at the triangle whose next edge (a, tp[ia + 1]) is a border edge, walk back
-            t0 = -1
-            for k in range(s, e):
-                t = adj[k]
-                if cnt[tp[t, (_corner(tp, t, a) + 1) % 3]] == 1:
-                    t0 = t
+            x0 = tp[adj[s], (_corner(tp, adj[s], a) + 1) % 3]
+            x = succ[x0]
+            steps = 1
+            while x != x0 and steps <= deg:
+                if sstamp[x] != a:
+                    steps = -1
                     break
-            if t0 < 0:
+                x = succ[x]
+                steps += 1
+        elif n_border == 2:
+            # from the border neighbour that starts a triangle to the other border neighbour
+            for i in range(nn):
+                b = nbr[i]
+                if cnt[b] == 1 and sstamp[b] == a:
+                    border_start = b
+                    break
+            if border_start < 0:
                 continue
-            nxt = tp[t0, (_corner(tp, t0, a) + 2) % 3]
+            x = succ[border_start]
+            steps = 1
+            while cnt[x] != 1 and steps <= deg:
+                if sstamp[x] != a:
+                    steps = -1
+                    break
+                x = succ[x]
+                steps += 1
         else:
             continue
-        steps = 1
-        ok = True
-        t = t0
-        while True:
-            if n_border == 2 and cnt[nxt] == 1:
-                break  # reached the other border edge
-            found = -1
-            if n_border == 0:
-                for k in range(s, e):
-                    t2 = adj[k]
-                    if tp[t2, (_corner(tp, t2, a) + 2) % 3] == nxt:
-                        found = t2
-                        break
-                if found == t0:
-                    break
-            else:
-                for k in range(s, e):
-                    t2 = adj[k]
-                    if tp[t2, (_corner(tp, t2, a) + 1) % 3] == nxt:
-                        found = t2
-                        break
-            if found < 0:
-                ok = False
-                break
-            if n_border == 0:
-                nxt = tp[found, (_corner(tp, found, a) + 1) % 3]
-            else:
-                nxt = tp[found, (_corner(tp, found, a) + 2) % 3]
-            t = found
-            steps += 1
-            if steps > deg:
-                ok = False
-                break
-        if not ok or steps != deg:
+        if steps != deg:
             continue
         if n_border == 2:
             if n_seam == 0 and n_wedges == 1:
@@ -493,7 +484,8 @@ def _radix_order(keys_f32, count, hist, order):
 def _simplify_core(
     positions, triangles, wedge_position, wedge_attr, locked, target, max_err_sq, persist
 ):
-    """Returns (tw (m2, 3) int32 wedge ids, tp (m2, 3) int32 position ids, modified (m2,) bool)."""
+    """Returns (tw (m2, 3) int32 wedge ids, tp (m2, 3) int32 position ids, modified (m2,) bool,
+    src (m2,) int32: the input triangle each output triangle was)."""
     m = triangles.shape[0]
     n = positions.shape[0]
     P = positions.astype(np.float64)
@@ -503,6 +495,7 @@ def _simplify_core(
         for c in range(3):
             tp[t, c] = wedge_position[tw[t, c]]
     modified = np.zeros(m, np.bool_)
+    src = np.arange(m).astype(np.int32)
     off = np.empty(n + 1, np.int32)
     adj = np.empty(3 * m, np.int32)
     cur = np.empty(n, np.int32)
@@ -654,11 +647,12 @@ def _simplify_core(
                         tw[k, c] = tw[t, c]
                         on[k, c] = on[t, c]
                     modified[k] = modified[t]
+                    src[k] = src[t]
                 alive[k] = True
                 k += 1
         m = k
         _build_fans(tp, m, n, off, adj, cur)
-    return tw[:m].copy(), tp[:m].copy(), modified[:m].copy()
+    return tw[:m].copy(), tp[:m].copy(), modified[:m].copy(), src[:m].copy()
 
 
 # --------------------------------------------------------------------------------------------
@@ -993,13 +987,15 @@ def _measure_point(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst):
 
 
 @_jit
-def _measure(positions, in_pt, out_pt, modified, edge_samples, face_samples, tolerance, slack):
+def _measure(positions, in_pt, out_pt, modified, src, edge_samples, face_samples, tolerance,
+             slack):
     """Max distance from sample points of the modified output triangles to the input triangles.
 
     Per modified output triangle: face_samples (s, 3) barycentric points, and edge_samples (e,)
     parameters along each edge (a, b) with a < b: an edge of the output that is not an input edge
     lies between two modified triangles, so sampling it from the a < b side covers it once; the
-    others lie on the input (distance 0), and so do the vertices."""
+    others lie on the input (distance 0), and so do the vertices. src (m2,): the input triangle
+    each output triangle was, tried first (the nearest input triangle is usually close to it)."""
     if not modified.any():
         return 0.0
     G, gp, boff, btri = _build_grid(positions, in_pt)
@@ -1023,6 +1019,7 @@ def _measure(positions, in_pt, out_pt, modified, edge_samples, face_samples, tol
             cx = np.float64(positions[c, 0])
             cy = np.float64(positions[c, 1])
             cz = np.float64(positions[c, 2])
+            hint = src[t]
             s0 = 0 if phase == 0 else 1
             s1 = 1 if phase == 0 else face_samples.shape[0]
             for s in range(s0, s1):
@@ -1201,6 +1198,40 @@ def _measure(positions, in_pt, out_pt, modified, edge_samples, face_samples, tol
     return np.sqrt(bound2)
 
 
+@_jit
+def _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist, rigorous):
+    """`simplify` on checked, contiguous inputs with more than `target` triangles: the collapses,
+    then the error (see `simplify`). Returns (new triangles (m2, 3) int32 wedge ids, error)."""
+    out_w, out_p, modified, src = _simplify_core(
+        pos, tri, wpos, attr, lock, target, max_err_sq, persist
+    )
+    if not modified.any():
+        return out_w, 0.0
+    m = tri.shape[0]
+    in_pt = np.empty((m, 3), np.int32)
+    lo = np.full(3, np.inf, np.float32)
+    hi = np.full(3, -np.inf, np.float32)
+    for t in range(m):
+        for c in range(3):
+            p = wpos[tri[t, c]]
+            in_pt[t, c] = p
+            for j in range(3):
+                lo[j] = min(lo[j], pos[p, j])
+                hi[j] = max(hi[j], pos[p, j])
+    d2 = 0.0
+    for j in range(3):
+        e = np.float64(hi[j]) - np.float64(lo[j])
+        d2 += e * e
+    slack = _ERROR_SLACK * np.sqrt(d2)
+    if not rigorous:
+        sampled = _measure(pos, in_pt, out_p, modified, src, _EDGE_SAMPLES, _FACE_SAMPLES, -1.0,
+                           slack)
+        return out_w, sampled * _CAP_FACTOR + 2.0 * slack  # the proof's fallback
+    bound = _measure(pos, in_pt, out_p, modified, src, _EDGE_SAMPLES, _FACE_SAMPLES,
+                     _BOUND_TOLERANCE, slack)
+    return out_w, bound + slack
+
+
 # --------------------------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------------------------
@@ -1288,21 +1319,9 @@ def simplify(
     if tri.shape[0] <= target:
         return tri.copy(), 0.0
     max_err_sq = float(max_error) ** 2 if np.isfinite(max_error) else np.inf
-    out_w, out_p, modified = _simplify_core(
-        pos, tri, wpos, attr, lock, target, max_err_sq, persist
-    )
-    if not modified.any():
-        return out_w, 0.0
-    in_pt = wpos[tri]
-    lo, hi = column_bounds(pos[in_pt.reshape(-1)])
-    diag = float(np.linalg.norm(hi.astype(np.float64) - lo))
-    slack = _ERROR_SLACK * diag
-    if not rigorous:
-        sampled = _measure(pos, in_pt, out_p, modified, _EDGE_SAMPLES, _FACE_SAMPLES, -1.0, slack)
-        return out_w, float(sampled) * _CAP_FACTOR + 2.0 * slack  # the proof's fallback
-    bound = _measure(pos, in_pt, out_p, modified, _EDGE_SAMPLES, _FACE_SAMPLES,
-                     _BOUND_TOLERANCE, slack)
-    return out_w, float(bound) + slack
+    out_w, err = _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist,
+                                    rigorous)
+    return out_w, float(err)
 
 
 if __name__ == "__main__":  # benchmark: python -m preprocess.simplify
