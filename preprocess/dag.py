@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 
 import numba as nb
 import numpy as np
@@ -186,13 +186,52 @@ def _adjacent_pairs(pos_tris: np.ndarray, tri_cluster: np.ndarray, n: int) -> np
 
 
 @nb.njit(cache=True, nogil=True)
-def _group_job(tris: np.ndarray, wpos: np.ndarray, positions: np.ndarray, attrs: np.ndarray,
-               locked: np.ndarray, wslot: np.ndarray, pslot: np.ndarray, ratio: float,
-               stuck_ratio: float, rigorous: bool, max_triangles: int, max_vertices: int):
-    """Merge, simplify and re-split one group (tris: its triangles, global wedge ids), all in
-    numba so that the worker threads never wait for the GIL. Returns (ok, new triangles (global
-    wedge ids), error, cluster order, cluster offsets); ok is False when the group cannot get
-    below stuck_ratio of its triangles (it is then terminal for this level)."""
+def _gather(store: np.ndarray, tri_off: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+    """The triangles of the given clusters, one after the other: (t, 3) int32 wedge ids."""
+    t = 0
+    for c in clusters:
+        t += tri_off[c + 1] - tri_off[c]
+    out = np.empty((t, 3), np.int32)
+    k = 0
+    for c in clusters:
+        for i in range(tri_off[c], tri_off[c + 1]):
+            for j in range(3):
+                out[k, j] = store[i, j]
+            k += 1
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _gather_level(store: np.ndarray, tri_off: np.ndarray, clusters: np.ndarray,
+                  wpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pos_tris (t, 3) int32 position ids, tri_cluster (t,) int32 index into clusters) of the
+    triangles of the given clusters."""
+    t = 0
+    for c in clusters:
+        t += tri_off[c + 1] - tri_off[c]
+    pos_tris = np.empty((t, 3), np.int32)
+    tri_cluster = np.empty(t, np.int32)
+    k = 0
+    for ci in range(clusters.shape[0]):
+        c = clusters[ci]
+        for i in range(tri_off[c], tri_off[c + 1]):
+            for j in range(3):
+                pos_tris[k, j] = wpos[store[i, j]]
+            tri_cluster[k] = ci
+            k += 1
+    return pos_tris, tri_cluster
+
+
+@nb.njit(cache=True, nogil=True)
+def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos: np.ndarray,
+               positions: np.ndarray, attrs: np.ndarray, locked: np.ndarray, wslot: np.ndarray,
+               pslot: np.ndarray, ratio: float, stuck_ratio: float, rigorous: bool,
+               max_triangles: int, max_vertices: int):
+    """Merge, simplify and re-split one group, all in numba so that the worker threads never
+    wait for the GIL. Returns (ok, new triangles (global wedge ids) cluster after cluster, error,
+    cluster offsets, cluster bounds); ok is False when the group cannot get below stuck_ratio of
+    its triangles (it is then terminal for this level)."""
+    tris = _gather(store, tri_off, members)
     local, wedges, local_wp, pos_ids = _localize(tris, wpos, wslot, pslot)
     m = tris.shape[0]
     n = pos_ids.shape[0]
@@ -217,13 +256,16 @@ def _group_job(tris: np.ndarray, wpos: np.ndarray, positions: np.ndarray, attrs:
                                                 np.inf, True, rigorous)
     k = new_local.shape[0]
     if k == 0 or k > stuck_ratio * m:
-        return False, new_local, err, np.zeros(0, np.int32), np.zeros(1, np.int64)
+        return False, new_local, err, np.zeros(1, np.int64), np.zeros((0, 4), np.float32)
     order, offsets = cluster_triangles(pos, new_local, local_wp, max_triangles, max_vertices)
     out = np.empty((k, 3), np.int32)
+    local_pt = np.empty((k, 3), np.int32)
     for t in range(k):
         for c in range(3):
-            out[t, c] = wedges[new_local[t, c]]
-    return True, out, err, order, offsets
+            w = new_local[order[t], c]
+            out[t, c] = wedges[w]
+            local_pt[t, c] = local_wp[w]
+    return True, out, err, offsets, _cluster_bounds(pos, local_pt, offsets)
 
 
 def _cluster_adjacency(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters: int
@@ -260,8 +302,34 @@ def partition_clusters(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters:
     return dense.astype(np.int32)
 
 
+class _Rows:
+    """A numpy array that grows along its first axis (capacity doubles: appends are amortized
+    O(rows) and need no per-row Python objects)."""
+
+    def __init__(self, tail: tuple[int, ...], dtype, capacity: int = 1024) -> None:
+        self.data = np.empty((max(capacity, 16), *tail), dtype)
+        self.n = 0
+
+    def extend(self, block) -> None:
+        k = len(block)
+        need = self.n + k
+        if need > len(self.data):
+            grown = np.empty((max(need, 2 * len(self.data)), *self.data.shape[1:]),
+                             self.data.dtype)
+            grown[: self.n] = self.data[: self.n]
+            self.data = grown
+        self.data[self.n : need] = block
+        self.n = need
+
+    @property
+    def view(self) -> np.ndarray:
+        return self.data[: self.n]
+
+
 class _Builder:
-    """Accumulates clusters and groups while the levels are built."""
+    """Accumulates clusters and groups while the levels are built. The triangles of all clusters
+    live in one array, cluster after cluster (`store`, `tri_off`); worker threads only read the
+    clusters of the level being simplified, the main thread appends between levels."""
 
     def __init__(self, mesh: Mesh, config: BuildConfig) -> None:
         self.mesh = mesh
@@ -269,62 +337,75 @@ class _Builder:
         self.positions = np.ascontiguousarray(mesh.positions, np.float32)
         self.wpos = np.ascontiguousarray(mesh.wedge_position, np.int32)
         self.attrs = np.ascontiguousarray(mesh.wedge_attributes(), np.float32)
-        self.tris: list[np.ndarray] = []  # per cluster (t, 3) int32 wedge ids
-        self.level: list[int] = []
-        self.source: list[int] = []
-        self.self_sphere: list[np.ndarray] = []
-        self.self_error: list[float] = []
-        self.group_of: list[int] = []
+        m = mesh.triangle_count
+        self.store = _Rows((3,), np.int32, 2 * m + 1024)  # every cluster's (t, 3) wedge ids
+        self.tri_off = _Rows((), np.int64, m // 32 + 64)
+        self.tri_off.extend([0])
+        self.level = _Rows((), np.int32)
+        self.source = _Rows((), np.int32)
+        self.self_sphere = _Rows((4,), np.float32)
+        self.self_error = _Rows((), np.float64)
+        self.bounds = _Rows((4,), np.float32)
+        self.group_of = _Rows((), np.int32)
         self.groups: list[np.ndarray] = []  # member cluster ids
         self.group_level: list[int] = []
         self.group_sphere: list[np.ndarray] = []
         self.group_error: list[float] = []
         self.scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-thread _localize
-        self.level0_bounds = np.zeros((0, 4), np.float32)
 
-    def add_clusters(self, tris: np.ndarray, order: np.ndarray, offsets: np.ndarray, level: int,
-                     source: int, sphere: np.ndarray | None, error: float) -> np.ndarray:
-        """Append the clusters tris[order[offsets[i]:offsets[i+1]]]; returns their ids."""
-        first = len(self.tris)
+    def cluster_sizes(self, clusters: np.ndarray) -> np.ndarray:
+        off = self.tri_off.view
+        return off[clusters + 1] - off[clusters]
+
+    def add_clusters(self, ordered: np.ndarray, offsets: np.ndarray, bounds: np.ndarray,
+                     level: int, source: int, sphere: np.ndarray | None, error: float
+                     ) -> np.ndarray:
+        """Append the clusters ordered[offsets[i]:offsets[i+1]] with their bounds; returns their
+        ids. sphere None (level 0): each cluster's LOD sphere is its own bound."""
+        first = self.level.n
         n = len(offsets) - 1
-        ordered = tris[order]
-        self.tris.extend([ordered[offsets[i] : offsets[i + 1]] for i in range(n)])
-        self.level.extend([level] * n)
-        self.source.extend([source] * n)
-        if sphere is None:  # level 0: the LOD sphere is the cluster's own bound
-            self.level0_bounds = _cluster_bounds(self.positions, self.wpos[ordered], offsets)
-            self.self_sphere.extend(self.level0_bounds)
-        else:
-            self.self_sphere.extend([sphere] * n)
-        self.self_error.extend([error] * n)
-        self.group_of.extend([-1] * n)
+        self.tri_off.extend(self.store.n + offsets[1:])
+        self.store.extend(ordered)
+        self.level.extend(np.full(n, level, np.int32))
+        self.source.extend(np.full(n, source, np.int32))
+        self.self_sphere.extend(bounds if sphere is None else np.broadcast_to(sphere, (n, 4)))
+        self.self_error.extend(np.full(n, error))
+        self.bounds.extend(bounds)
+        self.group_of.extend(np.full(n, -1, np.int32))
         return np.arange(first, first + n, dtype=np.int32)
 
     def add_group(self, members: np.ndarray, level: int, error: float) -> int:
         g = len(self.groups)
-        sphere = merge_spheres(np.stack([self.self_sphere[c] for c in members]))
+        sphere = merge_spheres(self.self_sphere.view[members])
         self.groups.append(np.asarray(members, np.int32))
         self.group_level.append(level)
         self.group_sphere.append(sphere)
         self.group_error.append(error)
-        for c in members:
-            self.group_of[c] = g
+        self.group_of.view[members] = g
         return g
 
-    def simplify_group(self, members: np.ndarray, locked: np.ndarray
-                       ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray] | None:
-        """Merge, simplify and re-split one group. None when it cannot shrink enough."""
+    def simplify_group(self, members: np.ndarray, locked: np.ndarray):
+        """Merge, simplify and re-split one group: (new triangles in cluster order, error,
+        cluster offsets, cluster bounds), or None when it cannot shrink enough."""
         cfg = self.config
-        tris = np.concatenate([self.tris[c] for c in members])
         scratch = self.scratch.get(threading.get_ident())
         if scratch is None:
             scratch = (np.full(len(self.wpos), -1, np.int32),
                        np.full(len(self.positions), -1, np.int32))
             self.scratch[threading.get_ident()] = scratch
-        ok, new_tris, err, order, offsets = _group_job(
-            tris, self.wpos, self.positions, self.attrs, locked, *scratch, cfg.simplify_ratio,
-            cfg.stuck_ratio, cfg.prove_errors, cfg.max_triangles, cfg.max_vertices)
-        return (new_tris, float(err), order, offsets) if ok else None
+        ok, new_tris, err, offsets, bounds = _group_job(
+            self.store.view, self.tri_off.view, members, self.wpos, self.positions, self.attrs,
+            locked, *scratch, cfg.simplify_ratio, cfg.stuck_ratio, cfg.prove_errors,
+            cfg.max_triangles, cfg.max_vertices)
+        return (new_tris, float(err), offsets, bounds) if ok else None
+
+    def add_simplified(self, members: np.ndarray, level: int, result) -> np.ndarray:
+        """Record a simplified group and its new clusters (one level up); returns their ids."""
+        new_tris, err, offsets, bounds = result
+        error = float(self.self_error.view[members].max()) + err
+        g = self.add_group(members, level, error)
+        return self.add_clusters(new_tris, offsets, bounds, level + 1, g, self.group_sphere[g],
+                                 error)
 
 
 def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
@@ -343,38 +424,32 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         order, offsets = build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position,
                                         max_triangles=cfg.max_triangles,
                                         max_vertices=cfg.max_vertices, threads=threads)
-        pending = b.add_clusters(mesh.triangles, order, offsets, 0, -1, None, 0.0)
+        ordered = np.ascontiguousarray(mesh.triangles[order], np.int32)
+        bounds = _cluster_bounds(b.positions, b.wpos[ordered], offsets)
+        pending = b.add_clusters(ordered, offsets, bounds, 0, -1, None, 0.0)
         report("cluster", 1, 1)
         while len(pending) > 1:
-            tri_counts = np.array([len(b.tris[c]) for c in pending])
-            tris = np.concatenate([b.tris[c] for c in pending])
-            pos_tris = b.wpos[tris]
-            tri_cluster = np.repeat(np.arange(len(pending), dtype=np.int32), tri_counts)
+            pos_tris, tri_cluster = _gather_level(b.store.view, b.tri_off.view, pending, b.wpos)
             part = partition_clusters(pos_tris, tri_cluster, len(pending), cfg.group_size)
             locked = _shared_positions(pos_tris, part[tri_cluster], len(b.positions))
             ngroups = int(part.max()) + 1
             order = np.argsort(part, kind="stable")
             bounds = np.searchsorted(part[order], np.arange(ngroups + 1))
             members = [pending[order[bounds[g] : bounds[g + 1]]] for g in range(ngroups)]
-            # the whole level is collected before the bookkeeping: interleaving it with the
-            # workers makes the main thread wait for the GIL at every step
-            futures = {pool.submit(b.simplify_group, m, locked): m for m in members}
-            for f in as_completed(futures):
-                done_tris += int(sum(len(b.tris[c]) for c in futures[f]))
-                report("simplify", min(done_tris, work), work)
-            results = [f.result() for f in futures]
+            futures = [pool.submit(b.simplify_group, m, locked) for m in members]
+            # each result is recorded as soon as it and those before it are in: group ids
+            # follow the members' order, and the bookkeeping overlaps the other workers
             next_pending: list[np.ndarray] = []
             progressed = False
-            for m, res in zip(members, results, strict=True):
+            for m, f in zip(members, futures, strict=True):
+                res = f.result()
+                done_tris += int(b.cluster_sizes(m).sum())
+                report("simplify", min(done_tris, work), work)
                 if res is None:  # terminal for now: try again with other neighbours
                     next_pending.append(m)
                     continue
                 progressed = True
-                new_tris, err, corder, coffsets = res
-                error = max(b.self_error[c] for c in m) + err
-                g = b.add_group(m, level, error)
-                next_pending.append(b.add_clusters(new_tris, corder, coffsets, level + 1, g,
-                                                   b.group_sphere[g], error))
+                next_pending.append(b.add_simplified(m, level, res))
             pending = np.concatenate(next_pending)
             level += 1
             if not progressed:
@@ -382,15 +457,11 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         # below a one-cluster root: halve it while it shrinks, down to min_root_triangles (the
         # root is what every instance draws at least, however small on screen)
         none_locked = np.zeros(len(b.positions), bool)
-        while len(pending) == 1 and len(b.tris[pending[0]]) > cfg.min_root_triangles:
+        while len(pending) == 1 and b.cluster_sizes(pending)[0] > cfg.min_root_triangles:
             res = b.simplify_group(pending, none_locked)
-            if res is None or len(res[3]) != 2:  # stuck, or not one cluster
+            if res is None or len(res[2]) != 2:  # stuck, or not one cluster
                 break
-            new_tris, err, corder, coffsets = res
-            error = b.self_error[pending[0]] + err
-            g = b.add_group(pending, level, error)
-            pending = b.add_clusters(new_tris, corder, coffsets, level + 1, g,
-                                     b.group_sphere[g], error)
+            pending = b.add_simplified(pending, level, res)
             level += 1
     b.add_group(pending, level, ROOT_ERROR)
     report("simplify", work, work)
@@ -398,27 +469,19 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
 
 
 def _finish(b: _Builder, mesh: Mesh) -> LodDag:
-    counts = np.array([len(t) for t in b.tris], np.int64)
-    offsets = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    triangles = np.concatenate(b.tris).astype(np.int32)
     members = np.concatenate(b.groups).astype(np.int32)
     goff = np.zeros(len(b.groups) + 1, np.int64)
     np.cumsum([len(g) for g in b.groups], out=goff[1:])
-    n0 = len(b.level0_bounds)  # level 0 comes first and its bounds are known
-    upper = offsets[n0:] - offsets[n0]
-    bounds = np.concatenate([b.level0_bounds, _cluster_bounds(
-        b.positions, b.wpos[triangles[offsets[n0] :]], upper)])
     return LodDag(
         mesh=mesh,
-        triangles=triangles,
-        cluster_tri_offset=offsets,
-        cluster_level=np.array(b.level, np.int32),
-        cluster_group=np.array(b.group_of, np.int32),
-        cluster_source_group=np.array(b.source, np.int32),
-        cluster_bounds=bounds,
-        cluster_self_sphere=np.stack(b.self_sphere).astype(np.float32),
-        cluster_self_error=np.array(b.self_error, np.float32),
+        triangles=b.store.view,
+        cluster_tri_offset=b.tri_off.view,
+        cluster_level=b.level.view,
+        cluster_group=b.group_of.view,
+        cluster_source_group=b.source.view,
+        cluster_bounds=b.bounds.view,
+        cluster_self_sphere=b.self_sphere.view,
+        cluster_self_error=b.self_error.view.astype(np.float32),
         group_level=np.array(b.group_level, np.int32),
         group_cluster_offset=goff,
         group_clusters=members,
