@@ -91,33 +91,54 @@ def _localize(tris: np.ndarray, wpos: np.ndarray, wslot: np.ndarray, pslot: np.n
 
 
 @nb.njit(cache=True, nogil=True)
-def _cluster_bounds(positions: np.ndarray, pos_tris: np.ndarray, offsets: np.ndarray
-                    ) -> np.ndarray:
+def _cluster_bounds(positions: np.ndarray, tris: np.ndarray, wedge_position: np.ndarray,
+                    offsets: np.ndarray) -> np.ndarray:
+    """(c, 4) float32 bounding sphere of each cluster tris[offsets[i]:offsets[i + 1]] (wedge
+    ids): the centre of its box, the farthest vertex (a little more, for rounding)."""
     c = offsets.shape[0] - 1
     out = np.zeros((c, 4), np.float32)
     for i in range(c):
-        lo = np.full(3, np.inf)
-        hi = np.full(3, -np.inf)
+        lx = ly = lz = np.inf
+        hx = hy = hz = -np.inf
         for t in range(offsets[i], offsets[i + 1]):
             for k in range(3):
-                for a in range(3):
-                    v = positions[pos_tris[t, k], a]
-                    lo[a] = min(lo[a], v)
-                    hi[a] = max(hi[a], v)
-        ctr = 0.5 * (lo + hi)
+                p = wedge_position[tris[t, k]]
+                x = np.float64(positions[p, 0])
+                y = np.float64(positions[p, 1])
+                z = np.float64(positions[p, 2])
+                lx = min(lx, x)
+                ly = min(ly, y)
+                lz = min(lz, z)
+                hx = max(hx, x)
+                hy = max(hy, y)
+                hz = max(hz, z)
+        cx = 0.5 * (lx + hx)
+        cy = 0.5 * (ly + hy)
+        cz = 0.5 * (lz + hz)
         r2 = 0.0
         for t in range(offsets[i], offsets[i + 1]):
             for k in range(3):
-                d = 0.0
-                for a in range(3):
-                    e = positions[pos_tris[t, k], a] - ctr[a]
-                    d += e * e
-                r2 = max(r2, d)
-        out[i, 0] = ctr[0]
-        out[i, 1] = ctr[1]
-        out[i, 2] = ctr[2]
+                p = wedge_position[tris[t, k]]
+                ex = positions[p, 0] - cx
+                ey = positions[p, 1] - cy
+                ez = positions[p, 2] - cz
+                r2 = max(r2, ex * ex + ey * ey + ez * ez)
+        out[i, 0] = cx
+        out[i, 1] = cy
+        out[i, 2] = cz
         out[i, 3] = np.sqrt(r2) * (1.0 + 1e-6) + 1e-30
     return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _level0(triangles: np.ndarray, order: np.ndarray, offsets: np.ndarray,
+            wedge_position: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The level-0 clusters' triangles in cluster order, and their bounding spheres."""
+    ordered = np.empty((order.shape[0], 3), np.int32)
+    for i in range(order.shape[0]):
+        for j in range(3):
+            ordered[i, j] = triangles[order[i], j]
+    return ordered, _cluster_bounds(positions, ordered, wedge_position, offsets)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -139,50 +160,51 @@ def _shared_positions(pos_tris: np.ndarray, tri_group: np.ndarray, n: int) -> np
 @nb.njit(cache=True, nogil=True)
 def _adjacent_pairs(pos_tris: np.ndarray, tri_cluster: np.ndarray, n: int) -> np.ndarray:
     """(k, 2) int64 cluster pairs, one row per edge shared by triangles of two clusters
-    (n: the number of positions).
+    (n: the number of positions); for an edge with more than two triangles, the cluster of its
+    first triangle paired with each other cluster on it.
 
-    An open-addressing hash of edge keys remembers the first cluster that used each edge. Only
-    edges whose two ends are used by two or more clusters can be shared: the others (most of
-    them, inside clusters) never enter the hash."""
+    Only edges whose two ends are used by two or more clusters can be shared: the others (most
+    of them, inside clusters) are skipped. The candidates are bucketed by their smaller end
+    (a counting sort, cache-friendly where a hash of edge keys is not) and matched within each
+    bucket, which holds a handful."""
     m = pos_tris.shape[0]
     shared = _shared_positions(pos_tris, tri_cluster, n)
-    candidates = 0
+    start = np.zeros(n + 1, np.int32)
     for t in range(m):
         for k in range(3):
-            if shared[pos_tris[t, k]] and shared[pos_tris[t, (k + 1) % 3]]:
-                candidates += 1
-    size = 1
-    while size < 2 * candidates + 2:
-        size *= 2
-    keys = np.full(size, -1, np.int64)
-    owner = np.zeros(size, np.int32)
-    out = np.zeros((candidates, 2), np.int64)
-    n = 0
+            a = pos_tris[t, k]
+            b = pos_tris[t, (k + 1) % 3]
+            if shared[a] and shared[b]:
+                start[min(a, b) + 1] += 1
+    for i in range(n):
+        start[i + 1] += start[i]
+    total = start[n]
+    cur = start[:n].copy()
+    other = np.empty(total, np.int32)  # the larger end of each candidate edge
+    owner = np.empty(total, np.int32)  # its triangle's cluster
     for t in range(m):
         c = tri_cluster[t]
         for k in range(3):
             a = pos_tris[t, k]
             b = pos_tris[t, (k + 1) % 3]
-            if not (shared[a] and shared[b]):
-                continue
-            if a > b:
-                a, b = b, a
-            key = (np.int64(a) << 32) | np.int64(b)
-            h = (key * np.int64(-7046029254386353131)) >> 20
-            slot = h & (size - 1)
-            while True:
-                if keys[slot] == -1:
-                    keys[slot] = key
-                    owner[slot] = c
+            if shared[a] and shared[b]:
+                lo = min(a, b)
+                i = cur[lo]
+                other[i] = max(a, b)
+                owner[i] = c
+                cur[lo] = i + 1
+    out = np.empty((total, 2), np.int64)
+    k = 0
+    for v in range(n):
+        for i in range(start[v] + 1, start[v + 1]):
+            for j in range(start[v], i):  # the edge's first triangle, in triangle order
+                if other[j] == other[i]:
+                    if owner[j] != owner[i]:
+                        out[k, 0] = owner[j]
+                        out[k, 1] = owner[i]
+                        k += 1
                     break
-                if keys[slot] == key:
-                    if owner[slot] != c:
-                        out[n, 0] = owner[slot]
-                        out[n, 1] = c
-                        n += 1
-                    break
-                slot = (slot + 1) & (size - 1)
-    return out[:n]
+    return out[:k]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -258,28 +280,67 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
     if k == 0 or k > stuck_ratio * m:
         return False, new_local, err, np.zeros(1, np.int64), np.zeros((0, 4), np.float32)
     order, offsets = cluster_triangles(pos, new_local, local_wp, max_triangles, max_vertices)
+    ordered = np.empty((k, 3), np.int32)
     out = np.empty((k, 3), np.int32)
-    local_pt = np.empty((k, 3), np.int32)
     for t in range(k):
         for c in range(3):
             w = new_local[order[t], c]
+            ordered[t, c] = w
             out[t, c] = wedges[w]
-            local_pt[t, c] = local_wp[w]
-    return True, out, err, offsets, _cluster_bounds(pos, local_pt, offsets)
+    return True, out, err, offsets, _cluster_bounds(pos, ordered, local_wp, offsets)
+
+
+@nb.njit(cache=True, nogil=True)
+def _pairs_to_csr(pairs: np.ndarray, nclusters: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Symmetric CSR of cluster pairs (one row per shared edge): (xadj, adjncy, weights = the
+    number of rows of each pair), neighbours in increasing order."""
+    k = pairs.shape[0]
+    start = np.zeros(nclusters + 1, np.int64)
+    for i in range(k):
+        start[pairs[i, 0] + 1] += 1
+        start[pairs[i, 1] + 1] += 1
+    for c in range(nclusters):
+        start[c + 1] += start[c]
+    cur = start[:nclusters].copy()
+    dst = np.empty(2 * k, np.int64)
+    for i in range(k):
+        a = pairs[i, 0]
+        b = pairs[i, 1]
+        dst[cur[a]] = b
+        cur[a] += 1
+        dst[cur[b]] = a
+        cur[b] += 1
+    xadj = np.zeros(nclusters + 1, np.int64)
+    adjncy = np.empty(2 * k, np.int64)
+    weights = np.empty(2 * k, np.int64)
+    n = 0
+    for c in range(nclusters):
+        s = start[c]
+        e = start[c + 1]
+        for i in range(s + 1, e):  # insertion sort: a cluster has a few dozen shared edges
+            v = dst[i]
+            j = i - 1
+            while j >= s and dst[j] > v:
+                dst[j + 1] = dst[j]
+                j -= 1
+            dst[j + 1] = v
+        for i in range(s, e):
+            if i > s and dst[i] == dst[i - 1]:
+                weights[n - 1] += 1
+            else:
+                adjncy[n] = dst[i]
+                weights[n] = 1
+                n += 1
+        xadj[c + 1] = n
+    return xadj, adjncy[:n].copy(), weights[:n].copy()
 
 
 def _cluster_adjacency(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters: int
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSR graph of clusters sharing edges: (xadj, adjncy, weights = shared edge count)."""
     pairs = _adjacent_pairs(pos_tris, tri_cluster, int(pos_tris.max()) + 1)
-    a, b = pairs[:, 0], pairs[:, 1]
-    keys = np.concatenate([a * nclusters + b, b * nclusters + a])
-    upairs, counts = np.unique(keys, return_counts=True)
-    src = upairs // nclusters
-    dst = upairs % nclusters
-    xadj = np.zeros(nclusters + 1, np.int64)
-    np.cumsum(np.bincount(src, minlength=nclusters), out=xadj[1:])
-    return xadj, dst.astype(np.int64), counts.astype(np.int64)
+    return _pairs_to_csr(pairs, nclusters)
 
 
 def partition_clusters(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters: int,
@@ -424,8 +485,8 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         order, offsets = build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position,
                                         max_triangles=cfg.max_triangles,
                                         max_vertices=cfg.max_vertices, threads=threads)
-        ordered = np.ascontiguousarray(mesh.triangles[order], np.int32)
-        bounds = _cluster_bounds(b.positions, b.wpos[ordered], offsets)
+        ordered, bounds = _level0(np.ascontiguousarray(mesh.triangles, np.int32), order,
+                                  offsets, b.wpos, b.positions)
         pending = b.add_clusters(ordered, offsets, bounds, 0, -1, None, 0.0)
         report("cluster", 1, 1)
         while len(pending) > 1:
