@@ -287,25 +287,72 @@ class PackedAsset:
     page_flags: np.ndarray  # (P,) uint32
 
 
-def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> PackedAsset:
-    """Lay out the DAG's clusters in pages, coarse to fine, and build the hierarchy sections."""
-    cfg = config or BuildConfig()
+@nb.njit(cache=True, nogil=True)
+def _grid_ranges(vgrid: np.ndarray, vertex_offset: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per cluster: pos_min (c, 3) int64, the smallest grid coordinates of its vertices, and
+    mode (c,) int64: 0 when every offset from pos_min fits in 16 bits, else 1."""
+    c = vertex_offset.shape[0] - 1
+    pos_min = np.zeros((c, 3), np.int64)
+    mode = np.zeros(c, np.int64)
+    for i in range(c):
+        for a in range(3):
+            lo = vgrid[vertex_offset[i], a]
+            hi = lo
+            for v in range(vertex_offset[i] + 1, vertex_offset[i + 1]):
+                lo = min(lo, vgrid[v, a])
+                hi = max(hi, vgrid[v, a])
+            pos_min[i, a] = lo
+            if hi - lo >= 65536:
+                mode[i] = 1
+    return pos_min, mode
+
+
+@dataclass
+class EncodedVertices:
+    """Each cluster's vertices as the pages store them, which needs neither the BVH nor the page
+    layout (`build_asset` builds the BVH meanwhile)."""
+
+    step: float  # the quantization grid step
+    bounds: tuple[np.ndarray, np.ndarray]  # the mesh's box
+    vertex_offset: np.ndarray  # (c + 1,) int64: cluster i's vertices are [offset[i], offset[i+1])
+    vertices: np.ndarray  # (V,) int32 wedge ids, per cluster in first-use order
+    local: np.ndarray  # (T, 3) uint8: the triangles' local corner indices
+    vgrid: np.ndarray  # (V, 3) int64 grid coordinates
+    pos_min: np.ndarray  # (c, 3) int64: per cluster, the least grid coordinates
+    mode: np.ndarray  # (c,) int64: 0 = 16-bit offsets, 1 = 32-bit
+    normals: np.ndarray  # (V,) uint32 octahedral normals
+
+
+def encode_vertices(dag: LodDag) -> EncodedVertices:
+    """Quantize and encode the vertices of every cluster (see the module docstring)."""
     mesh = dag.mesh
     positions = mesh.positions
     bounds = column_bounds(positions)
     step = choose_step(positions, mesh.triangles, mesh.wedge_position, bounds)
-    has_uv = mesh.wedge_uv is not None
-
     vertex_offset, vertices, local = _local_vertices(dag.triangles, dag.cluster_tri_offset,
                                                      len(mesh.wedge_position))
-    nv = np.diff(vertex_offset)
-    nt = np.diff(dag.cluster_tri_offset)
     vgrid = _vertex_grid(positions, float(step), mesh.wedge_position, vertices)  # (V, 3)
     assert max(-int(vgrid.min(initial=0)), int(vgrid.max(initial=0))) < 2**31
-    cstart = vertex_offset[:-1]
-    pos_min = np.minimum.reduceat(vgrid, cstart, axis=0)
-    pos_max = np.maximum.reduceat(vgrid, cstart, axis=0)
-    mode = ((pos_max - pos_min).max(axis=1) >= 65536).astype(np.int64)
+    pos_min, mode = _grid_ranges(vgrid, vertex_offset)
+    normals = _octahedral_rows(mesh.wedge_normal, vertices)
+    return EncodedVertices(step, bounds, vertex_offset, vertices, local, vgrid, pos_min, mode,
+                           normals)
+
+
+def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
+               encoded: EncodedVertices | None = None) -> PackedAsset:
+    """Lay out the DAG's clusters in pages, coarse to fine, and build the hierarchy sections.
+    encoded: `encode_vertices(dag)`, when the caller made it already."""
+    cfg = config or BuildConfig()
+    mesh = dag.mesh
+    enc = encoded if encoded is not None else encode_vertices(dag)
+    step = enc.step
+    bounds = enc.bounds
+    has_uv = mesh.wedge_uv is not None
+    vertex_offset, vertices, local = enc.vertex_offset, enc.vertices, enc.local
+    vgrid, pos_min, mode = enc.vgrid, enc.pos_min, enc.mode
+    nv = np.diff(vertex_offset)
+    nt = np.diff(dag.cluster_tri_offset)
     pos_bytes = _align4(np.where(mode == 0, 6, 12) * nv)
     attr_bytes = nv * 4 * (2 if has_uv else 1)
     idx_bytes = _align4(nt * 3)
@@ -368,7 +415,7 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None) -> Pack
     _place_records(pages, records[order].view(np.uint8).reshape(len(order), record), page_of,
                    rank, header)
 
-    normals = _octahedral_rows(mesh.wedge_normal, vertices)
+    normals = enc.normals
     if has_uv:
         uv = mesh.wedge_uv[vertices].astype(np.float64)
         uv_min = mesh.wedge_uv.min(axis=0).astype(np.float64)

@@ -171,11 +171,18 @@ def _adjacent_pairs(pos_tris: np.ndarray, tri_cluster: np.ndarray, n: int) -> np
     shared = _shared_positions(pos_tris, tri_cluster, n)
     start = np.zeros(n + 1, np.int32)
     for t in range(m):
-        for k in range(3):
-            a = pos_tris[t, k]
-            b = pos_tris[t, (k + 1) % 3]
-            if shared[a] and shared[b]:
-                start[min(a, b) + 1] += 1
+        a = pos_tris[t, 0]
+        b = pos_tris[t, 1]
+        c = pos_tris[t, 2]
+        sa = shared[a]
+        sb = shared[b]
+        sc = shared[c]
+        if sa and sb:
+            start[min(a, b) + 1] += 1
+        if sb and sc:
+            start[min(b, c) + 1] += 1
+        if sc and sa:
+            start[min(c, a) + 1] += 1
     for i in range(n):
         start[i + 1] += start[i]
     total = start[n]
@@ -183,15 +190,17 @@ def _adjacent_pairs(pos_tris: np.ndarray, tri_cluster: np.ndarray, n: int) -> np
     other = np.empty(total, np.int32)  # the larger end of each candidate edge
     owner = np.empty(total, np.int32)  # its triangle's cluster
     for t in range(m):
-        c = tri_cluster[t]
+        if not (shared[pos_tris[t, 0]] or shared[pos_tris[t, 1]]):
+            continue  # no edge of t has two shared ends
+        cl = tri_cluster[t]
         for k in range(3):
             a = pos_tris[t, k]
-            b = pos_tris[t, (k + 1) % 3]
+            b = pos_tris[t, k + 1 if k < 2 else 0]
             if shared[a] and shared[b]:
                 lo = min(a, b)
                 i = cur[lo]
                 other[i] = max(a, b)
-                owner[i] = c
+                owner[i] = cl
                 cur[lo] = i + 1
     out = np.empty((total, 2), np.int64)
     k = 0
