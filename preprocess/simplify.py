@@ -836,8 +836,9 @@ def _build_grid(positions, pt):
 
 
 @_jit
-def _visit_bucket(px, py, pz, hc, G, boff, btri, stamp, qid, best, bt):
-    """Test the untested triangles of bucket hc against p; returns the updated (best, bt)."""
+def _visit_bucket(px, py, pz, hc, G, boff, btri, stamp, qid, best, bt, enough):
+    """Test the untested triangles of bucket hc against p; returns the updated (best, bt), as
+    soon as best <= enough."""
     for k in range(boff[hc], boff[hc + 1]):
         t = btri[k]
         if stamp[t] == qid:
@@ -852,6 +853,8 @@ def _visit_bucket(px, py, pz, hc, G, boff, btri, stamp, qid, best, bt):
         if d2 < best:
             best = d2
             bt = t
+            if best <= enough:
+                break
     return best, bt
 
 
@@ -889,7 +892,7 @@ def _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, qid, enough):
     cz = _cell_of(pz, oz, inv, gp[6])
     # p's own cell first: it usually holds the nearest triangle
     best, bt = _visit_bucket(
-        px, py, pz, _hash_cell(cx, cy, cz, mask), G, boff, btri, stamp, qid, best, bt
+        px, py, pz, _hash_cell(cx, cy, cz, mask), G, boff, btri, stamp, qid, best, bt, enough
     )
     if best <= enough:
         return best, bt
@@ -913,6 +916,7 @@ def _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, qid, enough):
                             qid,
                             best,
                             bt,
+                            enough,
                         )
             if bt >= 0:
                 break
@@ -956,6 +960,7 @@ def _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, qid, enough):
                     qid,
                     best,
                     bt,
+                    enough,
                 )
                 if best <= enough:
                     return best, bt
