@@ -506,14 +506,18 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
             order = np.argsort(part, kind="stable")
             bounds = np.searchsorted(part[order], np.arange(ngroups + 1))
             members = [pending[order[bounds[g] : bounds[g + 1]]] for g in range(ngroups)]
-            futures = [pool.submit(b.simplify_group, m, locked) for m in members]
+            # the biggest groups first, so that the level does not end waiting on one of them
+            sizes = [int(b.cluster_sizes(m).sum()) for m in members]
+            futures: list = [None] * ngroups
+            for g in sorted(range(ngroups), key=lambda g: -sizes[g]):
+                futures[g] = pool.submit(b.simplify_group, members[g], locked)
             # each result is recorded as soon as it and those before it are in: group ids
             # follow the members' order, and the bookkeeping overlaps the other workers
             next_pending: list[np.ndarray] = []
             progressed = False
-            for m, f in zip(members, futures, strict=True):
+            for m, f, size in zip(members, futures, sizes, strict=True):
                 res = f.result()
-                done_tris += int(b.cluster_sizes(m).sum())
+                done_tris += size
                 report("simplify", min(done_tris, work), work)
                 if res is None:  # terminal for now: try again with other neighbours
                     next_pending.append(m)
