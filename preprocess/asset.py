@@ -36,6 +36,7 @@ position error is sqrt(3)/2 * step, stored in the meta as `quantization_error`.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba as nb
@@ -43,7 +44,7 @@ import numpy as np
 
 from preprocess.config import ROOT_ERROR, BuildConfig
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag
-from preprocess.mesh import column_bounds
+from preprocess.mesh import Mesh, column_bounds
 
 NODE_DTYPE = np.dtype([
     ("sphere", "<f4", 4),  # center xyz, radius: contains everything below
@@ -192,13 +193,13 @@ def octahedral_decode(q: np.ndarray) -> np.ndarray:
 
 
 @nb.njit(cache=True, nogil=True)
-def _local_vertices(triangles: np.ndarray, offsets: np.ndarray, wedge_count: int
+def _local_vertices(triangles: np.ndarray, offsets: np.ndarray, slot: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per cluster: its distinct wedges in first-use order and the local corner indices.
+    """Per cluster triangles[offsets[i]:offsets[i + 1]]: its distinct wedges in first-use order
+    and the local corner indices. slot: one entry per wedge, all -1 (and -1 again on return).
 
     Returns (vertex_offset (c+1,), vertices (V,) wedge ids, local (T, 3) uint8)."""
     c = offsets.shape[0] - 1
-    slot = np.full(wedge_count, -1, np.int32)
     vertex_offset = np.zeros(c + 1, np.int64)
     vertices = np.zeros(triangles.shape[0] * 3, np.int32)
     local = np.zeros(triangles.shape, np.uint8)
@@ -323,20 +324,69 @@ class EncodedVertices:
     normals: np.ndarray  # (V,) uint32 octahedral normals
 
 
+@nb.njit(cache=True, nogil=True)
+def _encode_clusters(triangles, offsets, slot, positions, wedge_position, wedge_normal, step):
+    """The `EncodedVertices` arrays of the clusters triangles[offsets[i]:offsets[i + 1]]."""
+    vertex_offset, vertices, local = _local_vertices(triangles, offsets, slot)
+    vgrid = _vertex_grid(positions, step, wedge_position, vertices)  # (V, 3)
+    pos_min, mode = _grid_ranges(vgrid, vertex_offset)
+    normals = _octahedral_rows(wedge_normal, vertices)
+    return vertex_offset, vertices, local, vgrid, pos_min, mode, normals
+
+
+class VertexEncoder:
+    """Encodes the vertices of clusters in a background thread while the DAG is being built:
+    `build_dag(on_clusters=encoder.add)` hands it each run of clusters as soon as they are final
+    (their triangles never change after), so the work fills the cores' idle moments (METIS, the
+    end of a level) instead of adding to the end of the build. `result()` joins the runs."""
+
+    def __init__(self, mesh: Mesh) -> None:
+        self.mesh = mesh
+        self.positions = np.ascontiguousarray(mesh.positions, np.float32)
+        self.wedge_position = np.ascontiguousarray(mesh.wedge_position, np.int32)
+        self.wedge_normal = np.ascontiguousarray(mesh.wedge_normal, np.float32)
+        self.bounds = column_bounds(self.positions)
+        self.step = choose_step(self.positions, mesh.triangles, self.wedge_position, self.bounds)
+        self.slot = np.full(len(self.wedge_position), -1, np.int32)  # one run at a time
+        self.pool = ThreadPoolExecutor(max_workers=1)
+        self.runs: list = []
+
+    def add(self, triangles: np.ndarray, tri_offset: np.ndarray, first: int, end: int) -> None:
+        """Encode clusters first..end-1 (rows tri_offset[i]:tri_offset[i + 1] of triangles)."""
+        if end <= first:
+            return
+        rows = triangles[tri_offset[first] : tri_offset[end]]
+        offsets = tri_offset[first : end + 1] - tri_offset[first]
+        self.runs.append(self.pool.submit(
+            _encode_clusters, rows, offsets, self.slot, self.positions, self.wedge_position,
+            self.wedge_normal, float(self.step)))
+
+    def result(self) -> EncodedVertices:
+        try:
+            parts = [f.result() for f in self.runs]
+        finally:
+            self.pool.shutdown()
+        vertex_offset = [np.zeros(1, np.int64)]
+        base = 0
+        for p in parts:
+            vertex_offset.append(p[0][1:] + base)
+            base += int(p[0][-1])
+        joined = [np.concatenate([p[i] for p in parts]) for i in range(1, 7)]
+        vertices, local, vgrid, pos_min, mode, normals = joined
+        assert max(-int(vgrid.min(initial=0)), int(vgrid.max(initial=0))) < 2**31
+        return EncodedVertices(self.step, self.bounds, np.concatenate(vertex_offset), vertices,
+                               local, vgrid, pos_min, mode, normals)
+
+    def close(self) -> None:
+        self.pool.shutdown(cancel_futures=True)
+
+
 def encode_vertices(dag: LodDag) -> EncodedVertices:
     """Quantize and encode the vertices of every cluster (see the module docstring)."""
-    mesh = dag.mesh
-    positions = mesh.positions
-    bounds = column_bounds(positions)
-    step = choose_step(positions, mesh.triangles, mesh.wedge_position, bounds)
-    vertex_offset, vertices, local = _local_vertices(dag.triangles, dag.cluster_tri_offset,
-                                                     len(mesh.wedge_position))
-    vgrid = _vertex_grid(positions, float(step), mesh.wedge_position, vertices)  # (V, 3)
-    assert max(-int(vgrid.min(initial=0)), int(vgrid.max(initial=0))) < 2**31
-    pos_min, mode = _grid_ranges(vgrid, vertex_offset)
-    normals = _octahedral_rows(mesh.wedge_normal, vertices)
-    return EncodedVertices(step, bounds, vertex_offset, vertices, local, vgrid, pos_min, mode,
-                           normals)
+    encoder = VertexEncoder(dag.mesh)
+    encoder.add(np.ascontiguousarray(dag.triangles, np.int32),
+                np.asarray(dag.cluster_tri_offset, np.int64), 0, dag.cluster_count)
+    return encoder.result()
 
 
 def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,

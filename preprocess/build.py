@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from preprocess.asset import PackedAsset, encode_vertices, pack_asset
+from preprocess.asset import PackedAsset, VertexEncoder, pack_asset
 from preprocess.bvh import build_bvh
 from preprocess.config import BuildConfig
 from preprocess.dag import Progress, build_dag
@@ -103,19 +103,24 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
             sec[stage] = time.perf_counter() - stamps[stage]
         report(stage, done, total)
 
-    dag = build_dag(mesh, cfg, progress=timed)
+    encoder = VertexEncoder(mesh)  # encodes finished clusters while the DAG is being built
+    try:
+        dag = build_dag(mesh, cfg, progress=timed, on_clusters=encoder.add)
+    except BaseException:
+        encoder.close()
+        raise
 
     def bvh_timed() -> tuple[Bvh, float]:
         t0 = time.perf_counter()
         return build_bvh(dag), time.perf_counter() - t0
 
-    # the BVH (mostly Python) is built beside the vertex encoding (numba, without the GIL);
-    # "pack" is the rest of the wall time from here
+    # the BVH (mostly Python) is built beside the end of the vertex encoding (numba, without
+    # the GIL); "pack" is the rest of the wall time from here
     t = time.perf_counter()
     report("bvh", 0, 1)
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(bvh_timed)
-        encoded = encode_vertices(dag)
+        encoded = encoder.result()
         bvh, sec["bvh"] = pending.result()
     report("bvh", 1, 1)
     report("pack", 0, 1)

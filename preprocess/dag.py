@@ -479,11 +479,18 @@ class _Builder:
 
 
 def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
-              progress: Progress | None = None) -> LodDag:
-    """Build the cluster LOD DAG of a mesh (see module docstring)."""
+              progress: Progress | None = None,
+              on_clusters: Callable[[np.ndarray, np.ndarray, int, int], None] | None = None
+              ) -> LodDag:
+    """Build the cluster LOD DAG of a mesh (see module docstring).
+
+    on_clusters(triangles, tri_offset, first, end), called on this thread: clusters first..end-1
+    are final (rows tri_offset[i]:tri_offset[i + 1] of triangles, wedge ids; the arrays may be
+    replaced by bigger ones later, these rows never change)."""
     cfg = config or BuildConfig()
     b = _Builder(mesh, cfg)
     report = progress or (lambda stage, done, total: None)
+    hand_over = on_clusters or (lambda triangles, tri_offset, first, end: None)
     threads = cfg.threads or os.cpu_count() or 1
 
     level = 0
@@ -497,8 +504,10 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         ordered, bounds = _level0(np.ascontiguousarray(mesh.triangles, np.int32), order,
                                   offsets, b.wpos, b.positions)
         pending = b.add_clusters(ordered, offsets, bounds, 0, -1, None, 0.0)
+        hand_over(b.store.view, b.tri_off.view, 0, b.level.n)
         report("cluster", 1, 1)
         while len(pending) > 1:
+            first = b.level.n
             pos_tris, tri_cluster = _gather_level(b.store.view, b.tri_off.view, pending, b.wpos)
             part = partition_clusters(pos_tris, tri_cluster, len(pending), cfg.group_size)
             locked = _shared_positions(pos_tris, part[tri_cluster], len(b.positions))
@@ -525,6 +534,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
                 progressed = True
                 next_pending.append(b.add_simplified(m, level, res))
             pending = np.concatenate(next_pending)
+            hand_over(b.store.view, b.tri_off.view, first, b.level.n)
             level += 1
             if not progressed:
                 break
@@ -536,6 +546,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
             if res is None or len(res[2]) != 2:  # stuck, or not one cluster
                 break
             pending = b.add_simplified(pending, level, res)
+            hand_over(b.store.view, b.tri_off.view, int(pending[0]), b.level.n)
             level += 1
     b.add_group(pending, level, ROOT_ERROR)
     report("simplify", work, work)
