@@ -506,6 +506,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         pending = b.add_clusters(ordered, offsets, bounds, 0, -1, None, 0.0)
         hand_over(b.store.view, b.tri_off.view, 0, b.level.n)
         report("cluster", 1, 1)
+        report("simplify", 0, work)  # grouping, simplifying and re-splitting, level by level
         while len(pending) > 1:
             first = b.level.n
             pos_tris, tri_cluster = _gather_level(b.store.view, b.tri_off.view, pending, b.wpos)
