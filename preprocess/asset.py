@@ -170,9 +170,9 @@ def _octahedral_rows(n, rows):
 
 @nb.njit(cache=True, nogil=True)
 def _vertex_grid(positions, step, wedge_position, vertices):
-    """(V, 3) int64 grid coordinates of the cluster vertices: round(position / step), half to
-    even as np.round, in float64."""
-    out = np.empty((vertices.shape[0], 3), np.int64)
+    """(V, 3) int32 grid coordinates of the cluster vertices: round(position / step), half to
+    even as np.round, in float64 (the caller checks that the mesh fits in 31 bits)."""
+    out = np.empty((vertices.shape[0], 3), np.int32)
     for i in range(vertices.shape[0]):
         p = wedge_position[vertices[i]]
         for a in range(3):
@@ -297,7 +297,7 @@ def _grid_ranges(vgrid: np.ndarray, vertex_offset: np.ndarray) -> tuple[np.ndarr
     mode = np.zeros(c, np.int64)
     for i in range(c):
         for a in range(3):
-            lo = vgrid[vertex_offset[i], a]
+            lo = np.int64(vgrid[vertex_offset[i], a])
             hi = lo
             for v in range(vertex_offset[i] + 1, vertex_offset[i + 1]):
                 lo = min(lo, vgrid[v, a])
@@ -309,19 +309,29 @@ def _grid_ranges(vgrid: np.ndarray, vertex_offset: np.ndarray) -> tuple[np.ndarr
 
 
 @dataclass
+class EncodedRun:
+    """The vertex streams of the clusters first..end-1, numbered within the run."""
+
+    first: int
+    end: int
+    vertices: np.ndarray  # (V,) int32 wedge ids, per cluster in first-use order
+    local: np.ndarray  # (T, 3) uint8: the triangles' local corner indices
+    vgrid: np.ndarray  # (V, 3) int32 grid coordinates
+    normals: np.ndarray  # (V,) uint32 octahedral normals
+
+
+@dataclass
 class EncodedVertices:
     """Each cluster's vertices as the pages store them, which needs neither the BVH nor the page
-    layout (`build_asset` builds the BVH meanwhile)."""
+    layout (`build_asset` builds the BVH meanwhile). The per-vertex arrays stay in the runs they
+    were encoded in: joining them would copy (and page-fault) a few hundred MB on big meshes."""
 
     step: float  # the quantization grid step
     bounds: tuple[np.ndarray, np.ndarray]  # the mesh's box
     vertex_offset: np.ndarray  # (c + 1,) int64: cluster i's vertices are [offset[i], offset[i+1])
-    vertices: np.ndarray  # (V,) int32 wedge ids, per cluster in first-use order
-    local: np.ndarray  # (T, 3) uint8: the triangles' local corner indices
-    vgrid: np.ndarray  # (V, 3) int64 grid coordinates
     pos_min: np.ndarray  # (c, 3) int64: per cluster, the least grid coordinates
     mode: np.ndarray  # (c,) int64: 0 = 16-bit offsets, 1 = 32-bit
-    normals: np.ndarray  # (V,) uint32 octahedral normals
+    runs: list[EncodedRun]  # in cluster order, covering every cluster once
 
 
 @nb.njit(cache=True, nogil=True)
@@ -347,6 +357,11 @@ class VertexEncoder:
         self.wedge_normal = np.ascontiguousarray(mesh.wedge_normal, np.float32)
         self.bounds = column_bounds(self.positions)
         self.step = choose_step(self.positions, mesh.triangles, self.wedge_position, self.bounds)
+        reach = max(float(np.abs(self.bounds[0]).max(initial=0)),
+                    float(np.abs(self.bounds[1]).max(initial=0)))
+        if reach / self.step >= 2**31 - 1:
+            raise ValueError(f"{mesh.name}: positions up to {reach:g} from the origin do not fit "
+                             f"a 31-bit grid of step {self.step:g}")
         self.slot = np.full(len(self.wedge_position), -1, np.int32)  # one run at a time
         self.pool = ThreadPoolExecutor(max_workers=1)
         self.runs: list = []
@@ -357,25 +372,25 @@ class VertexEncoder:
             return
         rows = triangles[tri_offset[first] : tri_offset[end]]
         offsets = tri_offset[first : end + 1] - tri_offset[first]
-        self.runs.append(self.pool.submit(
+        self.runs.append((first, end, self.pool.submit(
             _encode_clusters, rows, offsets, self.slot, self.positions, self.wedge_position,
-            self.wedge_normal, float(self.step)))
+            self.wedge_normal, float(self.step))))
 
     def result(self) -> EncodedVertices:
         try:
-            parts = [f.result() for f in self.runs]
+            parts = [(first, end, f.result()) for first, end, f in self.runs]
         finally:
             self.pool.shutdown()
         vertex_offset = [np.zeros(1, np.int64)]
         base = 0
-        for p in parts:
-            vertex_offset.append(p[0][1:] + base)
-            base += int(p[0][-1])
-        joined = [np.concatenate([p[i] for p in parts]) for i in range(1, 7)]
-        vertices, local, vgrid, pos_min, mode, normals = joined
-        assert max(-int(vgrid.min(initial=0)), int(vgrid.max(initial=0))) < 2**31
-        return EncodedVertices(self.step, self.bounds, np.concatenate(vertex_offset), vertices,
-                               local, vgrid, pos_min, mode, normals)
+        runs = []
+        for first, end, (voff, vertices, local, vgrid, _, _, normals) in parts:
+            vertex_offset.append(voff[1:] + base)
+            base += int(voff[-1])
+            runs.append(EncodedRun(first, end, vertices, local, vgrid, normals))
+        return EncodedVertices(self.step, self.bounds, np.concatenate(vertex_offset),
+                               np.concatenate([p[2][4] for p in parts]),
+                               np.concatenate([p[2][5] for p in parts]), runs)
 
     def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)
@@ -399,8 +414,7 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     step = enc.step
     bounds = enc.bounds
     has_uv = mesh.wedge_uv is not None
-    vertex_offset, vertices, local = enc.vertex_offset, enc.vertices, enc.local
-    vgrid, pos_min, mode = enc.vgrid, enc.pos_min, enc.mode
+    vertex_offset, pos_min, mode = enc.vertex_offset, enc.pos_min, enc.mode
     nv = np.diff(vertex_offset)
     nt = np.diff(dag.cluster_tri_offset)
     pos_bytes = _align4(np.where(mode == 0, 6, 12) * nv)
@@ -465,20 +479,21 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     _place_records(pages, records[order].view(np.uint8).reshape(len(order), record), page_of,
                    rank, header)
 
-    normals = enc.normals
+    offsets = [records[k].astype(np.int64) for k in ("position_offset", "normal_offset",
+                                                      "uv_offset", "index_offset")]
+    tri_offset = np.asarray(dag.cluster_tri_offset, np.int64)
     if has_uv:
-        uv = mesh.wedge_uv[vertices].astype(np.float64)
         uv_min = mesh.wedge_uv.min(axis=0).astype(np.float64)
         uv_max = mesh.wedge_uv.max(axis=0).astype(np.float64)
-        q = np.round((uv - uv_min) / np.maximum(uv_max - uv_min, 1e-30) * 65535)
-        uvs = (q[:, 0].astype(np.uint32) | (q[:, 1].astype(np.uint32) << 16))
-    else:
-        uvs = np.zeros(len(vertices), np.uint32)
-    _write_streams(pages, cluster_page, records["position_offset"].astype(np.int64),
-                   records["normal_offset"].astype(np.int64),
-                   records["uv_offset"].astype(np.int64),
-                   records["index_offset"].astype(np.int64), mode, pos_min, vertex_offset,
-                   vgrid, normals, uvs, has_uv, dag.cluster_tri_offset, local)
+    for run in enc.runs:
+        if has_uv:
+            uv = mesh.wedge_uv[run.vertices].astype(np.float64)
+            q = np.round((uv - uv_min) / np.maximum(uv_max - uv_min, 1e-30) * 65535)
+            uvs = (q[:, 0].astype(np.uint32) | (q[:, 1].astype(np.uint32) << 16))
+        else:
+            uvs = np.zeros(0, np.uint32)
+        _write_streams(pages, cluster_page, *offsets, mode, pos_min, vertex_offset, run.vgrid,
+                       run.normals, uvs, has_uv, tri_offset, run.local, run.first, run.end)
 
     nodes = np.zeros(len(bvh.node_depth), NODE_DTYPE)
     nodes["sphere"] = bvh.node_sphere
@@ -550,11 +565,15 @@ def _place_records(pages, rec_bytes, page_of, rank, header):
 
 @nb.njit(cache=True, nogil=True)
 def _write_streams(pages, cluster_page, pos_off, nrm_off, uv_off, idx_off, mode, pos_min,
-                   vertex_offset, vgrid, normals, uvs, has_uv, tri_offset, local):
-    for c in range(cluster_page.shape[0]):
+                   vertex_offset, vgrid, normals, uvs, has_uv, tri_offset, local, first, end):
+    """Write the vertex and index streams of clusters first..end-1 into their pages; vgrid,
+    normals, uvs and local hold that run only (numbered from its first vertex and triangle)."""
+    vbase = vertex_offset[first]
+    tbase = tri_offset[first]
+    for c in range(first, end):
         page = pages[cluster_page[c]]
         o = pos_off[c]
-        for v in range(vertex_offset[c], vertex_offset[c + 1]):
+        for v in range(vertex_offset[c] - vbase, vertex_offset[c + 1] - vbase):
             for a in range(3):
                 d = vgrid[v, a] - pos_min[c, a]
                 if mode[c] == 0:
@@ -566,18 +585,18 @@ def _write_streams(pages, cluster_page, pos_off, nrm_off, uv_off, idx_off, mode,
                         page[o + b] = (d >> (8 * b)) & 0xFF
                     o += 4
         o = nrm_off[c]
-        for v in range(vertex_offset[c], vertex_offset[c + 1]):
+        for v in range(vertex_offset[c] - vbase, vertex_offset[c + 1] - vbase):
             for b in range(4):
                 page[o + b] = (normals[v] >> (8 * b)) & 0xFF
             o += 4
         if has_uv:
             o = uv_off[c]
-            for v in range(vertex_offset[c], vertex_offset[c + 1]):
+            for v in range(vertex_offset[c] - vbase, vertex_offset[c + 1] - vbase):
                 for b in range(4):
                     page[o + b] = (uvs[v] >> (8 * b)) & 0xFF
                 o += 4
         o = idx_off[c]
-        for t in range(tri_offset[c], tri_offset[c + 1]):
+        for t in range(tri_offset[c] - tbase, tri_offset[c + 1] - tbase):
             for k in range(3):
                 page[o] = local[t, k]
                 o += 1
