@@ -36,7 +36,7 @@ position error is sqrt(3)/2 * step, stored in the meta as `quantization_error`.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba as nb
@@ -348,9 +348,10 @@ class VertexEncoder:
     """Encodes the vertices of clusters in a background thread while the DAG is being built:
     `build_dag(on_clusters=encoder.add)` hands it each run of clusters as soon as they are final
     (their triangles never change after), so the work fills the cores' idle moments (METIS, the
-    end of a level) instead of adding to the end of the build. `result()` joins the runs."""
+    end of a level) instead of adding to the end of the build. `result()` joins the runs.
+    background=False encodes on the caller's thread instead (a build asked to use one thread)."""
 
-    def __init__(self, mesh: Mesh) -> None:
+    def __init__(self, mesh: Mesh, background: bool = True) -> None:
         self.mesh = mesh
         self.positions = np.ascontiguousarray(mesh.positions, np.float32)
         self.wedge_position = np.ascontiguousarray(mesh.wedge_position, np.int32)
@@ -363,7 +364,7 @@ class VertexEncoder:
             raise ValueError(f"{mesh.name}: positions up to {reach:g} from the origin do not fit "
                              f"a 31-bit grid of step {self.step:g}")
         self.slot = np.full(len(self.wedge_position), -1, np.int32)  # one run at a time
-        self.pool = ThreadPoolExecutor(max_workers=1)
+        self.pool = ThreadPoolExecutor(max_workers=1) if background else None
         self.runs: list = []
 
     def add(self, triangles: np.ndarray, tri_offset: np.ndarray, first: int, end: int) -> None:
@@ -372,15 +373,20 @@ class VertexEncoder:
             return
         rows = triangles[tri_offset[first] : tri_offset[end]]
         offsets = tri_offset[first : end + 1] - tri_offset[first]
-        self.runs.append((first, end, self.pool.submit(
-            _encode_clusters, rows, offsets, self.slot, self.positions, self.wedge_position,
-            self.wedge_normal, float(self.step))))
+        args = (rows, offsets, self.slot, self.positions, self.wedge_position, self.wedge_normal,
+                float(self.step))
+        if self.pool is None:
+            done: Future = Future()
+            done.set_result(_encode_clusters(*args))
+            self.runs.append((first, end, done))
+        else:
+            self.runs.append((first, end, self.pool.submit(_encode_clusters, *args)))
 
     def result(self) -> EncodedVertices:
         try:
             parts = [(first, end, f.result()) for first, end, f in self.runs]
         finally:
-            self.pool.shutdown()
+            self.close()
         vertex_offset = [np.zeros(1, np.int64)]
         base = 0
         runs = []
@@ -393,12 +399,13 @@ class VertexEncoder:
                                np.concatenate([p[2][5] for p in parts]), runs)
 
     def close(self) -> None:
-        self.pool.shutdown(cancel_futures=True)
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
 
 
 def encode_vertices(dag: LodDag) -> EncodedVertices:
     """Quantize and encode the vertices of every cluster (see the module docstring)."""
-    encoder = VertexEncoder(dag.mesh)
+    encoder = VertexEncoder(dag.mesh, background=False)
     encoder.add(np.ascontiguousarray(dag.triangles, np.int32),
                 np.asarray(dag.cluster_tri_offset, np.int64), 0, dag.cluster_count)
     return encoder.result()

@@ -103,7 +103,8 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
             sec[stage] = time.perf_counter() - stamps[stage]
         report(stage, done, total)
 
-    encoder = VertexEncoder(mesh)  # encodes finished clusters while the DAG is being built
+    # encodes finished clusters while the DAG is being built (on this thread if asked for one)
+    encoder = VertexEncoder(mesh, background=cfg.threads != 1)
     try:
         dag = build_dag(mesh, cfg, progress=timed, on_clusters=encoder.add)
     except BaseException:
