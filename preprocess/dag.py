@@ -6,6 +6,11 @@ Errors are honest and cumulative: a group's error is the largest error of its me
 measured distance of the simplified surface to the members' surface (`simplify` measures it), so
 by the triangle inequality every point drawn at any level lies within its stored error of the
 original mesh.
+
+Threads: the groups of a level are independent, so each is one numba job (`_group_job`: gather,
+localize, simplify, measure, re-split, bounds) that runs without the GIL in a pool of one worker
+per core; the main thread partitions the next level, and records each group's result in group
+order as soon as it is in. Results do not depend on the number of threads.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ class MeshError(ValueError):
 
 def column_bounds(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(min, max) of each column of an (n, k) array, in its dtype. (numpy reduces an (n, 3)
-    array along axis 0 with a strided loop: 70 ms for 2M positions, 0.4 ms for a simplifier
-    group's 6k; reducing the contiguous transposed rows takes a copy and a few percent of that.)"""
+    array along axis 0 with a strided loop: 70 ms for 2M positions; reducing the contiguous
+    transposed rows takes a copy and a few percent of that.)"""
     t = np.ascontiguousarray(np.asarray(a).T)
     return t.min(axis=1), t.max(axis=1)
 
