@@ -201,3 +201,20 @@ def test_source_group_checks_fail(built):
     bad["self_error"][lie] = groups["error"][other]
     with pytest.raises(VerifyError, match=f"group {g} .* is the source of no cluster"):
         check_source_groups(groups, bad)
+
+
+def test_build_is_the_same_with_one_thread_or_several():
+    """The groups of a level run in parallel and the vertices are encoded in a background thread
+    (`VertexEncoder`) while the DAG grows; none of it may change the result. One thread also
+    encodes on the caller's thread, and `pack_asset` alone encodes everything at the end: all
+    three must give the same pages and sections, byte for byte."""
+    from preprocess.asset import pack_asset
+
+    mesh = make_terrain(64, seed=3)  # uvs, open borders
+    builds = [build_asset(mesh, BuildConfig(threads=t)) for t in (1, 2, 3)]
+    dag, bvh, first = builds[0]
+    others = [packed for _, _, packed in builds[1:]] + [pack_asset(dag, bvh, BuildConfig())]
+    for packed in others:
+        assert np.array_equal(packed.pages, first.pages)
+        for name, arr in first.sections.items():
+            assert np.array_equal(packed.sections[name], arr), name
