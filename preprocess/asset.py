@@ -44,7 +44,7 @@ import numpy as np
 
 from preprocess.config import ROOT_ERROR, BuildConfig
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag
-from preprocess.mesh import Mesh, column_bounds
+from preprocess.mesh import Mesh, MeshError, column_bounds
 
 NODE_DTYPE = np.dtype([
     ("sphere", "<f4", 4),  # center xyz, radius: contains everything below
@@ -361,8 +361,10 @@ class VertexEncoder:
         reach = max(float(np.abs(self.bounds[0]).max(initial=0)),
                     float(np.abs(self.bounds[1]).max(initial=0)))
         if reach / self.step >= 2**31 - 1:
-            raise ValueError(f"{mesh.name}: positions up to {reach:g} from the origin do not fit "
-                             f"a 31-bit grid of step {self.step:g}")
+            raise MeshError(f"{mesh.name}: positions up to {reach:g} from the origin do not fit "
+                            f"a 31-bit grid of step {self.step:g} (the mesh spans "
+                            f"{float((self.bounds[1] - self.bounds[0]).max()):g}); move it "
+                            f"nearer the origin")
         self.slot = np.full(len(self.wedge_position), -1, np.int32)  # one run at a time
         self.pool = ThreadPoolExecutor(max_workers=1) if background else None
         self.runs: list = []

@@ -218,3 +218,14 @@ def test_build_is_the_same_with_one_thread_or_several():
         assert np.array_equal(packed.pages, first.pages)
         for name, arr in first.sections.items():
             assert np.array_equal(packed.sections[name], arr), name
+
+
+def test_a_mesh_too_far_from_the_origin_for_the_grid_is_refused():
+    """Grid coordinates are 31-bit: a small mesh a million units from the origin (a georeferenced
+    scan) would overflow them, so the build stops with a MeshError (one line in the CLI)."""
+    from preprocess.mesh import MeshError
+
+    mesh = geodesic_sphere(8)
+    mesh.positions = mesh.positions + np.float32(1.0e6)
+    with pytest.raises(MeshError, match="31-bit grid"):
+        build_asset(mesh, BuildConfig())
