@@ -242,17 +242,14 @@ def _gather_level(store: np.ndarray, tri_off: np.ndarray, clusters: np.ndarray,
                   wpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(pos_tris (t, 3) int32 position ids, tri_cluster (t,) int32 index into clusters) of the
     triangles of the given clusters."""
-    t = 0
-    for c in clusters:
-        t += tri_off[c + 1] - tri_off[c]
-    pos_tris = np.empty((t, 3), np.int32)
-    tri_cluster = np.empty(t, np.int32)
+    pos_tris = _gather(store, tri_off, clusters)
+    tri_cluster = np.empty(pos_tris.shape[0], np.int32)
     k = 0
     for ci in range(clusters.shape[0]):
         c = clusters[ci]
-        for i in range(tri_off[c], tri_off[c + 1]):
+        for _ in range(tri_off[c], tri_off[c + 1]):
             for j in range(3):
-                pos_tris[k, j] = wpos[store[i, j]]
+                pos_tris[k, j] = wpos[pos_tris[k, j]]
             tri_cluster[k] = ci
             k += 1
     return pos_tris, tri_cluster
