@@ -352,7 +352,6 @@ class VertexEncoder:
     background=False encodes on the caller's thread instead (a build asked to use one thread)."""
 
     def __init__(self, mesh: Mesh, background: bool = True) -> None:
-        self.mesh = mesh
         self.positions = np.ascontiguousarray(mesh.positions, np.float32)
         self.wedge_position = np.ascontiguousarray(mesh.wedge_position, np.int32)
         self.wedge_normal = np.ascontiguousarray(mesh.wedge_normal, np.float32)
@@ -390,15 +389,16 @@ class VertexEncoder:
         finally:
             self.close()
         vertex_offset = [np.zeros(1, np.int64)]
-        base = 0
+        pos_min = []
+        mode = []
         runs = []
-        for first, end, (voff, vertices, local, vgrid, _, _, normals) in parts:
-            vertex_offset.append(voff[1:] + base)
-            base += int(voff[-1])
+        for first, end, (voff, vertices, local, vgrid, run_min, run_mode, normals) in parts:
+            vertex_offset.append(voff[1:] + vertex_offset[-1][-1])
+            pos_min.append(run_min)
+            mode.append(run_mode)
             runs.append(EncodedRun(first, end, vertices, local, vgrid, normals))
         return EncodedVertices(self.step, self.bounds, np.concatenate(vertex_offset),
-                               np.concatenate([p[2][4] for p in parts]),
-                               np.concatenate([p[2][5] for p in parts]), runs)
+                               np.concatenate(pos_min), np.concatenate(mode), runs)
 
     def close(self) -> None:
         if self.pool is not None:
