@@ -12,16 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
-from preprocess.asset import PackedAsset, VertexEncoder, pack_asset
+from preprocess.pack import PackedAsset, VertexEncoder, pack_asset
 from preprocess.bvh import build_bvh
 from preprocess.config import BuildConfig
 from preprocess.dag import Progress, build_dag
 from preprocess.lod import Bvh, LodDag
 from preprocess.mesh import Mesh
-from preprocess.tessfile import write_tess
-
-
-STAGES = ("load", "cluster", "simplify", "bvh", "pack", "write")  # in pipeline order
+from preprocess.tess.container import write_tess
+from preprocess.tess.limits import PAGE_ROOT
+from preprocess.tess.summary import summarize
 
 
 def dag_stats(dag: LodDag) -> dict:
@@ -39,37 +38,6 @@ def dag_stats(dag: LodDag) -> dict:
     }
 
 
-def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> str:
-    """The statistics block shared by `preprocess` and `tessera info`."""
-    per_level = meta["clusters_per_level"]
-    tris_level = meta["triangles_per_level"]
-    lines = [
-        f"{meta['name']}",
-        f"  input         {meta['input_triangles']:,} triangles, "
-        f"{meta['input_vertices']:,} vertices",
-        f"  clusters      {meta['clusters']:,} in {meta['levels']} levels, "
-        f"{meta['groups']:,} groups; level-0 fill {100 * meta['level0_fill']:.1f}%",
-    ]
-    for lv, (c, t) in enumerate(zip(per_level, tris_level, strict=True)):
-        noun = "clusters" if c != 1 else "cluster "
-        lines.append(f"    level {lv:<3} {c:>8,} {noun} {t:>11,} triangles")
-    lines += [
-        f"  root          {meta['root_clusters']} cluster{'s' * (meta['root_clusters'] != 1)}, "
-        f"{meta['root_triangles']:,} triangles",
-        f"  quantization  step {meta['step']:.3g} (max error {meta['quantization_error']:.3g})",
-        f"  pages         {page_count:,} of {meta['page_size'] // 1024} KiB "
-        f"({root_pages} root)",
-        f"  file          {file_size / 2**20:.2f} MiB",
-    ]
-    seconds = meta.get("seconds", {})
-    if seconds:  # pipeline order (the meta JSON stores its keys sorted)
-        order = [k for k in STAGES if k in seconds] + [k for k in seconds if k not in STAGES]
-        parts = ", ".join(f"{k} {seconds[k]:.2f}" for k in order)
-        total = sum(v for k, v in seconds.items() if k != "load")
-        lines.append(f"  seconds       {parts} (build {total:.2f} without load)")
-    return "\n".join(lines)
-
-
 @dataclass
 class BuildResult:
     path: Path
@@ -82,7 +50,7 @@ class BuildResult:
 
     def summary(self) -> str:
         text = summarize(self.packed.meta, self.file_size, len(self.packed.pages),
-                         int((self.packed.page_flags & 1).sum()))
+                         int(np.count_nonzero(self.packed.page_flags & PAGE_ROOT)))
         if self.verified is not None:
             text += "\n  verified      limits, DAG, BVH, crack-free cuts, honest errors"
         return text

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from preprocess.config import BVH_FANOUT
+from preprocess.tess.limits import BVH_FANOUT
 from preprocess.dag import merge_spheres
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag, bvh_group_ref
 

@@ -1,15 +1,11 @@
-"""Hard limits shared by the preprocessor, the file format and (later) the shaders, and the build
-configuration. Limits are named constants in one place; tunables live in `BuildConfig`."""
+"""The build configuration: every tunable of the preprocessor with its default. The hard limits
+it is checked against are the format's (`preprocess.tess.limits`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_CLUSTER_TRIANGLES = 128  # triangles per cluster: a workgroup rasterizes one cluster
-MAX_CLUSTER_VERTICES = 255  # vertices per cluster, so that local indices fit in 8 bits
-PAGE_SIZE = 128 * 1024  # bytes per streaming page (Nanite's size)
-BVH_FANOUT = 8  # children per BVH node
-ROOT_ERROR = 3.0e38  # the parent error of root clusters: never replaced by anything coarser
+from preprocess.tess.limits import MAX_CLUSTER_TRIANGLES, MAX_CLUSTER_VERTICES, PAGE_SIZE
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ import numpy as np
 import pymetis
 
 from preprocess.cluster import build_clusters, cluster_triangles
-from preprocess.config import ROOT_ERROR, BuildConfig
+from preprocess.config import BuildConfig
+from preprocess.tess.limits import ROOT_ERROR
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
 from preprocess.simplify import _simplify_measured

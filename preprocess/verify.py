@@ -29,8 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from preprocess.asset import NO_GROUP, page_clusters
-from preprocess.config import BVH_FANOUT, MAX_CLUSTER_TRIANGLES, MAX_CLUSTER_VERTICES, ROOT_ERROR
+from preprocess.tess.pages import page_clusters
+from preprocess.tess.records import NO_GROUP
+from preprocess.tess.limits import (
+    BVH_FANOUT,
+    MAX_CLUSTER_TRIANGLES,
+    MAX_CLUSTER_VERTICES,
+    ROOT_ERROR,
+)
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag
 from preprocess.mesh import Mesh
 
@@ -495,8 +501,8 @@ def check_source_groups(groups: np.ndarray, records: np.ndarray,
 
 
 def check_packed(asset: Any) -> dict[str, Any]:
-    """`check_source_groups` on a packed asset (`preprocess.asset.PackedAsset`) or an open `.tess`
-    file (`preprocess.tessfile.TessFile`): the records of all its pages against its groups."""
+    """`check_source_groups` on a packed asset (`preprocess.pack.PackedAsset`) or an open `.tess`
+    file (`preprocess.tess.TessFile`): the records of all its pages against its groups."""
     pages = asset.pages if isinstance(getattr(asset, "pages", None), np.ndarray) \
         else asset.pages_array()
     root = asset.meta.get("root_group")

@@ -16,12 +16,12 @@ from typing import Any
 
 _EXPORTS = {
     "Renderer": "renderer.frame",
-    "RenderOptions": "renderer.frame",
-    "RenderResult": "renderer.frame",
-    "FrameStats": "renderer.frame",
-    "DEBUG_VIEWS": "renderer.frame",
+    "RenderOptions": "renderer.options",
+    "RenderResult": "renderer.results",
+    "FrameStats": "renderer.results",
+    "DEBUG_VIEWS": "renderer.options",
     "Camera": "renderer.camera",
-    "ReferenceRenderer": "renderer.reference",
+    "ReferenceRenderer": "renderer.oracles.reference",
     "create_context": "renderer.device",
     "DeviceError": "renderer.device",
     "SceneError": "renderer.scene",

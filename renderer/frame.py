@@ -1,174 +1,55 @@
-"""The renderer: scene buffers, per-frame resources, and the frame as a flat list of passes.
+"""The renderer: the scene API and the frame as a flat list of passes (`Renderer.submit`).
 
     instance cull -> BVH/cluster cull (persistent or per level) -> raster args
     -> SW raster + HW raster (64-bit visibility buffer; or depth then ids without 64-bit atomics)
-    -> resolve -> statistics and timestamps copied for readback
+    -> [post pass: HZB, re-cull what the old HZB hid, raster] -> HZB for the next frame
+    -> resolve -> statistics, timestamps (and page requests) copied for readback
 
-Statistics are read back without stalling: each frame copies the `state` words and the pass
-timestamps into one buffer of a small ring and maps it; `stats()` returns the newest frame whose
-mapping is complete (a few frames late). `render()` (the numpy API) waits for its own frame, since
-it reads images back anyway.
+Around it, one module a concern: the options (`renderer.options`), the results
+(`renderer.results`), the pages on the GPU and the GPU side of streaming (`renderer.page_pool`),
+and the readback ring (`renderer.readback`): statistics are read back without stalling, a few
+frames late (`stats()`); `render()` (the numpy API) waits for its own frame, since it reads
+images back anyway.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import wgpu
 
 from renderer.camera import Camera, frustum_planes
 from renderer.device import GpuContext, create_context
-from renderer.frame_views import DEBUG_VIEWS
-from renderer.gpu import buffer, buffer_with
-from renderer.layout import (
-    ARGS_WORDS,
+from renderer.gpu import buffer
+from renderer.layout import ARGS_WORDS, FRAME_DTYPE, STATE, STATE_WORDS, STAT_NAMES
+from renderer.limits import (
     FLAG_OCCLUSION,
-    FRAME_DTYPE,
-    STAT_NAMES,
-    STATE,
-    STATE_WORDS,
+    ID_EMPTY,
+    MAX_IMAGE_SIZE,
+    MAX_TIMESTAMPS,
+    SLOT_BITS,
+    SLOT_MASK,
 )
+from renderer.options import DEBUG_VIEWS, RenderOptions
+from renderer.page_pool import PagePool
 from renderer.passes.cull import Cull
 from renderer.passes.hzb import HZB, hzb_levels
 from renderer.passes.instance_cull import InstanceCull
 from renderer.passes.raster_hw import RasterHW
 from renderer.passes.raster_sw import RasterSW
 from renderer.passes.resolve import Resolve
-from renderer.scene import MAX_PAGES, SLOT_BITS, Scene, SceneError, open_asset
-from renderer.streaming import REQUEST_DTYPE
+from renderer.readback import InFlight, ReadbackRing, RingLayout
+from renderer.results import FrameStats, RenderResult
+from renderer.scene import Scene, SceneError, grid_offsets, open_asset
 
-MAX_TIMESTAMPS = 48
-SLOT_MASK = (1 << SLOT_BITS) - 1
-RING = 4  # readback buffers in flight
+__all__ = ["FrameResources", "Renderer"]
+
 # FRAME_DTYPE field -> (first 4-byte word, words)
 _FRAME_WORDS = {name: (off // 4, FRAME_DTYPE[name].itemsize // 4)
                 for name, (_, off, *_) in FRAME_DTYPE.fields.items()}
 _BU = wgpu.BufferUsage
-
-
-@dataclass(frozen=True)
-class RenderOptions:
-    """How frames are drawn; every field has a default that suits most scenes."""
-
-    tau: float = 1.0  # LOD threshold: largest projected error allowed, in pixels
-    # persistent-thread traversal (True), one dispatch per BVH level (False), or None: persistent
-    # on GPUs, per level on CPU adapters (lavapipe), where spinning workgroups lose their time
-    # slices to each other under load (BENCHMARKS.md)
-    persistent: bool | None = None
-    fallback32: bool = False  # force the 32-bit visibility path even with 64-bit atomics
-    sw_max_edge: float = 32.0  # clusters whose typical triangle edge is longer (px) go to HW
-    queue_capacity: int = 1 << 20  # BVH queue entries (8 bytes each)
-    visible_capacity: int = 1 << 21  # visible cluster slots, SW and HW halves (8 bytes each)
-    persistent_workgroups: int = 128  # workgroups of the persistent traversal
-    # workgroups of 64 lanes per level of the per-level traversal. None: 16 on CPU adapters (a
-    # workgroup costs ~6 us there), 1024 on GPUs
-    level_workgroups: int | None = None
-    # SW raster lanes per cluster and rounds per workgroup (a workgroup draws 128 / lanes * rounds
-    # clusters). None: 128 and 1 on GPUs (a workgroup per cluster); 4 and 8 on CPU adapters,
-    # where a workgroup costs ~6 us whatever it does, and lanes are SIMD slots that a cluster of
-    # a few triangles would leave idle: 3x faster at 1 instance, 13x at 65,536 (BENCHMARKS.md)
-    sw_lanes: int | None = None
-    sw_rounds: int | None = None
-    timestamps: bool = True  # GPU time per pass, where the adapter has timestamp queries
-    # two-pass occlusion culling against a hierarchical depth buffer (ARCHITECTURE "Runtime"):
-    # the main pass tests against the previous frame's HZB, the post pass re-tests what it hid
-    occlusion: bool = True
-    occluded_capacity: int = 1 << 20  # deferred nodes and clusters per frame (8 bytes each)
-    # streaming (renderer/streaming.py): pages live in a GPU pool of `pool_mb` (default: what the
-    # adapter binds in one buffer, at most 1 GiB); only the hierarchy and the root pages are
-    # uploaded on load, the rest when culling asks. None: stream only when the scene's pages do not
-    # fit the pool; True: always (tests, benchmarks); False: never (an error if they do not fit)
-    streaming: bool | None = None
-    pool_mb: float | None = None
-    pool_pages: int | None = None  # overrides pool_mb (tests)
-    upload_mb: float = 16.0  # page uploads per frame, at most
-    request_capacity: int = 1 << 14  # page requests read back per frame
-
-
-def grid_offsets(count: int, spacing: float) -> np.ndarray:
-    """(count, 3) float64 offsets of a square grid in the XZ plane, row by row along +x, centred
-    on the origin, `spacing` apart (`Renderer.add_grid`, the viewer's instance grid)."""
-    side = int(np.ceil(np.sqrt(count)))
-    k = np.arange(count)
-    out = np.zeros((count, 3))
-    out[:, 0] = (k % side - (side - 1) / 2) * spacing
-    out[:, 2] = (k // side - (side - 1) / 2) * spacing
-    return out
-
-
-@dataclass
-class FrameStats:
-    """What one frame did, from the GPU counters (and timestamps where available)."""
-
-    frame: int
-    counters: dict[str, int]
-    overflow: int  # bit 0: queue full, bit 1: visible list full, bit 2: occluded list full
-    gpu_ms: dict[str, float] = field(default_factory=dict)  # per pass
-    cpu_ms: float = 0.0  # encoding and submission (lavapipe runs the work inside submission)
-    streaming: dict | None = None  # pool use, pages resident/requested/uploaded/evicted, MB
-    encode_ms: float = 0.0  # the frame's CPU work before submission: Python, encoding
-
-    @property
-    def triangles(self) -> int:
-        return self.counters["sw_triangles"] + self.counters["hw_triangles"]
-
-    @property
-    def clusters(self) -> int:
-        return self.counters["sw_clusters"] + self.counters["hw_clusters"]
-
-    @property
-    def gpu_total_ms(self) -> float:
-        return float(sum(self.gpu_ms.values()))
-
-
-@dataclass
-class RenderResult:
-    """Images of one frame (row 0 at the top) and its statistics."""
-
-    color: np.ndarray  # (h, w, 4) uint8 RGBA
-    depth: np.ndarray  # (h, w) float32 NDC depth, reversed Z (near / distance); 0 = background
-    normal: np.ndarray  # (h, w, 3) float32 world-space unit normals; 0 = background
-    instance: np.ndarray  # (h, w) int64 instance index, -1 = background
-    cluster: np.ndarray  # (h, w) int64 cluster index within its asset, -1 = background
-    triangle: np.ndarray  # (h, w) int64 triangle index within its cluster, -1 = background
-    level: np.ndarray  # (h, w) int64 LOD level of the cluster (0 finest), -1 = background
-    hardware: np.ndarray  # (h, w) bool: drawn by the hardware rasterizer
-    stats: FrameStats
-    near: float = 0.0
-
-    @property
-    def coverage(self) -> np.ndarray:
-        return self.instance >= 0
-
-    def distance(self) -> np.ndarray:
-        """(h, w) float32 distance along the view axis (inf on the background)."""
-        with np.errstate(divide="ignore"):
-            return np.where(self.depth > 0, self.near / self.depth, np.inf).astype(np.float32)
-
-    def save_png(self, path: str | os.PathLike) -> None:
-        """Write the color image as a PNG."""
-        write_png(path, self.color)
-
-
-def write_png(path: str | os.PathLike, rgba: np.ndarray) -> None:
-    """(h, w, 4) uint8 -> PNG file."""
-    import struct
-    import zlib
-
-    h, w = rgba.shape[:2]
-    raw = np.concatenate([np.zeros((h, 1), np.uint8), rgba.reshape(h, w * 4)], axis=1)
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + tag + data
-                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
-
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)) + chunk(b"IEND", b""))
-    with open(path, "wb") as f:
-        f.write(png)
 
 
 class FrameResources:
@@ -210,8 +91,8 @@ class Renderer:
     def __init__(self, width: int = 512, height: int = 512, *,
                  options: RenderOptions | None = None, ctx: GpuContext | None = None) -> None:
         self.options = options or RenderOptions()
-        if width < 1 or height < 1 or width > 16384 or height > 16384:
-            raise ValueError(f"image size {width}x{height} out of range (1..16384)")
+        if not (1 <= width <= MAX_IMAGE_SIZE and 1 <= height <= MAX_IMAGE_SIZE):
+            raise ValueError(f"image size {width}x{height} out of range (1..{MAX_IMAGE_SIZE})")
         self.ctx = ctx or create_context(force_fallback32=self.options.fallback32)
         self.device = self.ctx.device
         self.vis64 = self.ctx.int64_atomics and not self.options.fallback32
@@ -219,16 +100,13 @@ class Renderer:
         self.frame = FrameResources(self.device)
         self.frame_index = 0
         self._asset_version = self._instance_version = -1
-        # (frame, ring buffer, promise, labels, cpu ms, frozen, encode ms)
-        self._pending: list[tuple] = []
-        self._free: list[wgpu.GPUBuffer] = []
+        self.ring = ReadbackRing(self.device, self._read_back)
         self._latest: FrameStats | None = None
         self._culled_gen = -1  # resources generation of the last culled frame (freeze_culling)
         self._uniform_key: tuple | None = None  # what _uniform_static was made for
         self._uniform_static = np.zeros(1, FRAME_DTYPE)
         self._last_view: tuple[np.ndarray, np.ndarray] | None = None
-        self.streamer = None  # a PageStreamer while the scene streams
-        self._ring_size = 0
+        self.pool: PagePool | None = None  # the scene's pages on the GPU
         self._frozen_last = False
         d = self.device
         self.instance_cull = InstanceCull(d)
@@ -348,92 +226,22 @@ class Renderer:
                                        label="raster_hw.placeholder").create_view()
         f.generation += 1
 
+    @property
+    def streamer(self):
+        """The `renderer.streaming.PageStreamer` while the scene streams, else None."""
+        return self.pool.streamer if self.pool is not None else None
+
     def _upload_scene(self) -> None:
         """The scene's hierarchy, and its pages: all of them, or (streaming) a pool holding the
         root pages, with the residency and effective tables the culling pass reads."""
-        from renderer.streaming import PageStreamer
-
-        s, f, o, d = self.scene, self.frame, self.options, self.device
-        if not s.assets:
-            raise SceneError("the scene has no asset: load a .tess file first")
-        page_size = s.assets[0].page_size
-        total = sum(a.page_count for a in s.assets)
-        groups = sum(len(a.groups) for a in s.assets)
-        cap = int(self.ctx.limits.get("max-storage-buffer-binding-size", 1 << 27))
-        if o.pool_pages is not None:
-            slots = int(o.pool_pages)
-        else:
-            mb = o.pool_mb if o.pool_mb is not None else min(cap, 1 << 30) / 2**20
-            slots = int(mb * 2**20) // page_size
-        slots = max(1, min(slots, cap // page_size, MAX_PAGES))
-        stream = o.streaming if o.streaming is not None else total > slots
-        usage = _BU.STORAGE | _BU.COPY_DST
-        self.streamer = None
-        if stream:
-            budget = max(1, int(o.upload_mb * 2**20) // page_size)
-            try:
-                self.streamer = PageStreamer(s.assets, slots, budget)
-            except ValueError as e:
-                raise SceneError(str(e)) from None
-            f.buffers.update(s.upload_geometry(d, self.ctx.limits, pages=False))
-            f.buffers["pages"] = buffer(d, slots * page_size, "scene.page_pool", usage)
-            for slot, page in self.streamer.resident_uploads():
-                d.queue.write_buffer(f.buffers["pages"], slot * page_size,
-                                     self.streamer.page_bytes(page))
-            residency, effective = self.streamer.residency, self.streamer.effective
-            self._tables = (self.streamer.residency_version, self.streamer.effective_version)
-        else:
-            if total > slots and o.streaming is False:
-                raise SceneError(f"the scene's {total} pages ({total * page_size / 2**20:.0f} MiB) "
-                                 f"do not fit a pool of {slots} pages: turn streaming on")
-            f.buffers.update(s.upload_geometry(d, self.ctx.limits))
-            slots = total
-            residency = np.arange(total, dtype=np.uint32)  # slot = page
-            effective = np.ones(groups, np.uint32)
-        f.buffers["residency"] = buffer_with(d, residency, "stream.residency",
-                                             usage | _BU.COPY_SRC)
-        f.buffers["effective"] = buffer_with(d, effective, "stream.effective",
-                                             usage | _BU.COPY_SRC)
-        f.buffers["request_stamp"] = buffer(d, 4 * groups, "stream.request_stamp", usage)
-        f.buffers["requests"] = buffer(d, 8 * o.request_capacity, "stream.requests",
-                                       _BU.STORAGE | _BU.COPY_SRC)
-        f.buffers["slot_used"] = buffer(d, 4 * slots, "stream.slot_used",
-                                        _BU.STORAGE | _BU.COPY_SRC | _BU.COPY_DST)
-        f.slots = slots
-        # the ring of readback buffers: state, timestamps, and (streaming) requests and slot stamps
-        self._ring_size = 256 + 8 * MAX_TIMESTAMPS
-        if self.streamer is not None:
-            self._ring_size += 8 * o.request_capacity + 4 * slots
-        self._free = []
-
-    def _stream(self, index: int, raw: np.ndarray, stats: FrameStats) -> None:
-        """Serve a frame's page requests (read back a few frames late): the uploads and table
-        updates are queued before the next frame's commands, so every frame reads a consistent
-        pool."""
-        st, f, o = self.streamer, self.frame, self.options
-        words = raw[: len(STATE_WORDS)]
-        n = min(int(words[STATE["page_requests"]]), o.request_capacity)
-        base = (256 + 8 * MAX_TIMESTAMPS) // 4
-        req = raw[base: base + 2 * n].copy().view(REQUEST_DTYPE)
-        used_words = raw[base + 2 * o.request_capacity: base + 2 * o.request_capacity + st.slots]
-        used = np.flatnonzero(used_words == np.uint32(index & 0xFFFFFFFF))
-        t0 = time.perf_counter()
-        uploads = st.update(req, used, index)
-        q = self.device.queue
-        for slot, page in uploads:
-            q.write_buffer(f.buffers["pages"], slot * st.page_size, st.page_bytes(page))
-        versions = (st.residency_version, st.effective_version)
-        if versions[0] != self._tables[0]:
-            q.write_buffer(f.buffers["residency"], 0, st.residency)
-        if versions[1] != self._tables[1]:
-            q.write_buffer(f.buffers["effective"], 0, st.effective)
-        self._tables = versions
-        ss = st.stats
-        stats.streaming = {
-            "pool_pages": st.slots, "resident": ss.resident, "pool_use": ss.pool_use,
-            "requested": ss.requested, "uploaded": ss.uploaded, "evicted": ss.evicted,
-            "mb_uploaded": ss.bytes_uploaded / 2**20, "update_ms": 1e3 * (time.perf_counter() - t0),
-        }
+        s, f, o = self.scene, self.frame, self.options
+        f.buffers.update(s.upload_geometry(self.device))
+        self.pool = PagePool(self.device, s, o, self.ctx.limits)
+        f.buffers.update(self.pool.buffers)
+        f.slots = self.pool.slots
+        streaming = self.pool.streamer is not None
+        self.ring.configure(RingLayout(request_capacity=o.request_capacity if streaming else 0,
+                                       slots=self.pool.slots if streaming else 0))
 
     def _sync_scene(self) -> None:
         s, f = self.scene, self.frame
@@ -545,75 +353,50 @@ class Renderer:
         elif frozen:
             self._hzb_from = None
         self.resolve.encode(f, enc)
-        if self.streamer is not None:
-            self._slot_page = self.streamer.slot_page.copy()  # what this frame's slots hold
-        ring = self._ring_buffer()
-        enc.copy_buffer_to_buffer(f.buffers["state"], 0, ring, 0, 4 * len(STATE_WORDS))
+        self.pool.begin_frame()
+        ring = self.ring.acquire()
+        lay = self.ring.layout
+        enc.copy_buffer_to_buffer(f.buffers["state"], 0, ring, lay.STATE, 4 * len(STATE_WORDS))
         if f.labels:
             enc.resolve_query_set(f.query_set, 0, 2 * len(f.labels), f.buffers["timestamps"], 0)
-            enc.copy_buffer_to_buffer(f.buffers["timestamps"], 0, ring, 256, 16 * len(f.labels))
-        if self.streamer is not None:
-            off = 256 + 8 * MAX_TIMESTAMPS
-            enc.copy_buffer_to_buffer(f.buffers["requests"], 0, ring, off,
-                                      8 * self.options.request_capacity)
-            enc.copy_buffer_to_buffer(f.buffers["slot_used"], 0, ring,
-                                      off + 8 * self.options.request_capacity, 4 * f.slots)
+            enc.copy_buffer_to_buffer(f.buffers["timestamps"], 0, ring, lay.TIMESTAMPS,
+                                      16 * len(f.labels))
+        if lay.request_capacity:
+            enc.copy_buffer_to_buffer(f.buffers["requests"], 0, ring, lay.requests,
+                                      8 * lay.request_capacity)
+            enc.copy_buffer_to_buffer(f.buffers["slot_used"], 0, ring, lay.slot_used, 4 * lay.slots)
         buf = enc.finish()
         encode_ms = (time.perf_counter() - t0) * 1e3  # the frame's Python and encoding work
         d.queue.submit([buf])
         promise = ring.map_async(wgpu.MapMode.READ)
         cpu_ms = (time.perf_counter() - t0) * 1e3
-        self._pending.append((self.frame_index, ring, promise, list(f.labels), cpu_ms, frozen,
-                              encode_ms))
+        self.ring.submitted(InFlight(self.frame_index, ring, promise, list(f.labels), cpu_ms,
+                                     frozen, encode_ms))
         self.frame_index += 1
         return self.frame_index - 1
 
-    def _ring_buffer(self) -> wgpu.GPUBuffer:
-        self._collect()
-        if self._free:
-            return self._free.pop()
-        if len(self._pending) >= RING:  # all in flight: wait for the oldest (rare)
-            self._collect(wait_for=self._pending[0][0])
-            if self._free:
-                return self._free.pop()
-        return self.device.create_buffer(size=self._ring_size,
-                                         usage=_BU.MAP_READ | _BU.COPY_DST, label="frame.readback")
-
-    def _collect(self, wait_for: int | None = None) -> None:
-        """Read every finished readback (and wait for frame `wait_for` if given)."""
-        keep = []
-        for item in self._pending:
-            index, buf, promise, labels, cpu_ms, frozen, encode_ms = item
-            done = getattr(promise, "_state", "") in ("fulfilled", "pending-fulfilled")
-            if not done and wait_for is not None and index <= wait_for:
-                promise.sync_wait()
-                done = True
-            if not done:
-                keep.append(item)
-                continue
-            if buf.map_state != "mapped":
-                promise.sync_wait()
-            raw = np.frombuffer(buf.read_mapped(), np.uint32).copy()
-            buf.unmap()
-            if buf.size == self._ring_size:  # (a scene change resizes the ring)
-                self._free.append(buf)
-            words = raw[: len(STATE_WORDS)]
-            counters = {n: int(words[STATE[n]]) for n in STAT_NAMES}
-            ts = raw[64 : 64 + 2 * MAX_TIMESTAMPS].view(np.uint64)
-            gpu_ms = {lab: float(ts[2 * i + 1] - ts[2 * i]) / 1e6
-                      for i, lab in enumerate(labels) if ts[2 * i + 1] >= ts[2 * i]}
-            stats = FrameStats(index, counters, int(words[STATE["overflow"]]), gpu_ms, cpu_ms,
-                               encode_ms=encode_ms)
-            if (self.streamer is not None and len(raw) * 4 == self._ring_size and not frozen
-                    and not self._frozen_last):  # a frozen frame draws old slots: keep them
-                self._stream(index, raw, stats)
-            if self._latest is None or stats.frame > self._latest.frame:
-                self._latest = stats
-        self._pending = keep
+    def _read_back(self, item: InFlight, raw: np.ndarray) -> None:
+        """A frame's readback (a few frames late): its statistics, and the page requests it made
+        served (streaming)."""
+        lay = self.ring.layout
+        words = lay.state_words(raw)
+        counters = {n: int(words[STATE[n]]) for n in STAT_NAMES}
+        ts = lay.timestamps(raw)
+        gpu_ms = {lab: float(ts[2 * i + 1] - ts[2 * i]) / 1e6
+                  for i, lab in enumerate(item.labels) if ts[2 * i + 1] >= ts[2 * i]}
+        stats = FrameStats(item.index, counters, int(words[STATE["overflow"]]), gpu_ms,
+                           item.cpu_ms, encode_ms=item.encode_ms)
+        if (self.streamer is not None and len(raw) * 4 == lay.size and not item.frozen
+                and not self._frozen_last):  # a frozen frame draws old slots: keep them
+            n = min(int(words[STATE["page_requests"]]), lay.request_capacity)
+            stats.streaming = self.pool.serve(item.index, lay.request_words(raw, n),
+                                              lay.slot_stamps(raw))
+        if self._latest is None or stats.frame > self._latest.frame:
+            self._latest = stats
 
     def stats(self, *, wait: bool = False) -> FrameStats | None:
         """The newest frame statistics read back so far (all submitted frames with wait)."""
-        self._collect(wait_for=self.frame_index - 1 if wait else None)
+        self.ring.collect(wait_for=self.frame_index - 1 if wait else None)
         return self._latest
 
     def read_images(self) -> dict[str, np.ndarray]:
@@ -626,7 +409,7 @@ class Renderer:
         depth = np.frombuffer(q.read_buffer(f.buffers["depth_out"]), np.float32)[:n]
         normal = np.frombuffer(q.read_buffer(f.buffers["normal"]), np.float32)[: 4 * n]
         ids = np.frombuffer(q.read_buffer(f.buffers["ids"]), np.uint32)[: 4 * n].reshape(h, w, 4)
-        empty = ids[..., 0] == 0xFFFFFFFF
+        empty = ids[..., 0] == ID_EMPTY
 
         def col(k: int) -> np.ndarray:
             return np.where(empty, -1, ids[..., k].astype(np.int64))
@@ -648,7 +431,7 @@ class Renderer:
         index = self.submit(camera, tau=tau, debug_view=debug_view,
                             freeze_culling=freeze_culling)
         images = self.read_images()
-        self._collect(wait_for=index)
+        self.ring.collect(wait_for=index)
         assert self._latest is not None and self._latest.frame == index
         return RenderResult(**images, stats=self._latest, near=camera.near)
 
@@ -668,7 +451,7 @@ class Renderer:
 
     def read_hzb(self) -> list[np.ndarray]:
         """The HZB of the last submitted frame (waits): one (h, w) uint32 array per mip, reversed-Z
-        depth bits, each texel the farthest depth below it (renderer.cpu_cull.hzb_mips)."""
+        depth bits, each texel the farthest depth below it (renderer.oracles.cpu_cull.hzb_mips)."""
         f = self.frame
         raw = np.frombuffer(self.device.queue.read_buffer(f.buffers["hzb"]), np.uint32)
         return [raw[o: o + w * h].reshape(h, w).copy()
@@ -685,8 +468,7 @@ class Renderer:
         sw = min(int(state[STATE["sw_count"]]), half)
         hw = min(int(state[STATE["hw_count"]]), half)
         out = {"sw": vis[:sw].copy(), "hw": vis[half : half + hw].copy()}
-        if self.streamer is not None:  # pool slots -> scene pages, as the frame saw them
-            for rows in out.values():
-                slot = rows[:, 1] >> SLOT_BITS
-                rows[:, 1] = (self._slot_page[slot] << SLOT_BITS) | (rows[:, 1] & SLOT_MASK)
+        for rows in out.values():  # pool slots -> scene pages, as the frame saw them
+            page = self.pool.slot_pages(rows[:, 1] >> SLOT_BITS)
+            rows[:, 1] = (page << SLOT_BITS) | (rows[:, 1] & SLOT_MASK)
         return out

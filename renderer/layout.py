@@ -1,11 +1,12 @@
 """GPU data layout: the one place where host and shader structures are defined.
 
-- The `.tess` records (`preprocess.asset` dtypes) are read by the shaders as raw u32 words; this
+- The `.tess` records (`preprocess.tess.records`) are read by the shaders as raw u32 words; this
   module generates a WGSL constant for every field's word offset and every record's size, so the
   shaders never spell an offset by hand.
 - The renderer's own structs (frame uniforms, instances, asset table) are numpy dtypes here, and
   their WGSL `struct` declarations are generated from them, with WGSL's alignment rules checked.
 - The `state` buffer (queue heads, counts, statistics) is a list of named u32 words.
+- Every limit shared by host and shaders (`renderer.limits`) becomes a WGSL constant.
 
 `generated_includes()` returns these as virtual include files for `shaders.load`.
 """
@@ -14,17 +15,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from preprocess.asset import (
+from preprocess.tess.limits import PAGE_SIZE
+from preprocess.tess.records import (
     CHILD_EMPTY,
     CHILD_GROUP,
     CLUSTER_DTYPE,
     GROUP_DTYPE,
+    MODE_POSITION_MASK,
     NO_GROUP,
     NODE_DTYPE,
     PAGE_HEADER_DTYPE,
     PART_DTYPE,
 )
-from preprocess.config import MAX_CLUSTER_TRIANGLES, MAX_CLUSTER_VERTICES, PAGE_SIZE, ROOT_ERROR
+from renderer.limits import BVH_FANOUT, HZB_MAX_MIPS, WGSL_CONSTANTS
 
 FRAME_DTYPE = np.dtype([
     ("view_proj", "<f4", 16),  # world -> clip, column-major
@@ -49,9 +52,8 @@ FRAME_DTYPE = np.dtype([
     ("prev_view", "<f4", 16),  # the view the HZB was built from (main pass test)
     ("prev_proj", "<f4", 4),  # its P00, P11, near, and 1 if the HZB is valid (else 0)
     ("hzb_size", "<u4", 4),  # mip 0 width, height, mip count, 0
-    ("hzb_mips", "<u4", (4, 4)),  # word offset of each mip in the hzb buffer (16 at most)
+    ("hzb_mips", "<u4", (HZB_MAX_MIPS // 4, 4)),  # word offset of each mip in the hzb buffer
 ])
-FLAG_OCCLUSION = 1
 
 INSTANCE_DTYPE = np.dtype([
     ("world", "<f4", 16),  # object -> world, column-major
@@ -111,7 +113,6 @@ STATE_WORDS = (
 )
 STATE = {name: i for i, name in enumerate(STATE_WORDS)}
 STAT_NAMES = STATE_WORDS[STATE["instances_tested"] : STATE["occluded_nodes_count"]]
-HZB_MAX_MIPS = 16
 
 # the words of the `args` buffer (indirect dispatch and draw arguments)
 ARGS_WORDS = (
@@ -122,9 +123,10 @@ ARGS_WORDS = (
 )
 ARGS = {name: i for i, name in enumerate(ARGS_WORDS)}
 
-
-WORKGROUP = 64  # lanes of the culling workgroups
-MAX_DISPATCH = 65535
+REQUEST_DTYPE = np.dtype([  # one page request of the culling pass (streaming)
+    ("group", "<u4"),  # the scene group wanted finer than what is resident
+    ("priority", "<f4"),  # its projected error in pixels
+])
 
 
 def _wgsl_type(dt: np.dtype, shape: tuple[int, ...], what: str) -> tuple[str, int]:
@@ -181,6 +183,14 @@ def wgsl_offsets(prefix: str, dtype: np.dtype) -> str:
     return "\n".join(lines)
 
 
+def wgsl_const(name: str, value: float) -> str:
+    """`const NAME: u32 = ...;` (f32 for a float)."""
+    if isinstance(value, float):
+        return f"const {name}: f32 = {value:.6e};"
+    text = f"{value:#x}" if value > 0xFFFF else str(value)
+    return f"const {name}: u32 = {text}u;"
+
+
 def generated_includes() -> dict[str, str]:
     """{"layout.wgsl": ...}: every generated constant and struct."""
     parts = [
@@ -192,14 +202,11 @@ def generated_includes() -> dict[str, str]:
         wgsl_offsets("CLUSTER", CLUSTER_DTYPE),
         f"const CHILD_EMPTY: u32 = {CHILD_EMPTY:#x}u;",
         f"const CHILD_GROUP: u32 = {CHILD_GROUP:#x}u;",
-        f"const PAGE_WORDS: u32 = {PAGE_SIZE // 4}u;",
-        f"const ROOT_ERROR: f32 = {ROOT_ERROR:.6e};",
-        f"const MAX_CLUSTER_TRIANGLES: u32 = {MAX_CLUSTER_TRIANGLES}u;",
-        f"const MAX_CLUSTER_VERTICES: u32 = {MAX_CLUSTER_VERTICES}u;",
-        f"const WORKGROUP: u32 = {WORKGROUP}u;",
-        f"const MAX_DISPATCH: u32 = {MAX_DISPATCH}u;",
-        f"const FLAG_OCCLUSION: u32 = {FLAG_OCCLUSION}u;",
         f"const NO_GROUP: u32 = {NO_GROUP:#x}u;",
+        f"const MODE_POSITION_MASK: u32 = {MODE_POSITION_MASK:#x}u;",
+        f"const BVH_FANOUT: u32 = {BVH_FANOUT}u;",
+        f"const PAGE_WORDS: u32 = {PAGE_SIZE // 4}u;",
+        "\n".join(wgsl_const(n, v) for n, v in WGSL_CONSTANTS.items()),
         "\n".join(f"const S_{n.upper()}: u32 = {i}u;" for n, i in STATE.items()),
         "\n".join(f"const A_{n.upper()}: u32 = {i}u;" for n, i in ARGS.items()),
         wgsl_struct("Frame", FRAME_DTYPE, uniform=True),

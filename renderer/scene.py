@@ -2,9 +2,10 @@
 
 Every loaded asset's hierarchy (BVH nodes, groups, group parts) and pages are concatenated into
 scene-wide buffers; the asset table gives each asset's bases, so a node, group, part or page is
-addressed by one global index in the shaders. All pages are uploaded (streaming comes later).
-A visible cluster is named by ``global page << 10 | slot``, hence at most 1024 clusters per page
-and 2^22 pages.
+addressed by one global index in the shaders. The pages themselves go to the GPU through
+`renderer.page_pool` (all of them, or streamed). A visible cluster is named by
+``page slot << SLOT_BITS | cluster``, hence at most 2^SLOT_BITS clusters per page
+(`renderer.limits`).
 """
 
 from __future__ import annotations
@@ -15,14 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import wgpu
 
-from preprocess.asset import PAGE_HEADER_DTYPE
-from preprocess.config import ROOT_ERROR
-from preprocess.tessfile import TessFile, read_tess
+from preprocess.tess.records import PAGE_HEADER_DTYPE
+from preprocess.tess.limits import ROOT_ERROR
+from preprocess.tess.container import TessFile, read_tess
 from renderer.gpu import buffer_with
 from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE
-
-SLOT_BITS = 10
-MAX_PAGES = 1 << (32 - SLOT_BITS)
+from renderer.limits import SLOT_BITS
 
 
 class SceneError(ValueError):
@@ -80,7 +79,7 @@ def full_detail_mesh(asset: Asset) -> tuple[np.ndarray, np.ndarray]:
     """The asset's level-0 clusters as one mesh: ((n, 3) float32 positions on the asset's grid,
     (m, 3) int64 triangles). These are the original triangles (positions quantized to the grid,
     at most `quantization_error` away), which brute-force rendering draws."""
-    from preprocess.asset import decode_cluster, page_clusters
+    from preprocess.tess.pages import decode_cluster, page_clusters
 
     pages = asset.file.pages_array()
     step = float(asset.meta["step"])
@@ -102,6 +101,17 @@ def full_detail_mesh(asset: Asset) -> tuple[np.ndarray, np.ndarray]:
 def max_scale(m: np.ndarray) -> float:
     """The largest axis scale of a (4, 4) affine transform (the norm of its longest column)."""
     return float(np.linalg.norm(np.asarray(m, np.float64)[:3, :3], axis=0).max())
+
+
+def grid_offsets(count: int, spacing: float) -> np.ndarray:
+    """(count, 3) float64 offsets of a square grid in the XZ plane, row by row along +x, centred
+    on the origin, `spacing` apart (`Renderer.add_grid`, the viewer's instance grid)."""
+    side = int(np.ceil(np.sqrt(count)))
+    k = np.arange(count)
+    out = np.zeros((count, 3))
+    out[:, 0] = (k % side - (side - 1) / 2) * spacing
+    out[:, 2] = (k // side - (side - 1) / 2) * spacing
+    return out
 
 
 @dataclass
@@ -183,33 +193,26 @@ class Scene:
         return {"instances": buffer_with(device, self.instance_table(), "scene.instances",
                                          wgpu.BufferUsage.STORAGE)}
 
-    def upload_geometry(self, device: wgpu.GPUDevice, limits: dict, *, pages: bool = True
-                        ) -> dict[str, wgpu.GPUBuffer]:
-        """The scene's geometry buffers: assets, nodes, groups, parts, and (unless streaming,
-        which keeps its own pool) every page."""
+    def page_data(self) -> np.ndarray:
+        """Every page of every asset, in scene page order, as one (n,) uint32 array."""
+        data = np.zeros(sum(a.page_count * a.page_size for a in self.assets) // 4, np.uint32)
+        o = 0
+        for a in self.assets:
+            arr = a.file.pages_array()
+            data[o : o + arr.size // 4] = np.ascontiguousarray(arr).view(np.uint32).reshape(-1)
+            o += arr.size // 4
+        return data
+
+    def upload_geometry(self, device: wgpu.GPUDevice) -> dict[str, wgpu.GPUBuffer]:
+        """The scene's hierarchy buffers: assets, nodes, groups, parts (the pages are
+        `renderer.page_pool`'s)."""
         if not self.assets:
             raise SceneError("the scene has no asset: load a .tess file first")
         sizes = {a.page_size for a in self.assets}
         if len(sizes) != 1:
             raise SceneError(f"assets with different page sizes {sorted(sizes)} in one scene")
         usage = wgpu.BufferUsage.STORAGE
-        out = {}
-        if pages:
-            pages_total = sum(a.page_count for a in self.assets)
-            page_bytes = pages_total * next(iter(sizes))
-            cap = int(limits.get("max-storage-buffer-binding-size", 1 << 27))
-            if pages_total >= MAX_PAGES or page_bytes > cap:
-                raise SceneError(f"the scene's pages take {page_bytes / 2**20:.0f} MiB; this "
-                                 f"adapter binds at most {cap / 2**20:.0f} MiB in one buffer: "
-                                 "stream them (RenderOptions(streaming=True))")
-            data = np.zeros(page_bytes // 4, np.uint32)
-            o = 0
-            for a in self.assets:
-                arr = a.file.pages_array()
-                data[o : o + arr.size // 4] = np.ascontiguousarray(arr).view(np.uint32).reshape(-1)
-                o += arr.size // 4
-            out["pages"] = buffer_with(device, data, "scene.pages", usage)
-        return out | {
+        return {
             "assets": buffer_with(device, self.asset_table(), "scene.assets", usage),
             "nodes": buffer_with(device, np.concatenate([a.nodes for a in self.assets]),
                                  "scene.nodes", usage),

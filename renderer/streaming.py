@@ -66,15 +66,12 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from preprocess.asset import CLUSTER_DTYPE, NO_GROUP, PAGE_HEADER_DTYPE, PAGE_ROOT
+from preprocess.tess.limits import PAGE_ROOT
+from preprocess.tess.records import CLUSTER_DTYPE, NO_GROUP, PAGE_HEADER_DTYPE
+from renderer.limits import NOT_RESIDENT
 from renderer.scene import Asset
 
-NOT_RESIDENT = 0xFFFFFFFF  # residency table entry of a page that is in no slot
-REQUEST_DTYPE = np.dtype([("group", "<u4"), ("priority", "<f4")])  # one GPU page request
-
 __all__ = [
-    "NOT_RESIDENT",
-    "REQUEST_DTYPE",
     "PageStreamer",
     "StreamStats",
     "StreamTotals",

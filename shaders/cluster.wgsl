@@ -1,8 +1,7 @@
-// Reading clusters out of the page buffer: a visible cluster is (instance, page << 10 | slot); its
-// record sits at a fixed place in its page and its streams at the byte offsets the record gives
-// (layout in preprocess/asset.py). Needs the bindings `pages`, `instances`, `assets`.
-
-const SLOT_BITS: u32 = 10u;
+// Reading clusters out of the page buffer: a visible cluster is (instance, page << SLOT_BITS |
+// slot); its record sits at a fixed place in its page and its streams at the byte offsets the
+// record gives (layout in preprocess/tess/records.py). Needs the bindings `pages`, `instances`,
+// `assets`.
 
 fn cluster_base(cref: u32) -> u32 {
     return (cref >> SLOT_BITS) * PAGE_WORDS + PAGE_HEADER_WORDS
@@ -51,7 +50,7 @@ fn cluster_streams(page: u32, base: u32) -> ClusterStreams {
         vec3<i32>(bitcast<i32>(rec_u(base, CLUSTER_POS_MIN)),
                   bitcast<i32>(rec_u(base, CLUSTER_POS_MIN + 1u)),
                   bitcast<i32>(rec_u(base, CLUSTER_POS_MIN + 2u))),
-        (rec_u(base, CLUSTER_MODE) & 0xffu) != 0u);
+        (rec_u(base, CLUSTER_MODE) & MODE_POSITION_MASK) != 0u);
 }
 
 // local corner indices of triangle t

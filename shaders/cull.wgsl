@@ -34,7 +34,6 @@ override POST: bool = false;
 override INLINE_PARTS: bool = false;
 
 const NONE: u32 = 0xffffffffu;
-const NOT_RESIDENT: u32 = 0xffffffffu;
 
 fn group_sphere(g: u32) -> vec4<f32> {
     let b = g * GROUP_WORDS + GROUP_SPHERE;
@@ -98,7 +97,7 @@ fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
     // count first, so that `outstanding` grows once before any child can finish
     var wanted = 0u;
     var take: array<bool, 8>;
-    for (var k = 0u; k < 8u; k++) {
+    for (var k = 0u; k < BVH_FANOUT; k++) {
         let c = nodes[n * NODE_WORDS + NODE_CHILDREN + k];
         var t = false;
         if c == CHILD_EMPTY {
@@ -116,7 +115,7 @@ fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
         take[k] = t;
     }
     atomicAdd(&state[S_OUTSTANDING], wanted);
-    for (var k = 0u; k < 8u; k++) {
+    for (var k = 0u; k < BVH_FANOUT; k++) {
         if !take[k] {
             continue;
         }

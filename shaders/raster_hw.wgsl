@@ -30,7 +30,7 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> V
     let v = c[vi % 3u];
     let p = cluster_position(page, base, v, assets[inst.asset].step);
     out.position = frame.view_proj * (inst.world * vec4<f32>(p, 1.0));
-    out.payload = (idx << 7u) | t;
+    out.payload = (idx << TRIANGLE_BITS) | t;
     return out;
 }
 

@@ -132,7 +132,7 @@ fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, world: mat4x4<f32>
     var row12 = -d12.x * a1.y + d12.y * a1.x + b12;
     var row20 = -d20.x * a2.y + d20.y * a2.x + b20;
     let area2 = f32(d01.x * (a2.y - a0.y) - d01.y * (a2.x - a0.x));
-    let payload = (idx << 7u) | t;
+    let payload = (idx << TRIANGLE_BITS) | t;
     for (var y = y0; y <= y1; y++) {
         var e01 = row01;
         var e12 = row12;

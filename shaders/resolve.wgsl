@@ -7,7 +7,6 @@
 #include "math.wgsl"
 #include "cluster.wgsl"
 
-const EMPTY: u32 = 0xffffffffu;
 
 fn pack_rgba(c: vec3<f32>) -> u32 {
     let q = vec3<u32>(clamp(c, vec3<f32>(0.0), vec3<f32>(1.0)) * 255.0 + 0.5);
@@ -42,11 +41,11 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
         color[pixel] = pack_rgba(vec3<f32>(0.08, 0.09, 0.11));
         depth_out[pixel] = 0.0;
         normal[pixel] = vec4<f32>(0.0);
-        ids[pixel] = vec4<u32>(EMPTY);
+        ids[pixel] = vec4<u32>(ID_EMPTY);
         return;
     }
-    let idx = payload >> 7u;
-    let t = payload & 127u;
+    let idx = payload >> TRIANGLE_BITS;
+    let t = payload & ((1u << TRIANGLE_BITS) - 1u);
     let entry = visible[idx];
     let inst = instances[entry.x];
     let step = assets[inst.asset].step;

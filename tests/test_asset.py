@@ -9,19 +9,13 @@ import pytest
 
 from assets.rock import make_terrain
 from assets.shapes import geodesic_sphere
-from preprocess.asset import (
-    CHILD_EMPTY,
-    CHILD_GROUP,
-    NO_GROUP,
-    PAGE_ROOT,
-    decode_cluster,
-    octahedral_decode,
-    octahedral_encode,
-    page_clusters,
-)
+from preprocess.pack import octahedral_encode
+from preprocess.tess.limits import PAGE_ROOT
+from preprocess.tess.pages import decode_cluster, octahedral_decode, page_clusters
+from preprocess.tess.records import CHILD_EMPTY, CHILD_GROUP, NO_GROUP
 from preprocess.build import build_asset
 from preprocess.config import BuildConfig
-from preprocess.tessfile import read_tess, write_tess
+from preprocess.tess.container import read_tess, write_tess
 from preprocess.verify import VerifyError, check_packed, check_source_groups, packed_records
 
 
@@ -208,7 +202,7 @@ def test_build_is_the_same_with_one_thread_or_several():
     (`VertexEncoder`) while the DAG grows; none of it may change the result. One thread also
     encodes on the caller's thread, and `pack_asset` alone encodes everything at the end: all
     three must give the same pages and sections, byte for byte."""
-    from preprocess.asset import pack_asset
+    from preprocess.pack import pack_asset
 
     mesh = make_terrain(64, seed=3)  # uvs, open borders
     builds = [build_asset(mesh, BuildConfig(threads=t)) for t in (1, 2, 3)]

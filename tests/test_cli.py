@@ -9,9 +9,9 @@ import pytest
 import trimesh
 
 from assets.rock import make_terrain
-from preprocess import cli as preprocess_cli
-from preprocess.tessfile import read_tess
-from renderer import cli as tessera_cli
+from renderer.apps import preprocess_cli
+from preprocess.tess.container import read_tess
+from renderer.apps import cli as tessera_cli
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from preprocess.tessfile import read_tess
-from renderer import cli as tessera_cli
+from preprocess.tess.container import read_tess
+from renderer.apps import cli as tessera_cli
 
 
 @pytest.fixture(scope="module")

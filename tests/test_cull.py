@@ -1,5 +1,5 @@
 """GPU culling (real WGSL: instance_cull.wgsl, cull.wgsl, math.wgsl, on any adapter, lavapipe
-included) against its numpy twin `renderer.cpu_cull`.
+included) against its numpy twin `renderer.oracles.cpu_cull`.
 
 - the twin and the GPU select the same clusters, in the same SW/HW bins, with the same instance
   frustum test and the same statistics counters, on a small scene (two procedural assets, ten
@@ -21,12 +21,13 @@ import numpy as np
 import pytest
 
 from preprocess.build import build_file
-from preprocess.cli import builtin_mesh
+from assets import builtin_mesh
 from preprocess.verify import check_cut, projected_error, select_cut
 from renderer.camera import Camera
-from renderer.cpu_cull import COUNTER_NAMES, CullResult, cluster_records, cull, frame_view
+from renderer.oracles.cpu_cull import COUNTER_NAMES, CullResult, cluster_records, cull, frame_view
 from renderer.device import DeviceError, create_context
-from renderer.frame import Renderer, RenderOptions
+from renderer.frame import Renderer
+from renderer.options import RenderOptions
 from renderer.scene import Scene, open_asset
 
 W, H = 160, 120

@@ -97,7 +97,8 @@ def test_device_description_names_what_it_lacks() -> None:
 
 
 def test_traversal_default_follows_the_adapter() -> None:
-    from renderer.frame import Renderer, RenderOptions
+    from renderer.frame import Renderer
+    from renderer.options import RenderOptions
 
     r = Renderer(8, 8)
     # persistent workgroups spin; on a CPU adapter they fight over time slices (BENCHMARKS.md)

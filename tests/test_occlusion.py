@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 from renderer.camera import Camera
-from renderer.cpu_cull import hzb_mips, occlusion_visible
-from renderer.frame import Renderer, RenderOptions
+from renderer.oracles.cpu_cull import hzb_mips, occlusion_visible
+from renderer.frame import Renderer
+from renderer.options import RenderOptions
 
 SIZE = (192, 144)
 
@@ -67,7 +68,7 @@ def test_hzb_equals_its_numpy_twin(sphere_tess, size) -> None:
 
 @pytest.mark.parametrize("persistent", [False, True])
 def test_instance_decisions_match_the_numpy_twin(sphere_tess, persistent) -> None:
-    from renderer.cpu_cull import occlusion_visible_box
+    from renderer.oracles.cpu_cull import occlusion_visible_box
 
     r = field(sphere_tess, persistent=persistent)
     cams = path_cameras()
@@ -77,7 +78,7 @@ def test_instance_decisions_match_the_numpy_twin(sphere_tess, persistent) -> Non
     node = r.scene.assets[0].nodes[0]
     box = np.concatenate([node["box_min"], node["box_max"]]).astype(np.float64)
     worlds = np.array(r.scene.instance_world, np.float64)
-    from renderer.cpu_cull import _frustum_box_decision, frame_view
+    from renderer.oracles.cpu_cull import _frustum_box_decision, frame_view
 
     view = frame_view(cams[1], *SIZE, tau=1.0, sw_max_edge=32.0)
     inside, _ = _frustum_box_decision(view, worlds, np.tile(box, (len(worlds), 1)))
@@ -91,7 +92,7 @@ def test_instance_decisions_match_the_numpy_twin(sphere_tess, persistent) -> Non
 
 
 def test_cluster_sphere_decisions_match_the_numpy_twin(sphere_tess) -> None:
-    from renderer.cpu_cull import cluster_records
+    from renderer.oracles.cpu_cull import cluster_records
 
     r = field(sphere_tess, occlusion=False)
     cams = path_cameras()

@@ -10,7 +10,7 @@ import pytest
 from assets.shapes import geodesic_sphere
 from renderer.camera import Camera
 from renderer.device import DeviceError, create_context
-from renderer.reference import ReferenceRenderer
+from renderer.oracles.reference import ReferenceRenderer
 
 W, H = 161, 121  # odd, so the centre pixel's centre lies on the optical axis
 NEAR = 0.1

@@ -14,15 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from preprocess.asset import decode_cluster, page_clusters
+from preprocess.tess.pages import decode_cluster, page_clusters
 from preprocess.build import build_file
-from preprocess.cli import builtin_mesh
+from assets import builtin_mesh
 from preprocess.load import load_mesh
 from preprocess.mesh import Mesh
 from renderer.camera import Camera
 from renderer.device import DeviceError, create_context
-from renderer.frame import DEBUG_VIEWS, Renderer, RenderOptions, RenderResult
-from renderer.reference import ReferenceRenderer
+from renderer.frame import Renderer
+from renderer.options import DEBUG_VIEWS, RenderOptions
+from renderer.results import RenderResult
+from renderer.oracles.reference import ReferenceRenderer
 
 SHARED_ASSETS = Path(__file__).resolve().parents[1].parent / "shared" / "assets"
 SIZE = 512  # the comparison views are SIZE x SIZE

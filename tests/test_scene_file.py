@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from renderer.scene_file import SceneFileError, load_scene_file, parse_scene
+from renderer.apps.scene_file import SceneFileError, load_scene_file, parse_scene
 
 
 def test_parse_places_instances_and_grids(tmp_path) -> None:
@@ -78,7 +78,7 @@ def test_unreadable_files(tmp_path) -> None:
 
 
 def test_render_scene_file_equals_the_api(sphere_tess, tmp_path) -> None:
-    from renderer import cli
+    from renderer.apps import cli
     from renderer.camera import Camera
     from renderer.frame import Renderer
 
@@ -116,7 +116,7 @@ def _translate(x, y, z) -> np.ndarray:
 
 
 def test_render_scene_file_errors_are_one_line(tmp_path, capsys) -> None:
-    from renderer import cli
+    from renderer.apps import cli
 
     scene = tmp_path / "scene.json"
     scene.write_text(json.dumps({"assets": {"s": "missing.tess"},

@@ -10,14 +10,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from preprocess.asset import NO_GROUP, PAGE_ROOT, page_clusters
+from preprocess.tess.limits import PAGE_ROOT
+from preprocess.tess.pages import page_clusters
+from preprocess.tess.records import NO_GROUP
 from preprocess.build import build_file
-from preprocess.cli import builtin_mesh
+from assets import builtin_mesh
 from preprocess.config import BuildConfig
 from preprocess.load import load_mesh
 from preprocess.verify import _default_cameras, check_cut, projected_error, select_cut
 from renderer.scene import open_asset
-from renderer.streaming import NOT_RESIDENT, REQUEST_DTYPE, PageStreamer, select_resident_cut
+from renderer.layout import REQUEST_DTYPE
+from renderer.limits import NOT_RESIDENT
+from renderer.streaming import PageStreamer, select_resident_cut
 
 SMALL_PAGES = BuildConfig(page_size=16 * 1024)  # many pages from small meshes
 HOMER = Path(__file__).resolve().parents[2] / "shared" / "assets" / "homer.obj"
@@ -26,7 +30,7 @@ HOMER = Path(__file__).resolve().parents[2] / "shared" / "assets" / "homer.obj"
 @pytest.fixture(scope="module")
 def cli_sphere(tmp_path_factory):
     """A sphere built by the CLI, as a user would (16 KiB pages: 42 pages, 26 groups)."""
-    from renderer import cli
+    from renderer.apps import cli
 
     path = tmp_path_factory.mktemp("stream") / "sphere.tess"
     assert cli.main(["preprocess", "--builtin", "sphere", "--triangles", "20000", "--page-kib",

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from renderer.camera import Camera
-from renderer.frame import Renderer, RenderOptions
+from renderer.frame import Renderer
+from renderer.options import RenderOptions
 
 SIZE = (192, 160)
 
@@ -27,7 +28,7 @@ SIZE = (192, 160)
 @pytest.fixture(scope="module")
 def rock(tmp_path_factory):
     from preprocess.build import build_file
-    from preprocess.cli import builtin_mesh
+    from assets import builtin_mesh
 
     path = tmp_path_factory.mktemp("stream") / "rock.tess"
     result = build_file(builtin_mesh("rock", 300_000), path)
@@ -56,7 +57,7 @@ def resident(path, copies: int = 1, **options) -> Renderer:
 
 
 def drawn_clusters(r: Renderer, instance: int = 0) -> np.ndarray:
-    from renderer.cpu_cull import cluster_records
+    from renderer.oracles.cpu_cull import cluster_records
 
     vis = r.read_visible()
     rows = np.concatenate([vis["sw"], vis["hw"]])
@@ -189,7 +190,7 @@ def test_a_frozen_frame_does_not_stream(rock) -> None:
 
 
 def test_render_command_streams_until_the_view_is_loaded(rock, tmp_path) -> None:
-    from renderer import cli
+    from renderer.apps import cli
 
     path, _ = rock
     a, b = tmp_path / "a.npz", tmp_path / "b.npz"
@@ -202,7 +203,7 @@ def test_render_command_streams_until_the_view_is_loaded(rock, tmp_path) -> None
 
 def test_viewer_panel_shows_the_pool(rock) -> None:
     from tests.test_viewer_app import Imgui, finish
-    from renderer.viewer import ViewerApp
+    from renderer.apps.viewer_app import ViewerApp
 
     path, _ = rock
     app = ViewerApp(str(path), 160, 120, render_options=RenderOptions(streaming=True,

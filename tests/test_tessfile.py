@@ -10,14 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from preprocess import tessfile
-from preprocess.config import PAGE_SIZE
-from preprocess.tessfile import (
+from preprocess.tess import container as tessfile
+from preprocess.tess.limits import PAGE_SIZE
+from preprocess.tess.container import (
     HEADER_DTYPE,
     HEADER_SIZE,
     PAGE_ALIGN,
     PAGE_ENTRY_DTYPE,
-    PAGE_FLAG_ROOT,
     SECTION_ALIGN,
     SECTION_ENTRY_DTYPE,
     TESS_MAGIC,
@@ -27,6 +26,7 @@ from preprocess.tessfile import (
     read_tess,
     write_tess,
 )
+from preprocess.tess.limits import PAGE_ROOT
 
 CLUSTER_DTYPE = np.dtype(
     [
@@ -60,7 +60,7 @@ def _sample(page_size: int = 700, n_pages: int = 3, seed: int = 0) -> dict:
             "empty": np.zeros((0, 4), np.int16),
         },
         "pages": rng.integers(0, 256, size=(n_pages, page_size), dtype=np.uint8),
-        "page_flags": np.array([PAGE_FLAG_ROOT] + [0] * (n_pages - 1), np.uint32)[:n_pages],
+        "page_flags": np.array([PAGE_ROOT] + [0] * (n_pages - 1), np.uint32)[:n_pages],
     }
 
 
@@ -124,7 +124,7 @@ def test_layout_alignment(tmp_path: Path) -> None:
     pt = int(h["page_table_offset"])
     table = np.frombuffer(data[pt : pt + 3 * PAGE_ENTRY_DTYPE.itemsize], PAGE_ENTRY_DTYPE)
     assert all(int(o) % PAGE_ALIGN == 0 for o in table["offset"])
-    assert list(table["flags"]) == [PAGE_FLAG_ROOT, 0, 0]
+    assert list(table["flags"]) == [PAGE_ROOT, 0, 0]
     with read_tess(path) as t:
         for name, arr in t.sections.items():  # views into the mapping, 16-aligned
             if arr.size:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from preprocess.config import ROOT_ERROR
+from preprocess.tess.limits import ROOT_ERROR
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag, bvh_group_ref
 from preprocess.mesh import Mesh
 from preprocess.verify import (

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from renderer.camera import Camera
-from renderer.controls import CameraControls
+from renderer.apps.controls import CameraControls
 
 
 def controls() -> CameraControls:
@@ -89,13 +89,13 @@ def run_viewer(args: list[str]) -> subprocess.CompletedProcess:
     assert xvfb, "xvfb-run missing: `make setup` installs it (apt install xvfb)"
     env = dict(os.environ)
     env.pop("DISPLAY", None)
-    return subprocess.run([xvfb, "-a", sys.executable, "-m", "renderer.cli", "view", *args],
+    return subprocess.run([xvfb, "-a", sys.executable, "-m", "renderer.apps.cli", "view", *args],
                           capture_output=True, text=True, timeout=180, env=env)
 
 
 def test_window_screenshot_matches_headless_render(sphere_tess, tmp_path) -> None:
     from renderer.frame import Renderer
-    from renderer.viewer import PANEL_WIDTH
+    from renderer.apps.viewer_app import PANEL_WIDTH
 
     png = tmp_path / "shot.png"
     eye, size = (0.6, 0.5, 2.6), (640, 360)

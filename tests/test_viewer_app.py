@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from renderer.loader import LoadJob, cache_path
+from renderer.apps.loader import LoadJob, cache_path
 from tests.test_viewer import run_viewer
 
 
@@ -68,7 +68,7 @@ def test_mesh_is_preprocessed_in_the_background_with_progress_then_cached(sphere
 
 def test_cache_goes_to_the_cache_folder_when_the_mesh_folder_is_read_only(monkeypatch,
                                                                           tmp_path) -> None:
-    from renderer import loader
+    from renderer.apps import loader
 
     monkeypatch.setattr(loader, "CACHE_DIR", tmp_path / "cache")
     monkeypatch.setattr(loader.os, "access", lambda p, mode: False)
@@ -114,7 +114,7 @@ def test_cancel_stops_a_preprocess_and_leaves_nothing(tmp_path) -> None:
 
 
 def ready_app(source, **kw):
-    from renderer.viewer import ViewerApp, ViewerOptions
+    from renderer.apps.viewer_app import ViewerApp, ViewerOptions
 
     app = ViewerApp(source, 160, 120, ViewerOptions(**kw))
     finish(app.job)
@@ -186,7 +186,7 @@ class Imgui:
         self.frame()
 
     def frame(self, pos=None, down: bool = False, dt: float = 1 / 60) -> None:
-        from renderer.panel import draw_panel
+        from renderer.apps.panel import draw_panel
 
         im = self.imgui
         io = im.get_io()
@@ -219,7 +219,7 @@ class Imgui:
 
 
 def test_panel_actions_by_fed_mouse_events(sphere_tess) -> None:
-    from renderer.frame_views import DEBUG_VIEWS
+    from renderer.options import DEBUG_VIEWS
 
     app = ready_app(sphere_tess)
     ui = Imgui(app)
@@ -260,7 +260,7 @@ def test_panel_actions_by_fed_mouse_events(sphere_tess) -> None:
 
 
 def test_panel_shows_progress_and_cancel_works(tmp_path) -> None:
-    from renderer.viewer import ViewerApp
+    from renderer.apps.viewer_app import ViewerApp
 
     big = write_sphere(tmp_path / "big.obj", subdivisions=7)
     app = ViewerApp(big, 160, 120)

@@ -5,7 +5,7 @@ mips."""
 from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, bind_group_layout, shader_module
-from renderer.layout import HZB_MAX_MIPS
+from renderer.limits import HZB_MAX_MIPS
 from renderer.passes import Pass
 
 

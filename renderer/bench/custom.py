@@ -142,7 +142,8 @@ def _log_measure(log, name: str, m: dict) -> None:
 def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) -> dict:
     """Streaming figures: what the path uploaded, the same path fully resident, and the frames a
     static close-up of the first instance takes to converge in a fresh renderer."""
-    from renderer.frame import Renderer, RenderOptions
+    from renderer.frame import Renderer
+    from renderer.options import RenderOptions
 
     st = r.streamer
     tot = st.totals
@@ -208,7 +209,8 @@ def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) ->
 
 def run(cfg: BenchConfig, *, log=print) -> dict:
     """Run the benchmark; returns the figures (also printed through `log`)."""
-    from renderer.frame import Renderer, RenderOptions
+    from renderer.frame import Renderer
+    from renderer.options import RenderOptions
 
     if cfg.scene not in ("orbit", "field"):
         raise ValueError(f"unknown bench scene {cfg.scene!r} (orbit, field)")
@@ -260,7 +262,7 @@ def run(cfg: BenchConfig, *, log=print) -> dict:
         log(f"occlusion   {out['occlusion_triangle_ratio']:.1f}x fewer triangles, frame "
             f"{out['occlusion_frame_ratio']:.2f}x faster (medians, same run)")
     if cfg.brute:
-        from renderer.reference import ReferenceRenderer
+        from renderer.oracles.reference import ReferenceRenderer
         from renderer.scene import full_detail_mesh
 
         ref = ReferenceRenderer(r.ctx, cfg.width, cfg.height)
@@ -281,7 +283,7 @@ def run(cfg: BenchConfig, *, log=print) -> dict:
 
 
 def main_args(args) -> int:
-    from renderer.cli import TRAVERSALS
+    from renderer.options import TRAVERSALS
 
     cfg = BenchConfig(path=args.file, instances=args.instances, width=args.size[0],
                       height=args.size[1], frames=args.frames, brute=not args.no_brute,

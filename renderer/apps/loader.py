@@ -1,7 +1,7 @@
 """What `tessera view` opens, turned into `.tess` files off the main thread.
 
 A source is a `.tess` file (used as is), a mesh file (preprocessed once, cached), a scene file
-(`.json`, see `renderer.scene_file`: each of its assets is one of the former), or nothing (the
+(`.json`, see `renderer.apps.scene_file`: each of its assets is one of the former), or nothing (the
 built-in rock). `LoadJob` does the work in a background thread and publishes its progress (stage,
 done, total) for a progress bar; `cancel()` stops a preprocess at its next progress report,
 leaving nothing behind (`.tess` files are written atomically, and only at the end).
@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from renderer.scene_file import SceneSpec, load_scene_file
+from renderer.apps.scene_file import SceneSpec, load_scene_file
 
 CACHE_DIR = Path(os.environ.get("TESSERA_CACHE", Path.home() / ".cache" / "tessera"))
 
@@ -149,7 +149,7 @@ class LoadJob:
 
     def _builtin_rock(self) -> str:
         from preprocess.build import build_file
-        from preprocess.cli import builtin_mesh
+        from assets import builtin_mesh
 
         out = CACHE_DIR / "rock.tess"
         self.asset = "built-in rock (1M triangles)"

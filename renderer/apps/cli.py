@@ -10,18 +10,19 @@ from pathlib import Path
 
 import numpy as np
 
-from preprocess.cli import add_build_options, run_build
+from renderer.apps.preprocess_cli import add_build_options, run_build
+from renderer.options import DEBUG_VIEWS, TRAVERSALS
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     """Print the statistics stored in a `.tess` file (and check every checksum with --verify)."""
-    from preprocess.build import summarize
-    from preprocess.tessfile import TessFormatError, read_tess
+    from preprocess.tess.summary import summarize
+    from preprocess.tess.container import TessFormatError, read_tess
 
     try:
         with read_tess(args.file, verify_pages=args.verify) as f:
             meta = f.meta
-            text = summarize(meta, f.file_size, f.page_count, int((f.page_flags & 1).sum()))
+            text = summarize(meta, f.file_size, f.page_count, f.root_page_count)
     except FileNotFoundError:
         print(f"tessera: error: {args.file}: no such file", file=sys.stderr)
         return 2
@@ -58,9 +59,6 @@ VIEWS = {"iso": (0.3, 0.35, 1.0), "front": (0.0, 0.0, 1.0), "side": (1.0, 0.0, 0
          "top": (0.0, 1.0, 0.05), "back": (0.0, 0.0, -1.0)}
 
 
-TRAVERSALS = {"auto": None, "persistent": True, "level": False}
-
-
 def _runtime_errors():
     from renderer.device import DeviceError
     from renderer.scene import SceneError
@@ -80,7 +78,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     """Render a .tess file (optionally as a grid of instances), a mesh file or a scene file to
     a PNG and print the stats."""
     from renderer.camera import Camera
-    from renderer.frame import Renderer, RenderOptions
+    from renderer.frame import Renderer
+    from renderer.options import RenderOptions
 
     try:
         opts = RenderOptions(tau=args.tau, persistent=TRAVERSALS[args.traversal],
@@ -91,7 +90,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         if Path(args.file).suffix.lower() == ".tess":
             tess = args.file
         else:  # a mesh (preprocessed once, cached) or a scene file
-            from renderer.loader import load_now
+            from renderer.apps.loader import load_now
 
             job = load_now(args.file)
             if job.error:
@@ -156,8 +155,8 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """The suite (default) or a custom run (--scene / --instances / --pool-mb)."""
-    from renderer import bench_suite
-    from renderer.bench import main_args
+    from renderer.bench import suite as bench_suite
+    from renderer.bench.custom import main_args
 
     try:
         if args.scene or args.instances is not None or args.pool_mb is not None:
@@ -170,7 +169,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             return main_args(args)
         asset = args.file
         if asset is None:
-            from renderer.loader import load_now
+            from renderer.apps.loader import load_now
 
             print("tessera bench: the built-in rock (built once into ~/.cache/tessera)",
                   file=sys.stderr)
@@ -195,13 +194,13 @@ def cmd_view(args: argparse.Namespace) -> int:
     from preprocess.mesh import MeshError
 
     try:
-        from renderer.viewer import Viewer, ViewerOptions
+        from renderer.apps.viewer import Viewer, ViewerOptions
     except ImportError as e:
         print(f"tessera: error: the viewer needs the 'viewer' extra (pip install tessera[viewer]):"
               f" {e}", file=sys.stderr)
         return 2
     from renderer.camera import Camera
-    from renderer.frame import RenderOptions
+    from renderer.options import RenderOptions
 
     source = args.file
     if source is not None:  # what can be checked before a window opens
@@ -209,7 +208,7 @@ def cmd_view(args: argparse.Namespace) -> int:
             print(f"tessera: error: {source}: no such file", file=sys.stderr)
             return 2
         if Path(source).suffix.lower() == ".json":
-            from renderer.scene_file import SceneFileError, load_scene_file
+            from renderer.apps.scene_file import SceneFileError, load_scene_file
 
             try:
                 load_scene_file(source)
@@ -287,8 +286,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("file", help="a .tess file")
     p.add_argument("--verify", action="store_true", help="also check every page checksum")
     p.set_defaults(func=cmd_info)
-    from renderer.frame_views import DEBUG_VIEWS
-
     p = sub.add_parser("render", help="render a .tess, mesh or scene .json file to a PNG and "
                        "print the frame's stats")
     _add_render_options(p, render=True)

@@ -40,10 +40,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from preprocess.asset import CHILD_EMPTY, CHILD_GROUP, CLUSTER_DTYPE, page_clusters
-from preprocess.config import ROOT_ERROR
+from preprocess.tess.pages import page_clusters
+from preprocess.tess.records import CHILD_EMPTY, CHILD_GROUP, CLUSTER_DTYPE
+from preprocess.tess.limits import ROOT_ERROR
 from renderer.camera import Camera, frustum_planes
-from renderer.scene import SLOT_BITS, Asset, Scene, SceneError
+from renderer.limits import SLOT_BITS
+from renderer.scene import Asset, Scene, SceneError
 
 TINY_DISTANCE = 1e-12  # math.wgsl TINY_DISTANCE
 _ROOT_ERROR = float(np.float32(ROOT_ERROR))  # the f32 value the shaders compare with

@@ -1,32 +1,7 @@
-"""The `.tess` asset layout: hierarchy sections as numpy structured dtypes, the page layout, the
-packer that turns a LOD DAG and its BVH into pages, and the decoder that reads them back.
-
-This module is the single definition of the layout; the renderer's WGSL structs are generated from
-(or checked against) the dtypes below. The container (header, section directory, checksums, page
-table, atomic writes) is `preprocess.tessfile`.
-
-Sections (always resident, small):
-    bvh_nodes    NODE_DTYPE, node 0 is the root, breadth-first
-    groups       GROUP_DTYPE, the BVH leaves; a group's members live in one or more parts
-    group_parts  PART_DTYPE, a run of a group's member clusters inside one page
-    page_deps    (d,) uint32 and page_dep_offset (P + 1,) uint32: the pages holding the groups that
-                 the clusters of page p were generated from (streaming needs them resident first)
-
-Page layout (PAGE_SIZE bytes, little-endian, every offset a multiple of 4):
-    0     PAGE_HEADER_DTYPE (16 bytes): cluster count, page index, bytes used, flags
-    16    cluster records, CLUSTER_DTYPE (96 bytes each); besides the group a cluster is a
-          member of (`group`), a record names the group whose simplification produced it
-          (`source_group`, NO_GROUP at level 0): its self_sphere and self_error are that
-          group's sphere and error, bit for bit (`preprocess.verify.check_source_groups`), and
-          streaming derives the parent relation between groups from it
-    ...   per cluster, at the offsets its record gives:
-          positions  u16 x 3 per vertex (6 bytes, stream padded to 4) when the cluster spans less
-                     than 65,536 grid steps on every axis (mode 0), else u32 x 3 (mode 1); the
-                     vertex is (pos_min + offset) * step (step from the asset meta)
-          normals    u32 per vertex: octahedral, 16 bits per component (snorm)
-          uvs        u32 per vertex when the asset has uvs: 16-bit unorm each, mapped to the
-                     asset's uv box (meta uv_min, uv_max)
-          indices    u8 x 3 per triangle, local vertex indices, stream padded to 4
+"""The page packer: turns a LOD DAG and its BVH into the `.tess` sections and pages (the records
+and page layout are defined in `preprocess.tess.records`; the container is written by
+`preprocess.tess.container`). Vertex streams are quantized and encoded with numba, partly in a
+background thread while the DAG is still being built (`VertexEncoder`).
 
 Quantization: one grid per mesh (per-cluster grids crack). The step is a power of two, so that
 grid coordinates times the step are exact in float32: the largest power of two not above 1/64 of
@@ -42,70 +17,21 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from preprocess.config import ROOT_ERROR, BuildConfig
+from preprocess.config import BuildConfig
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag
 from preprocess.mesh import Mesh, MeshError, column_bounds
-
-NODE_DTYPE = np.dtype([
-    ("sphere", "<f4", 4),  # center xyz, radius: contains everything below
-    ("max_error", "<f4"),  # largest group error below: descend only if it projects above tau
-    ("depth", "<u4"),  # 0 at the root
-    ("pad", "<u4", 2),
-    ("children", "<u4", 8),  # child refs: CHILD_EMPTY, node index, or CHILD_GROUP | group index
-    ("box_min", "<f4", 3),  # the box of every triangle below, grown by one grid step (the
-    ("box_max", "<f4", 3),  # positions are quantized): frustum and occlusion culling
-    ("pad2", "<u4", 2),
-])
-CHILD_EMPTY = 0xFFFFFFFF
-CHILD_GROUP = 0x80000000
-
-GROUP_DTYPE = np.dtype([
-    ("sphere", "<f4", 4),  # contains the LOD spheres of its members
-    ("error", "<f4"),  # members' parent error; ROOT_ERROR for the root group
-    ("level", "<u4"),  # LOD level of the group (members' level, 0 finest)
-    ("first_part", "<u4"),  # index into group_parts
-    ("part_count", "<u4"),
-    ("cluster_count", "<u4"),  # members
-    ("pad", "<u4", 3),
-])
-
-PART_DTYPE = np.dtype([
-    ("page", "<u4"),  # page holding this run of members
-    ("first_cluster", "<u4"),  # index of the first cluster record in that page
-    ("cluster_count", "<u4"),
-    ("group", "<u4"),
-])
-
-PAGE_HEADER_DTYPE = np.dtype([
-    ("cluster_count", "<u4"),
-    ("page", "<u4"),  # this page's index
-    ("bytes_used", "<u4"),
-    ("flags", "<u4"),  # PAGE_ROOT
-])
-PAGE_ROOT = 1  # always resident
-
-CLUSTER_DTYPE = np.dtype([
-    ("self_sphere", "<f4", 4),  # LOD sphere used with self_error
-    ("bounds", "<f4", 4),  # tight sphere of the cluster's triangles (frustum, occlusion)
-    ("self_error", "<f4"),  # distance bound of this surface to the original
-    ("parent_error", "<f4"),  # its group's error (drawn when self <= tau < parent)
-    ("group", "<u4"),  # the group it is a member of
-    ("cluster", "<u4"),  # global cluster index (ids, debug views)
-    ("pos_min", "<i4", 3),  # grid origin of its positions
-    ("mode", "<u4"),  # bits 0..7 position mode (0: u16, 1: u32); bit 8: has uvs
-    ("vertex_count", "<u4"),
-    ("triangle_count", "<u4"),
-    ("level", "<u4"),
-    ("position_offset", "<u4"),  # byte offsets from the page start
-    ("normal_offset", "<u4"),
-    ("uv_offset", "<u4"),
-    ("index_offset", "<u4"),
-    ("source_group", "<u4"),  # the group whose simplification produced it; NO_GROUP at level 0
-])
-NO_GROUP = 0xFFFFFFFF  # source_group of level-0 clusters (the original triangles)
-assert NODE_DTYPE.itemsize == 96 and GROUP_DTYPE.itemsize == 48
-assert CLUSTER_DTYPE.itemsize == 96 and PAGE_HEADER_DTYPE.itemsize == 16
-
+from preprocess.tess.limits import PAGE_ROOT, ROOT_ERROR
+from preprocess.tess.records import (
+    CHILD_EMPTY,
+    CHILD_GROUP,
+    CLUSTER_DTYPE,
+    GROUP_DTYPE,
+    MODE_HAS_UV,
+    NO_GROUP,
+    NODE_DTYPE,
+    PAGE_HEADER_DTYPE,
+    PART_DTYPE,
+)
 
 @nb.njit(cache=True, nogil=True)
 def _edge_lengths(positions: np.ndarray, triangles: np.ndarray, wedge_position: np.ndarray,
@@ -178,18 +104,6 @@ def _vertex_grid(positions, step, wedge_position, vertices):
         for a in range(3):
             out[i, a] = np.int64(np.rint(np.float64(positions[p, a]) / step))
     return out
-
-
-def octahedral_decode(q: np.ndarray) -> np.ndarray:
-    """(k,) uint32 -> (k, 3) float32 unit normals."""
-    x = ((q & 0xFFFF).astype(np.uint16).view(np.int16) / 32767.0).astype(np.float32)
-    y = ((q >> 16).astype(np.uint16).view(np.int16) / 32767.0).astype(np.float32)
-    z = 1 - np.abs(x) - np.abs(y)
-    t = np.maximum(-z, 0)
-    x = x - np.where(x >= 0, t, -t)
-    y = y - np.where(y >= 0, t, -t)
-    n = np.stack([x, y, z], axis=1)
-    return (n / np.linalg.norm(n, axis=1, keepdims=True)).astype(np.float32)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -280,7 +194,7 @@ def _assign_pages(group_order, group_offset, group_clusters, size, header, page_
 
 @dataclass
 class PackedAsset:
-    """What goes into the file: meta, sections and pages (see `preprocess.tessfile.write_tess`)."""
+    """What goes into the file: meta, sections and pages (`preprocess.tess.write_tess`)."""
 
     meta: dict
     sections: dict[str, np.ndarray]
@@ -457,7 +371,7 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     records["group"] = dag.cluster_group
     records["cluster"] = np.arange(dag.cluster_count)
     records["pos_min"] = pos_min
-    records["mode"] = mode | (has_uv << 8)
+    records["mode"] = mode | (MODE_HAS_UV if has_uv else 0)
     records["vertex_count"] = nv
     records["triangle_count"] = nt
     records["level"] = dag.cluster_level
@@ -609,37 +523,3 @@ def _write_streams(pages, cluster_page, pos_off, nrm_off, uv_off, idx_off, mode,
             for k in range(3):
                 page[o] = local[t, k]
                 o += 1
-
-
-def page_clusters(page: np.ndarray) -> np.ndarray:
-    """(page_size,) uint8 -> the page's cluster records, CLUSTER_DTYPE (n,)."""
-    n = int(page[:16].view(PAGE_HEADER_DTYPE)[0]["cluster_count"])
-    start = PAGE_HEADER_DTYPE.itemsize
-    return page[start : start + n * CLUSTER_DTYPE.itemsize].view(CLUSTER_DTYPE)
-
-
-def decode_cluster(page: np.ndarray, rec: np.void, step: float, uv_range=None
-                   ) -> dict[str, np.ndarray]:
-    """Decode one cluster record of a page: positions (v, 3) float32 (dequantized), normals
-    (v, 3) float32, uvs (v, 2) float32 or None, triangles (t, 3) uint8 local indices."""
-    nv = int(rec["vertex_count"])
-    nt = int(rec["triangle_count"])
-    po = int(rec["position_offset"])
-    if int(rec["mode"]) & 0xFF == 0:
-        off = page[po : po + 6 * nv].view("<u2").reshape(nv, 3).astype(np.int64)
-    else:
-        off = page[po : po + 12 * nv].view("<u4").reshape(nv, 3).astype(np.int64)
-    grid = off + rec["pos_min"].astype(np.int64)
-    pos = (grid.astype(np.float64) * step).astype(np.float32)
-    no = int(rec["normal_offset"])
-    normals = octahedral_decode(page[no : no + 4 * nv].view("<u4"))
-    uvs = None
-    if int(rec["mode"]) & 0x100 and uv_range is not None:
-        uo = int(rec["uv_offset"])
-        q = page[uo : uo + 4 * nv].view("<u4")
-        lo, hi = np.asarray(uv_range[0]), np.asarray(uv_range[1])
-        uv = np.stack([q & 0xFFFF, q >> 16], axis=1) / 65535.0
-        uvs = (lo + uv * (hi - lo)).astype(np.float32)
-    io = int(rec["index_offset"])
-    tris = page[io : io + 3 * nt].reshape(nt, 3)
-    return {"positions": pos, "normals": normals, "uvs": uvs, "triangles": tris}

@@ -10,7 +10,7 @@ Scenarios (`SCENARIOS`):
   would take longer than ``baseline_limit`` seconds a frame (extrapolated linearly from its last
   measured size) is not run, and is marked as such; it is never guessed;
 - ``occluded``: a dense field of overlapping instances seen from ground level, drawn with
-  occlusion culling on and off (`renderer.bench.field_path`);
+  occlusion culling on and off (`renderer.bench.custom.field_path`);
 - ``streaming``: four copies of the asset (each its own pages) on a grid, a pool of a quarter of
   their pages, the camera jumping close to one instance after another.
 
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from renderer.bench import camera_path, field_path, path_frames
+from renderer.bench.custom import camera_path, field_path, path_frames
 from renderer.camera import Camera
 
 SCENARIOS = ("closeup", "scaling", "occluded", "streaming")
@@ -122,7 +122,7 @@ def brute_frame_s(ctx, asset, worlds: np.ndarray, cams: list[Camera], size: tupl
                   frames: int = 2) -> float:
     """Brute force: every triangle of every instance at full detail, the reference pipeline
     (instanced draws, back faces culled); median seconds a frame."""
-    from renderer.reference import ReferenceRenderer
+    from renderer.oracles.reference import ReferenceRenderer
     from renderer.scene import full_detail_mesh
 
     ref = ReferenceRenderer(ctx, *size)
@@ -188,7 +188,8 @@ def _pygfx(asset, size):
 
 class Suite:
     def __init__(self, cfg: SuiteConfig, log=print) -> None:
-        from renderer.frame import Renderer, RenderOptions
+        from renderer.frame import Renderer
+        from renderer.options import RenderOptions
         from renderer.scene import open_asset
 
         self.cfg, self.log = cfg, log

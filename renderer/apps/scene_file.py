@@ -60,7 +60,7 @@ class SceneSpec:
     camera: Camera | None = None
 
     def apply(self, renderer, tess_paths: dict[str, str | os.PathLike]) -> dict[str, int]:
-        """Load the assets (`tess_paths`: name -> .tess file, e.g. from `renderer.loader`) into
+        """Load the assets (`tess_paths`: name -> .tess file, e.g. from `renderer.apps.loader`) into
         a renderer and add the instances; returns name -> asset index."""
         index = {name: renderer.load(tess_paths[name]) for name in self.assets}
         for p in self.placements:

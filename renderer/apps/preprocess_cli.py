@@ -11,14 +11,17 @@ import sys
 import time
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from tqdm import tqdm
 
-from preprocess.config import PAGE_SIZE, BuildConfig
+from assets import BUILTIN, builtin_mesh
+from preprocess.config import BuildConfig
 from preprocess.mesh import Mesh, MeshError
+from preprocess.tess.limits import PAGE_SIZE
 
-BUILTIN = ("rock", "terrain", "sphere")
-
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 class StageBars:
     """One tqdm bar per stage, fed by the builder's (stage, done, total) reports."""
@@ -32,6 +35,8 @@ class StageBars:
             return
         bar = self.bars.get(stage)
         if bar is None:
+            from tqdm import tqdm
+
             unit = "tri" if total > 1 else "step"
             bar = tqdm(total=total, desc=f"{stage:>9}", unit=unit, unit_scale=True,
                        leave=True, file=sys.stderr, dynamic_ncols=True)
@@ -43,19 +48,6 @@ class StageBars:
     def close(self) -> None:
         for bar in self.bars.values():
             bar.close()
-
-
-def builtin_mesh(name: str, triangles: int) -> Mesh:
-    """The built-in procedural assets (nothing to download)."""
-    from assets import rock, shapes
-
-    if name == "rock":
-        return rock.make_rock(triangles)
-    if name == "terrain":
-        # 2 * resolution^2 triangles
-        return rock.make_terrain(resolution=max(1, round((triangles / 2) ** 0.5)))
-    n = max(1, round((triangles / 20) ** 0.5))
-    return shapes.geodesic_sphere(n)
 
 
 def add_build_options(p: argparse.ArgumentParser) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from renderer.frame_views import DEBUG_VIEWS
-from renderer.viewer import MAX_GRID, PANEL_WIDTH, ViewerApp
+from renderer.options import DEBUG_VIEWS
+from renderer.apps.viewer_app import MAX_GRID, PANEL_WIDTH, ViewerApp
 
 TRAVERSAL_NAMES = ["persistent", "per level"]
 # the frame's passes in the order they run (renderer.frame.Renderer.submit)

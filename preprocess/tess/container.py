@@ -2,7 +2,7 @@
 
 This module owns the byte layout of the file (as numpy structured dtypes: `HEADER_DTYPE`,
 `SECTION_ENTRY_DTYPE`, `PAGE_ENTRY_DTYPE`); what goes *into* the sections and pages (clusters,
-groups, BVH nodes, page contents) is decided by the page packer. The container is generic: any
+groups, BVH nodes, page contents) is `preprocess.tess.records`. The container is generic: any
 plain or structured numpy dtype, any shape, round-trips bit-exactly.
 
 On-disk layout, version 2. Little-endian everywhere; every offset is from the start of the file;
@@ -71,11 +71,11 @@ Page table entry (`PAGE_ENTRY_DTYPE`, 24 bytes):
     ---  -------  ------------------  ----------------------------------------------------------
     0    u64      offset              pages_offset + i * stride
     8    u32      size                page_size
-    12   u32      flags               bit 0 (PAGE_FLAG_ROOT): root page, always resident
+    12   u32      flags               bit 0 (PAGE_ROOT): root page, always resident
     16   u32      crc32               CRC32 of the page's page_size data bytes
     20   u32      reserved            zero
 
-The version covers what the packer puts in the file too (`preprocess.asset`'s dtypes), so a
+The version covers what the packer puts in the file too (`preprocess.tess.records`), so a
 layout change there bumps it; the reader refuses every other version with a one-line message:
     1  the first layout
     2  cluster records name their source group (the group whose simplification produced them;
@@ -99,6 +99,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from preprocess.tess.limits import PAGE_ROOT
+
 __all__ = [
     "HEADER_DTYPE",
     "HEADER_SIZE",
@@ -106,7 +108,7 @@ __all__ = [
     "MAX_SECTION_NDIM",
     "PAGE_ALIGN",
     "PAGE_ENTRY_DTYPE",
-    "PAGE_FLAG_ROOT",
+    "PAGE_ROOT",
     "SECTION_ALIGN",
     "SECTION_ENTRY_DTYPE",
     "TESS_MAGIC",
@@ -124,7 +126,6 @@ SECTION_ALIGN = 16  # sections (and meta, directory, page table) start on 16-byt
 PAGE_ALIGN = 4096  # pages start on 4096-byte boundaries (mmap / OS page friendly)
 MAX_SECTION_NAME_BYTES = 31  # UTF-8 bytes; the 32-byte field always ends with a zero
 MAX_SECTION_NDIM = 8
-PAGE_FLAG_ROOT = 1  # page_flags bit 0: root page, always resident
 
 HEADER_DTYPE = np.dtype(
     [
@@ -291,7 +292,7 @@ def write_tess(
             are made contiguous, big-endian dtypes are stored little-endian, object dtypes are
             refused. Directory order is the dict's order.
         pages: (P, page_size) uint8, page_size >= 1. P may be 0.
-        page_flags: (P,) unsigned ints that fit in uint32 (bit 0 = PAGE_FLAG_ROOT).
+        page_flags: (P,) unsigned ints that fit in uint32 (bit 0 = PAGE_ROOT).
 
     Raises:
         TypeError / ValueError: invalid arguments (nothing is written).
@@ -456,7 +457,7 @@ class TessFile:
         page_count: P.
         page_size: bytes per page.
         page_stride: distance between consecutive pages in the file (page_size rounded to 4096).
-        page_flags: (P,) uint32, read-only (bit 0 = PAGE_FLAG_ROOT).
+        page_flags: (P,) uint32, read-only (bit 0 = PAGE_ROOT).
         page_offsets: (P,) uint64 file offsets of the pages, read-only.
         page_crcs: (P,) uint32 CRC32 of each page, read-only.
         file_size: bytes.
@@ -701,6 +702,11 @@ class TessFile:
                 mm.close()
             except BufferError:
                 pass  # views still exported; the mapping is unmapped when they are freed
+
+    @property
+    def root_page_count(self) -> int:
+        """Pages flagged PAGE_ROOT (always resident)."""
+        return int(np.count_nonzero(self.page_flags & PAGE_ROOT))
 
     @property
     def closed(self) -> bool:

@@ -1,0 +1,21 @@
+"""The hard limits of the `.tess` format, shared by the builder, the reader and (through
+`renderer.limits`, which generates them into the WGSL include) the shaders. Each is one line here;
+what it costs is said beside it."""
+
+from __future__ import annotations
+
+# triangles per cluster: the software rasterizer gives a cluster one workgroup of up to 128 lanes,
+# and the visibility buffer keeps 7 bits of triangle index
+MAX_CLUSTER_TRIANGLES = 128
+# vertices per cluster: local indices are stored in 8 bits (3 bytes a triangle)
+MAX_CLUSTER_VERTICES = 255
+# bytes per streaming page by default (Nanite's size): the unit of upload and eviction; smaller
+# pages stream finer but cost more page-table and request entries
+PAGE_SIZE = 128 * 1024
+# children per BVH node: one node is 96 bytes and a culling lane tests all of its children
+BVH_FANOUT = 8
+# the parent error of the root group's clusters: projects above every threshold, so nothing
+# coarser ever replaces them
+ROOT_ERROR = 3.0e38
+# page flag (page table and page header) of a root page: always resident, never evicted
+PAGE_ROOT = 1

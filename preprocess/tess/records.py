@@ -1,0 +1,115 @@
+"""The records of a `.tess` asset as numpy structured dtypes: BVH nodes, groups, group parts (the
+always-resident sections) and the page header and cluster records inside each page. The
+renderer's WGSL reads them as raw u32 words at offsets generated from these dtypes
+(`renderer.layout`), so the two sides cannot drift.
+
+Sections (always resident, small):
+    bvh_nodes    NODE_DTYPE, node 0 is the root, breadth-first
+    groups       GROUP_DTYPE, the BVH leaves; a group's members live in one or more parts
+    group_parts  PART_DTYPE, a run of a group's member clusters inside one page
+    page_deps    (d,) uint32 and page_dep_offset (P + 1,) uint32: the pages holding the groups that
+                 the clusters of page p were generated from (streaming needs them resident first)
+
+Page layout (page_size bytes, little-endian, every offset a multiple of 4):
+    0     PAGE_HEADER_DTYPE (16 bytes): cluster count, page index, bytes used, flags
+    16    cluster records, CLUSTER_DTYPE (96 bytes each); besides the group a cluster is a
+          member of (`group`), a record names the group whose simplification produced it
+          (`source_group`, NO_GROUP at level 0): its self_sphere and self_error are that
+          group's sphere and error, bit for bit (`preprocess.verify.check_source_groups`), and
+          streaming derives the parent relation between groups from it
+    ...   per cluster, at the offsets its record gives:
+          positions  u16 x 3 per vertex (6 bytes, stream padded to 4) when the cluster spans less
+                     than 65,536 grid steps on every axis (mode 0), else u32 x 3 (mode 1); the
+                     vertex is (pos_min + offset) * step (step from the asset meta)
+          normals    u32 per vertex: octahedral, 16 bits per component (snorm)
+          uvs        u32 per vertex when the asset has uvs: 16-bit unorm each, mapped to the
+                     asset's uv box (meta uv_min, uv_max)
+          indices    u8 x 3 per triangle, local vertex indices, stream padded to 4
+
+Quantization: one grid per mesh (per-cluster grids crack). The step is a power of two, so that
+grid coordinates times the step are exact in float32 (`preprocess.pack.choose_step`). The largest
+position error is sqrt(3)/2 * step, stored in the meta as `quantization_error`.
+
+`preprocess.tess.pages` decodes pages; `preprocess.pack` writes them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from preprocess.tess.limits import PAGE_ROOT
+
+__all__ = [
+    "CHILD_EMPTY",
+    "CHILD_GROUP",
+    "CLUSTER_DTYPE",
+    "GROUP_DTYPE",
+    "MODE_HAS_UV",
+    "MODE_POSITION_MASK",
+    "NODE_DTYPE",
+    "NO_GROUP",
+    "PAGE_HEADER_DTYPE",
+    "PAGE_ROOT",
+    "PART_DTYPE",
+]
+
+NODE_DTYPE = np.dtype([
+    ("sphere", "<f4", 4),  # center xyz, radius: contains everything below
+    ("max_error", "<f4"),  # largest group error below: descend only if it projects above tau
+    ("depth", "<u4"),  # 0 at the root
+    ("pad", "<u4", 2),
+    ("children", "<u4", 8),  # child refs: CHILD_EMPTY, node index, or CHILD_GROUP | group index
+    ("box_min", "<f4", 3),  # the box of every triangle below, grown by one grid step (the
+    ("box_max", "<f4", 3),  # positions are quantized): frustum and occlusion culling
+    ("pad2", "<u4", 2),
+])
+CHILD_EMPTY = 0xFFFFFFFF
+CHILD_GROUP = 0x80000000
+
+GROUP_DTYPE = np.dtype([
+    ("sphere", "<f4", 4),  # contains the LOD spheres of its members
+    ("error", "<f4"),  # members' parent error; ROOT_ERROR for the root group
+    ("level", "<u4"),  # LOD level of the group (members' level, 0 finest)
+    ("first_part", "<u4"),  # index into group_parts
+    ("part_count", "<u4"),
+    ("cluster_count", "<u4"),  # members
+    ("pad", "<u4", 3),
+])
+
+PART_DTYPE = np.dtype([
+    ("page", "<u4"),  # page holding this run of members
+    ("first_cluster", "<u4"),  # index of the first cluster record in that page
+    ("cluster_count", "<u4"),
+    ("group", "<u4"),
+])
+
+PAGE_HEADER_DTYPE = np.dtype([
+    ("cluster_count", "<u4"),
+    ("page", "<u4"),  # this page's index
+    ("bytes_used", "<u4"),
+    ("flags", "<u4"),  # PAGE_ROOT
+])
+
+CLUSTER_DTYPE = np.dtype([
+    ("self_sphere", "<f4", 4),  # LOD sphere used with self_error
+    ("bounds", "<f4", 4),  # tight sphere of the cluster's triangles (frustum, occlusion)
+    ("self_error", "<f4"),  # distance bound of this surface to the original
+    ("parent_error", "<f4"),  # its group's error (drawn when self <= tau < parent)
+    ("group", "<u4"),  # the group it is a member of
+    ("cluster", "<u4"),  # global cluster index (ids, debug views)
+    ("pos_min", "<i4", 3),  # grid origin of its positions
+    ("mode", "<u4"),  # bits 0..7 position mode (0: u16, 1: u32); bit 8 (MODE_HAS_UV): has uvs
+    ("vertex_count", "<u4"),
+    ("triangle_count", "<u4"),
+    ("level", "<u4"),
+    ("position_offset", "<u4"),  # byte offsets from the page start
+    ("normal_offset", "<u4"),
+    ("uv_offset", "<u4"),
+    ("index_offset", "<u4"),
+    ("source_group", "<u4"),  # the group whose simplification produced it; NO_GROUP at level 0
+])
+NO_GROUP = 0xFFFFFFFF  # source_group of level-0 clusters (the original triangles)
+MODE_POSITION_MASK = 0xFF  # CLUSTER_DTYPE.mode: the position encoding (0: u16, 1: u32)
+MODE_HAS_UV = 0x100  # CLUSTER_DTYPE.mode: the cluster stores uvs
+assert NODE_DTYPE.itemsize == 96 and GROUP_DTYPE.itemsize == 48
+assert CLUSTER_DTYPE.itemsize == 96 and PAGE_HEADER_DTYPE.itemsize == 16

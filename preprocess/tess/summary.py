@@ -1,0 +1,37 @@
+"""The statistics block that `preprocess` prints after a build and `tessera info` prints from a
+file's meta (the builder stores the figures in the meta; see `preprocess.build.dag_stats`)."""
+
+from __future__ import annotations
+
+STAGES = ("load", "cluster", "simplify", "bvh", "pack", "write")  # in pipeline order
+
+
+def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> str:
+    """The statistics block shared by `preprocess` and `tessera info`."""
+    per_level = meta["clusters_per_level"]
+    tris_level = meta["triangles_per_level"]
+    lines = [
+        f"{meta['name']}",
+        f"  input         {meta['input_triangles']:,} triangles, "
+        f"{meta['input_vertices']:,} vertices",
+        f"  clusters      {meta['clusters']:,} in {meta['levels']} levels, "
+        f"{meta['groups']:,} groups; level-0 fill {100 * meta['level0_fill']:.1f}%",
+    ]
+    for lv, (c, t) in enumerate(zip(per_level, tris_level, strict=True)):
+        noun = "clusters" if c != 1 else "cluster "
+        lines.append(f"    level {lv:<3} {c:>8,} {noun} {t:>11,} triangles")
+    lines += [
+        f"  root          {meta['root_clusters']} cluster{'s' * (meta['root_clusters'] != 1)}, "
+        f"{meta['root_triangles']:,} triangles",
+        f"  quantization  step {meta['step']:.3g} (max error {meta['quantization_error']:.3g})",
+        f"  pages         {page_count:,} of {meta['page_size'] // 1024} KiB "
+        f"({root_pages} root)",
+        f"  file          {file_size / 2**20:.2f} MiB",
+    ]
+    seconds = meta.get("seconds", {})
+    if seconds:  # pipeline order (the meta JSON stores its keys sorted)
+        order = [k for k in STAGES if k in seconds] + [k for k in seconds if k not in STAGES]
+        parts = ", ".join(f"{k} {seconds[k]:.2f}" for k in order)
+        total = sum(v for k, v in seconds.items() if k != "load")
+        lines.append(f"  seconds       {parts} (build {total:.2f} without load)")
+    return "\n".join(lines)

@@ -1,0 +1,96 @@
+"""Every limit and capacity of the runtime, and every constant that the host and the shaders both
+use, defined once here with what it costs. `renderer.layout` generates each of them into the WGSL
+include (`layout.wgsl`), so a shader never spells one by hand: changing a limit is a one-line edit.
+
+The format's own limits (cluster size, page size, BVH fan-out, the root error) are the builder's
+and the reader's too, so they live with the format in `preprocess.tess.limits`, imported here.
+"""
+
+from __future__ import annotations
+
+from preprocess.tess.limits import (
+    BVH_FANOUT,
+    MAX_CLUSTER_TRIANGLES,
+    MAX_CLUSTER_VERTICES,
+    PAGE_ROOT,
+    PAGE_SIZE,
+    ROOT_ERROR,
+)
+
+__all__ = [
+    "BVH_FANOUT",
+    "DEFAULT_BINDING_LIMIT",
+    "FLAG_OCCLUSION",
+    "HZB_MAX_MIPS",
+    "ID_EMPTY",
+    "MAX_CLUSTER_TRIANGLES",
+    "MAX_CLUSTER_VERTICES",
+    "MAX_DISPATCH",
+    "MAX_IMAGE_SIZE",
+    "MAX_PAGES",
+    "MAX_TIMESTAMPS",
+    "NOT_RESIDENT",
+    "PAGE_ROOT",
+    "PAGE_SIZE",
+    "READBACK_RING",
+    "ROOT_ERROR",
+    "SLOT_BITS",
+    "SLOT_MASK",
+    "TRIANGLE_BITS",
+    "WGSL_CONSTANTS",
+    "WORKGROUP",
+]
+
+# -- addressing clusters
+# a visible cluster is named by one u32, `page slot << SLOT_BITS | cluster index in the page`:
+# 10 bits allow 1,024 clusters a page (a 128 KiB page holds ~500 of 128 triangles) and leave
+# 22 bits of page slots
+SLOT_BITS = 10
+SLOT_MASK = (1 << SLOT_BITS) - 1
+MAX_PAGES = 1 << (32 - SLOT_BITS)  # pages (or pool slots) one scene addresses: 4,194,304
+# the residency table's entry for a page in no pool slot (streaming)
+NOT_RESIDENT = 0xFFFFFFFF
+# the visibility buffer's payload is `visible index << TRIANGLE_BITS | triangle`: 7 bits hold
+# MAX_CLUSTER_TRIANGLES triangles and leave 25 bits (32M) of visible clusters a frame
+TRIANGLE_BITS = 7
+assert 1 << TRIANGLE_BITS >= MAX_CLUSTER_TRIANGLES
+# resolve's ids image on the background (every channel)
+ID_EMPTY = 0xFFFFFFFF
+
+# -- images
+# the largest image side: 16384 is WebGPU's common max texture dimension; the frame buffers cost
+# 52 bytes a pixel (visibility, color, depth, normal, ids), 13 GiB at 16384 x 16384
+MAX_IMAGE_SIZE = 16384
+# mips of the hierarchical depth buffer: 16 mips cover 65,536 pixels a side; the frame uniforms
+# carry one u32 offset per mip (FRAME_DTYPE.hzb_mips)
+HZB_MAX_MIPS = 16
+
+# -- dispatch
+WORKGROUP = 64  # lanes of the culling workgroups
+MAX_DISPATCH = 65535  # workgroups per dimension of one dispatch (WebGPU's guaranteed minimum)
+# what WebGPU guarantees one storage binding may hold (128 MiB), for adapters that report no
+# limit; the page buffer (or the streaming pool) is one binding
+DEFAULT_BINDING_LIMIT = 1 << 27
+
+# -- frame flags (FRAME_DTYPE.flags)
+FLAG_OCCLUSION = 1  # test against the previous frame's HZB (two-pass occlusion culling)
+
+# -- readback
+MAX_TIMESTAMPS = 48  # timestamp queries a frame: two per GPU pass (8 bytes each, read back)
+READBACK_RING = 4  # readback buffers in flight before `submit` waits for the oldest
+
+# what the WGSL include declares, as `const NAME: u32` (f32 for floats)
+WGSL_CONSTANTS = {
+    "SLOT_BITS": SLOT_BITS,
+    "NOT_RESIDENT": NOT_RESIDENT,
+    "TRIANGLE_BITS": TRIANGLE_BITS,
+    "ID_EMPTY": ID_EMPTY,
+    "HZB_MAX_MIPS": HZB_MAX_MIPS,
+    "WORKGROUP": WORKGROUP,
+    "MAX_DISPATCH": MAX_DISPATCH,
+    "FLAG_OCCLUSION": FLAG_OCCLUSION,
+    "MAX_CLUSTER_TRIANGLES": MAX_CLUSTER_TRIANGLES,
+    "MAX_CLUSTER_VERTICES": MAX_CLUSTER_VERTICES,
+    "PAGE_ROOT": PAGE_ROOT,
+    "ROOT_ERROR": ROOT_ERROR,
+}

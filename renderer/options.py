@@ -1,0 +1,51 @@
+"""How frames are drawn: `RenderOptions`, and the names the command line and the viewer offer
+(debug views, traversals). Imports no GPU library, so that argument parsing stays light."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# resolve's debug views, by index (shaders/resolve.wgsl `frame.debug_view`)
+DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instance")
+
+# BVH traversal by name -> RenderOptions.persistent
+TRAVERSALS = {"auto": None, "persistent": True, "level": False}
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How frames are drawn; every field has a default that suits most scenes."""
+
+    tau: float = 1.0  # LOD threshold: largest projected error allowed, in pixels
+    # persistent-thread traversal (True), one dispatch per BVH level (False), or None: persistent
+    # on GPUs, per level on CPU adapters (lavapipe), where spinning workgroups lose their time
+    # slices to each other under load (BENCHMARKS.md)
+    persistent: bool | None = None
+    fallback32: bool = False  # force the 32-bit visibility path even with 64-bit atomics
+    sw_max_edge: float = 32.0  # clusters whose typical triangle edge is longer (px) go to HW
+    queue_capacity: int = 1 << 20  # BVH queue entries (8 bytes each)
+    visible_capacity: int = 1 << 21  # visible cluster slots, SW and HW halves (8 bytes each)
+    persistent_workgroups: int = 128  # workgroups of the persistent traversal
+    # workgroups of 64 lanes per level of the per-level traversal. None: 16 on CPU adapters (a
+    # workgroup costs ~6 us there), 1024 on GPUs
+    level_workgroups: int | None = None
+    # SW raster lanes per cluster and rounds per workgroup (a workgroup draws 128 / lanes * rounds
+    # clusters). None: 128 and 1 on GPUs (a workgroup per cluster); 4 and 8 on CPU adapters,
+    # where a workgroup costs ~6 us whatever it does, and lanes are SIMD slots that a cluster of
+    # a few triangles would leave idle: 3x faster at 1 instance, 13x at 65,536 (BENCHMARKS.md)
+    sw_lanes: int | None = None
+    sw_rounds: int | None = None
+    timestamps: bool = True  # GPU time per pass, where the adapter has timestamp queries
+    # two-pass occlusion culling against a hierarchical depth buffer (ARCHITECTURE "Runtime"):
+    # the main pass tests against the previous frame's HZB, the post pass re-tests what it hid
+    occlusion: bool = True
+    occluded_capacity: int = 1 << 20  # deferred nodes and clusters per frame (8 bytes each)
+    # streaming (renderer/streaming.py): pages live in a GPU pool of `pool_mb` (default: what the
+    # adapter binds in one buffer, at most 1 GiB); only the hierarchy and the root pages are
+    # uploaded on load, the rest when culling asks. None: stream only when the scene's pages do not
+    # fit the pool; True: always (tests, benchmarks); False: never (an error if they do not fit)
+    streaming: bool | None = None
+    pool_mb: float | None = None
+    pool_pages: int | None = None  # overrides pool_mb (tests)
+    upload_mb: float = 16.0  # page uploads per frame, at most
+    request_capacity: int = 1 << 14  # page requests read back per frame

@@ -1,0 +1,80 @@
+"""What a frame gives back: its statistics (`FrameStats`, from the GPU counters read back a few
+frames late) and its images (`RenderResult`, numpy arrays), with a PNG writer."""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class FrameStats:
+    """What one frame did, from the GPU counters (and timestamps where available)."""
+
+    frame: int
+    counters: dict[str, int]
+    overflow: int  # bit 0: queue full, bit 1: visible list full, bit 2: occluded list full
+    gpu_ms: dict[str, float] = field(default_factory=dict)  # per pass
+    cpu_ms: float = 0.0  # encoding and submission (lavapipe runs the work inside submission)
+    streaming: dict | None = None  # pool use, pages resident/requested/uploaded/evicted, MB
+    encode_ms: float = 0.0  # the frame's CPU work before submission: Python, encoding
+
+    @property
+    def triangles(self) -> int:
+        return self.counters["sw_triangles"] + self.counters["hw_triangles"]
+
+    @property
+    def clusters(self) -> int:
+        return self.counters["sw_clusters"] + self.counters["hw_clusters"]
+
+    @property
+    def gpu_total_ms(self) -> float:
+        return float(sum(self.gpu_ms.values()))
+
+
+@dataclass
+class RenderResult:
+    """Images of one frame (row 0 at the top) and its statistics."""
+
+    color: np.ndarray  # (h, w, 4) uint8 RGBA
+    depth: np.ndarray  # (h, w) float32 NDC depth, reversed Z (near / distance); 0 = background
+    normal: np.ndarray  # (h, w, 3) float32 world-space unit normals; 0 = background
+    instance: np.ndarray  # (h, w) int64 instance index, -1 = background
+    cluster: np.ndarray  # (h, w) int64 cluster index within its asset, -1 = background
+    triangle: np.ndarray  # (h, w) int64 triangle index within its cluster, -1 = background
+    level: np.ndarray  # (h, w) int64 LOD level of the cluster (0 finest), -1 = background
+    hardware: np.ndarray  # (h, w) bool: drawn by the hardware rasterizer
+    stats: FrameStats
+    near: float = 0.0
+
+    @property
+    def coverage(self) -> np.ndarray:
+        return self.instance >= 0
+
+    def distance(self) -> np.ndarray:
+        """(h, w) float32 distance along the view axis (inf on the background)."""
+        with np.errstate(divide="ignore"):
+            return np.where(self.depth > 0, self.near / self.depth, np.inf).astype(np.float32)
+
+    def save_png(self, path: str | os.PathLike) -> None:
+        """Write the color image as a PNG."""
+        write_png(path, self.color)
+
+
+def write_png(path: str | os.PathLike, rgba: np.ndarray) -> None:
+    """(h, w, 4) uint8 -> PNG file."""
+    h, w = rgba.shape[:2]
+    raw = np.concatenate([np.zeros((h, 1), np.uint8), rgba.reshape(h, w * 4)], axis=1)
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + tag + data
+                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)) + chunk(b"IEND", b""))
+    with open(path, "wb") as f:
+        f.write(png)

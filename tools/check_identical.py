@@ -1,0 +1,142 @@
+"""Fingerprints of what Tessera produces, to show that a change of structure changed nothing.
+
+Builds `.tess` files from several assets through the `preprocess` command (the bytes are hashed,
+the build's `seconds` meta aside) and renders them through the public API over several views,
+debug views, traversals, the 32-bit visibility path, occlusion off, instancing and streaming;
+every image array of every frame is hashed. Run it before and after a change:
+
+    .venv/bin/python tools/check_identical.py --write before.json
+    .venv/bin/python tools/check_identical.py --compare before.json
+
+Exit status 1 when anything differs (each difference is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "assets"
+
+# (name, preprocess arguments)
+BUILDS = [
+    ("bunny", [str(SHARED / "stanford-bunny.obj")]),
+    ("bunny_t1", [str(SHARED / "stanford-bunny.obj"), "--threads", "1"]),
+    ("beast", [str(SHARED / "beast.obj")]),  # has UVs
+    ("rock", ["--builtin", "rock", "--triangles", "60000"]),
+    ("sphere", ["--builtin", "sphere", "--triangles", "20000"]),
+]
+
+# (asset, instances, option overrides, views, debug views, tau)
+RENDERS = [
+    ("bunny", 1, {}, ["iso", "front"], ["lit", "cluster", "triangle", "group", "level",
+                                        "raster", "instance"], 1.0),
+    ("bunny", 1, {"persistent": True}, ["iso"], ["lit", "level"], 1.0),
+    ("bunny", 1, {"persistent": False}, ["iso"], ["lit", "level"], 1.0),
+    ("bunny", 1, {"fallback32": True}, ["iso", "side"], ["lit", "cluster"], 1.0),
+    ("bunny", 1, {"occlusion": False}, ["iso"], ["lit"], 2.0),
+    ("beast", 1, {}, ["iso", "back"], ["lit", "triangle"], 1.0),
+    ("rock", 16, {}, ["iso", "top"], ["lit", "instance", "level"], 1.0),
+    ("rock", 16, {"fallback32": True, "persistent": True}, ["iso"], ["lit"], 4.0),
+    ("rock", 16, {"streaming": True, "pool_pages": 6}, ["iso"], ["lit", "level"], 1.0),
+    ("sphere", 4, {"streaming": True}, ["front"], ["lit"], 1.0),
+]
+
+VIEWS = {"iso": (0.3, 0.35, 1.0), "front": (0.0, 0.0, 1.0), "side": (1.0, 0.0, 0.0),
+         "top": (0.0, 1.0, 0.05), "back": (0.0, 0.0, -1.0)}
+
+IMAGES = ("color", "depth", "normal", "instance", "cluster", "triangle", "level", "hardware")
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:20]
+
+
+def build_all(out: Path) -> dict[str, str]:
+    """name -> digest of the file with the stage times blanked (they differ run to run)."""
+    from preprocess.tess.container import read_tess
+
+    digests = {}
+    for name, args in BUILDS:
+        path = out / f"{name}.tess"
+        subprocess.run([str(ROOT / ".venv/bin/preprocess"), *args, "-o", str(path), "-q"],
+                       check=True)
+        with read_tess(path, verify_pages=True) as f:
+            meta = dict(f.meta)
+            meta.pop("seconds", None)
+            h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
+            for sname in f.sections:
+                h.update(sname.encode())
+                h.update(np.ascontiguousarray(f.sections[sname]).tobytes())
+            h.update(np.ascontiguousarray(f.page_flags).tobytes())
+            for p in range(f.page_count):
+                h.update(np.asarray(f.page(p)).tobytes())
+        digests[name] = h.hexdigest()[:20]
+        info = subprocess.run([str(ROOT / ".venv/bin/tessera"), "info", str(path)],
+                              check=True, capture_output=True, text=True).stdout
+        digests[name + ".info"] = _digest("\n".join(
+            ln for ln in info.splitlines() if "seconds" not in ln).encode())
+    return digests
+
+
+def render_all(out: Path) -> dict[str, str]:
+    from renderer import Camera, Renderer, RenderOptions
+
+    digests = {}
+    for asset, count, overrides, views, debugs, tau in RENDERS:
+        opts = RenderOptions(tau=tau, **overrides)
+        r = Renderer(192, 160, options=opts)
+        index = r.load(out / f"{asset}.tess")
+        if count == 1:
+            r.add_instance(index)
+        else:
+            r.add_grid(index, count)
+        center, radius = r.bounds()
+        for view in views:
+            cam = Camera.framing(center, radius, direction=VIEWS[view], fill=1.3)
+            for debug in debugs:
+                res = r.render_converged(cam, debug_view=debug)
+                key = f"{asset}x{count}/{json.dumps(overrides, sort_keys=True)}/{view}/{debug}"
+                for image in IMAGES:
+                    digests[f"{key}/{image}"] = _digest(
+                        np.ascontiguousarray(getattr(res, image)).tobytes())
+                digests[f"{key}/triangles"] = str(res.stats.triangles)
+    return digests
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--write", help="write the fingerprints to this JSON file")
+    g.add_argument("--compare", help="compare with the fingerprints in this JSON file")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        found = {"files": build_all(Path(tmp)), "images": render_all(Path(tmp))}
+    if args.write:
+        Path(args.write).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+        n = sum(len(v) for v in found.values())
+        print(f"wrote {n} fingerprints to {args.write}")
+        return 0
+    expected = json.loads(Path(args.compare).read_text())
+    bad = 0
+    for part in ("files", "images"):
+        for key in sorted(set(expected[part]) | set(found[part])):
+            a, b = expected[part].get(key), found[part].get(key)
+            if a != b:
+                bad += 1
+                print(f"differs: {part} {key}: {a} -> {b}")
+    n = sum(len(v) for v in found.values())
+    print(f"{n - bad} of {n} fingerprints identical" + ("" if bad else " (all)"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
