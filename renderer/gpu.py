@@ -3,7 +3,7 @@ come from the same list), shader modules from `shaders/`, and buffers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,9 +33,9 @@ class Binding:
     stages: int = wgpu.ShaderStage.COMPUTE
 
 
-def wgsl_header(bindings: Sequence[Binding]) -> str:
-    """The `@group(0) @binding(i) var<...>` lines for `bindings`, in order."""
-    return "\n".join(f"@group(0) @binding({i}) {_KIND[b.kind][1]} {b.name}: {b.wgsl_type};"
+def wgsl_header(bindings: Sequence[Binding], group: int = 0) -> str:
+    """The `@group(g) @binding(i) var<...>` lines for `bindings`, in order."""
+    return "\n".join(f"@group({group}) @binding({i}) {_KIND[b.kind][1]} {b.name}: {b.wgsl_type};"
                      for i, b in enumerate(bindings)) + "\n"
 
 
@@ -55,12 +55,17 @@ def bind_group_layout(device: wgpu.GPUDevice, bindings: Sequence[Binding], label
 
 
 def bind_group(device: wgpu.GPUDevice, layout: wgpu.GPUBindGroupLayout,
-               bindings: Sequence[Binding], resources: dict[str, wgpu.GPUBuffer], label: str
-               ) -> wgpu.GPUBindGroup:
+               bindings: Sequence[Binding],
+               resources: Mapping[str, wgpu.GPUBuffer | tuple[wgpu.GPUBuffer, int, int]],
+               label: str) -> wgpu.GPUBindGroup:
+    """A bind group for `bindings` from resources by binding name: a whole buffer, or
+    (buffer, offset, size) for a range of one."""
     entries = []
     for i, b in enumerate(bindings):
-        buf = resources[b.name]
-        entries.append({"binding": i, "resource": {"buffer": buf, "offset": 0, "size": buf.size}})
+        res = resources[b.name]
+        buf, offset, size = res if isinstance(res, tuple) else (res, 0, res.size)
+        entries.append({"binding": i, "resource": {"buffer": buf, "offset": offset,
+                                                   "size": size}})
     return device.create_bind_group(layout=layout, entries=entries, label=label)
 
 

@@ -1,4 +1,4 @@
-// reference.wgsl: the brute-force reference renderer (renderer/reference.py).
+// reference.wgsl: the brute-force reference renderer (renderer/oracles/reference.py).
 //
 // Draws the original full-resolution triangles, non-indexed, with vertex pulling:
 // reads   group(0): `frame` (view_proj, world -> clip) and `worlds` (one world matrix per
@@ -20,12 +20,8 @@ struct Chunk {
     _pad2: u32,
 }
 
-@group(0) @binding(0) var<uniform> frame: Frame;
-@group(0) @binding(1) var<storage, read> worlds: array<mat4x4<f32>>;
-
-@group(1) @binding(0) var<storage, read> positions: array<f32>;
-@group(1) @binding(1) var<storage, read> indices: array<u32>;
-@group(1) @binding(2) var<uniform> chunk: Chunk;
+// The bindings are generated in front of this file from renderer/oracles/reference.py's
+// FRAME_BINDINGS (group 0) and MESH_BINDINGS (group 1).
 
 struct VsOut {
     @builtin(position) clip: vec4<f32>,

@@ -14,13 +14,13 @@ The brute-force figure is the median frame ms of the reference renderer over the
 from __future__ import annotations
 
 import json
-import math
 import statistics
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from renderer.bench.measure import brute_force_ms, camera_path, field_path, measure
 from renderer.camera import Camera
 
 
@@ -50,90 +50,23 @@ class BenchConfig:
     upload_mb: float = 16.0
 
 
-def camera_path(center: np.ndarray, radius: float, frames: int, *, elevation: float = 30.0,
-                fov_y: float = 60.0) -> list[Camera]:
-    """Cameras orbiting a sphere (centre, radius) at `elevation` degrees, a quarter turn in all,
-    at the distance where the sphere fills the view."""
-    out = []
-    dist = radius / math.sin(math.radians(fov_y) / 2)
-    for k in range(frames):
-        a = math.radians(20.0 + 90.0 * k / max(frames - 1, 1))
-        e = math.radians(elevation)
-        d = np.array([math.cos(e) * math.sin(a), math.sin(e), math.cos(e) * math.cos(a)])
-        out.append(Camera(eye=center + d * dist, target=center, fov_y=fov_y,
-                          near=max(dist * 1e-3, 1e-6)))
-    return out
-
-
-def field_path(box: np.ndarray, count: int, frames: int) -> tuple[float, list[Camera]]:
-    """The "field" scene: grid spacing (60% of the asset's box width: neighbours overlap) and
-    cameras at the height of the boxes' centre, from 0.75 box widths before the first row,
-    creeping forward along the rows by a quarter box width in all, looking along the field."""
-    lo, hi = np.asarray(box[:3], np.float64), np.asarray(box[3:], np.float64)
-    width = float(max(hi[0] - lo[0], hi[2] - lo[2]))
-    spacing = 0.6 * width
-    side = math.ceil(math.sqrt(count))
-    front = (side - 1) / 2 * spacing + 0.5 * width  # the first row's front, on +z
-    cams = []
-    for k in range(frames):
-        z = front + 0.75 * width - 0.25 * width * k / max(frames - 1, 1)
-        x = 0.1 * width
-        cams.append(Camera(eye=np.array([x, 0.0, z]), target=np.array([x, 0.0, z - 1.0]),
-                           near=width * 1e-3))
-    return spacing, cams
-
-
 def _median(values: list[float]) -> float:
     return float(statistics.median(values)) if values else float("nan")
 
 
-def path_frames(r, cams: list[Camera], warmup: int) -> tuple[list[float], list]:
-    """Draw a camera path after `warmup` frames on its first cameras, each frame waited for:
-    (frame ms, submit to its statistics read back; FrameStats) per camera."""
-    for k in range(warmup):
-        r.submit(cams[k % len(cams)])
-        r.stats(wait=True)
-    frame_ms, stats = [], []
-    for cam in cams:
-        t0 = time.perf_counter()
-        index = r.submit(cam)
-        s = r.stats(wait=True)
-        frame_ms.append((time.perf_counter() - t0) * 1e3)
-        assert s is not None and s.frame == index
-        stats.append(s)
-    return frame_ms, stats
-
-
-def _measure(r, cams: list[Camera], warmup: int) -> dict:
-    """Median figures of a camera path (after `warmup` frames on its first cameras)."""
-    frame_ms, stats = path_frames(r, cams, warmup)
-    passes = list(dict.fromkeys(p for s in stats for p in s.gpu_ms))
-    counters = stats[0].counters
-    return {
-        "frames": len(cams),
-        "frame_ms": _median(frame_ms),
-        "cpu_ms": _median([s.cpu_ms for s in stats]),
-        "gpu_ms": {p: _median([s.gpu_ms.get(p, 0.0) for s in stats]) for p in passes},
-        "gpu_total_ms": _median([s.gpu_total_ms for s in stats]),
-        "clusters": int(_median([s.clusters for s in stats])),
-        "triangles": int(_median([s.triangles for s in stats])),
-        **{k: int(_median([s.counters[k] for s in stats])) for k in counters},
-        "overflow": int(max(s.overflow for s in stats)),
-    }
-
-
 def _log_measure(log, name: str, m: dict) -> None:
-    log(f"{name:<11} frame {m['frame_ms']:.2f} ms (median of {m['frames']}), CPU "
-        f"{m['cpu_ms']:.2f} ms, GPU {m['gpu_total_ms']:.2f} ms")
-    if m["gpu_ms"]:
-        log("  GPU ms    " + ", ".join(f"{p} {v:.2f}" for p, v in m["gpu_ms"].items()))
+    c = m["counters"]
+    log(f"{name:<11} frame {m['frame_ms']['median']:.2f} ms (median of {m['frames']}), CPU "
+        f"{m['cpu_ms']['median']:.2f} ms, GPU {m['gpu_ms']['median']:.2f} ms")
+    if m["gpu_pass_ms"]:
+        log("  GPU ms    " + ", ".join(f"{p} {v:.2f}" for p, v in m["gpu_pass_ms"].items()))
     log(f"  drawn     {m['clusters']:,} clusters, {m['triangles']:,} triangles "
-        f"(SW {m['sw_triangles']:,}, HW {m['hw_triangles']:,}); "
-        f"{m['nodes_visited']:,} BVH nodes visited")
-    if m["occluded_instances"] or m["occluded_nodes"] or m["occluded_clusters"]:
-        log(f"  occlusion main pass deferred {m['occluded_instances']:,} instances, "
-            f"{m['occluded_nodes']:,} nodes, {m['occluded_clusters']:,} clusters; post pass drew "
-            f"{m['post_clusters']:,} clusters, culled {m['post_rejected']:,} candidates")
+        f"(SW {c['sw_triangles']:,}, HW {c['hw_triangles']:,}); "
+        f"{c['nodes_visited']:,} BVH nodes visited")
+    if c["occluded_instances"] or c["occluded_nodes"] or c["occluded_clusters"]:
+        log(f"  occlusion main pass deferred {c['occluded_instances']:,} instances, "
+            f"{c['occluded_nodes']:,} nodes, {c['occluded_clusters']:,} clusters; post pass drew "
+            f"{c['post_clusters']:,} clusters, culled {c['post_rejected']:,} candidates")
     if m["overflow"]:
         log(f"  WARNING   a list overflowed (flags {m['overflow']}): raise queue_capacity / "
             "visible_capacity / occluded_capacity")
@@ -189,9 +122,9 @@ def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) ->
         res.load(a.path)
     for a, w in zip(r.scene.instance_asset, r.scene.instance_world, strict=True):
         res.add_instance(a, w)
-    rm = _measure(res, cams, cfg.warmup)
-    out["resident_frame_ms"] = rm["frame_ms"]
-    out["frame_cost"] = m["frame_ms"] / max(rm["frame_ms"], 1e-9)
+    rm = measure(res, cams, cfg.warmup)
+    out["resident_frame_ms"] = rm["frame_ms"]["median"]
+    out["frame_cost"] = m["frame_ms"]["median"] / max(rm["frame_ms"]["median"], 1e-9)
     log(f"streaming   pool {out['pool_mb']:.1f} MB = {st.slots} of {st.page_count} pages; the "
         f"path uploaded {out['uploaded_mb']:.1f} MB ({tot.uploaded} pages), evicted "
         f"{tot.evicted}")
@@ -202,8 +135,8 @@ def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) ->
         f"{out['converge_mb']:.1f} MB in {secs:.2f} s ({out['upload_mb_per_s']:.0f} MB/s with "
         f"every frame drawn and waited for; the CPU's update + upload {out['update_ms']:.2f} ms "
         f"a frame, {out['stream_mb_per_cpu_s']:.0f} MB per CPU second)")
-    log(f"  resident  the same path fully resident: frame {rm['frame_ms']:.2f} ms "
-        f"(streaming {m['frame_ms']:.2f} ms, {out['frame_cost']:.2f}x)")
+    log(f"  resident  the same path fully resident: frame {rm['frame_ms']['median']:.2f} ms "
+        f"(streaming {m['frame_ms']['median']:.2f} ms, {out['frame_cost']:.2f}x)")
     return out
 
 
@@ -244,7 +177,7 @@ def run(cfg: BenchConfig, *, log=print) -> dict:
         "scene_triangles": scene_tris,
         "size": [cfg.width, cfg.height],
     }
-    m = _measure(r, cams, cfg.warmup)
+    m = measure(r, cams, cfg.warmup)
     out.update(m)
     out["occlusion"] = r.occlusion
     _log_measure(log, "tessera", m)
@@ -252,30 +185,22 @@ def run(cfg: BenchConfig, *, log=print) -> dict:
         out["streaming"] = _streaming_figures(cfg, r, cams, m, log)
     if cfg.scene == "field":  # the same path without occlusion culling, side by side
         r.set_occlusion(not r.occlusion)
-        other = _measure(r, cams, cfg.warmup)
+        other = measure(r, cams, cfg.warmup)
         name = "occlusion " + ("on" if r.occlusion else "off")
         _log_measure(log, name, other)
         on, off = (other, m) if r.occlusion else (m, other)
         out["occlusion_on"], out["occlusion_off"] = on, off
         out["occlusion_triangle_ratio"] = off["triangles"] / max(on["triangles"], 1)
-        out["occlusion_frame_ratio"] = off["frame_ms"] / max(on["frame_ms"], 1e-9)
+        out["occlusion_frame_ratio"] = (off["frame_ms"]["median"]
+                                        / max(on["frame_ms"]["median"], 1e-9))
         log(f"occlusion   {out['occlusion_triangle_ratio']:.1f}x fewer triangles, frame "
             f"{out['occlusion_frame_ratio']:.2f}x faster (medians, same run)")
     if cfg.brute:
-        from renderer.oracles.reference import ReferenceRenderer
-        from renderer.scene import full_detail_mesh
-
-        ref = ReferenceRenderer(r.ctx, cfg.width, cfg.height)
-        pos, tris = full_detail_mesh(a)
-        mesh = ref.add_mesh(pos, tris, label="bench.full_detail")
-        inst = [(mesh, w) for w in r.scene.instance_world]
-        picks = np.linspace(0, len(cams) - 1, max(1, cfg.brute_frames)).round().astype(int)
-        ref.render_timed(cams[0].view_proj(cfg.width, cfg.height), inst[:1])  # warm-up
-        brute = [1e3 * ref.render_timed(cams[k].view_proj(cfg.width, cfg.height), inst)
-                 for k in picks]
+        brute = brute_force_ms(r.ctx, a, r.scene.instance_world, cams, (cfg.width, cfg.height),
+                               cfg.brute_frames)
         out["brute_frame_ms"] = _median(brute)
         out["brute_frames"] = len(brute)
-        out["speedup"] = out["brute_frame_ms"] / out["frame_ms"]
+        out["speedup"] = out["brute_frame_ms"] / out["frame_ms"]["median"]
         log(f"brute force frame {out['brute_frame_ms']:.1f} ms (median of {len(brute)}), "
             f"{scene_tris:,} triangles")
         log(f"speedup     {out['speedup']:.1f}x (brute-force frame / tessera frame, same run)")

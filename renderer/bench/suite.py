@@ -10,7 +10,7 @@ Scenarios (`SCENARIOS`):
   would take longer than ``baseline_limit`` seconds a frame (extrapolated linearly from its last
   measured size) is not run, and is marked as such; it is never guessed;
 - ``occluded``: a dense field of overlapping instances seen from ground level, drawn with
-  occlusion culling on and off (`renderer.bench.custom.field_path`);
+  occlusion culling on and off (`renderer.bench.measure.field_path`);
 - ``streaming``: four copies of the asset (each its own pages) on a grid, a pool of a quarter of
   their pages, the camera jumping close to one instance after another.
 
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from renderer.bench.custom import camera_path, field_path, path_frames
+from renderer.bench.measure import brute_force_ms, camera_path, field_path, measure
 from renderer.camera import Camera
 
 SCENARIOS = ("closeup", "scaling", "occluded", "streaming")
@@ -73,66 +73,7 @@ class SuiteConfig:
             self.baseline_limit = 5.0 if self.quick else 30.0
 
 
-def _stat(values: list[float]) -> dict:
-    if not values:
-        return {"median": float("nan"), "p95": float("nan")}
-    v = np.asarray(values, np.float64)
-    return {"median": float(statistics.median(values)), "p95": float(np.percentile(v, 95))}
-
-
-def gpu_memory_mb(r) -> float:
-    """Every buffer the renderer holds (the page pool included), in MB."""
-    return sum(int(b.size) for b in r.frame.buffers.values()) / 2**20
-
-
-def measure(r, cams: list[Camera], warmup: int) -> dict:
-    """Medians and p95 over a camera path (after `warmup` frames)."""
-    frame_ms, stats = path_frames(r, cams, warmup)
-    passes = list(dict.fromkeys(p for s in stats for p in s.gpu_ms))
-    out = {
-        "frames": len(cams),
-        "frame_ms": _stat(frame_ms),
-        "encode_ms": _stat([s.encode_ms for s in stats]),
-        "gpu_ms": _stat([s.gpu_total_ms for s in stats]),
-        "gpu_pass_ms": {p: _stat([s.gpu_ms.get(p, 0.0) for s in stats])["median"]
-                        for p in passes},
-        "clusters": int(statistics.median(s.clusters for s in stats)),
-        "triangles": int(statistics.median(s.triangles for s in stats)),
-        "scene_triangles": r.scene.triangle_count(),
-        "instances": r.scene.instance_count,
-        "gpu_memory_mb": gpu_memory_mb(r),
-        "overflow": int(max(s.overflow for s in stats)),
-    }
-    streamed = [s.streaming for s in stats if s.streaming]
-    if streamed:
-        out["streaming"] = {
-            "pool_pages": streamed[-1]["pool_pages"],
-            "pool_use": float(np.mean([x["pool_use"] for x in streamed])),
-            "uploaded_mb_per_frame": _stat([x["mb_uploaded"] for x in streamed]),
-            "evicted_per_frame": _stat([x["evicted"] for x in streamed]),
-            "requested_per_frame": _stat([x["requested"] for x in streamed]),
-        }
-    return out
-
-
 # ---------------------------------------------------------------------------------- baselines
-
-
-def brute_frame_s(ctx, asset, worlds: np.ndarray, cams: list[Camera], size: tuple[int, int],
-                  frames: int = 2) -> float:
-    """Brute force: every triangle of every instance at full detail, the reference pipeline
-    (instanced draws, back faces culled); median seconds a frame."""
-    from renderer.oracles.reference import ReferenceRenderer
-    from renderer.scene import full_detail_mesh
-
-    ref = ReferenceRenderer(ctx, *size)
-    pos, tris = full_detail_mesh(asset)
-    mesh = ref.add_mesh(pos, tris, label="bench.brute")
-    inst = [(mesh, w) for w in worlds]
-    ref.render_timed(cams[0].view_proj(*size), inst[:1])  # pipelines, upload
-    picks = np.linspace(0, len(cams) - 1, frames).round().astype(int)
-    return float(statistics.median(ref.render_timed(cams[k].view_proj(*size), inst)
-                                   for k in picks))
 
 
 class PygfxBaseline:
@@ -265,7 +206,8 @@ class Suite:
                         why[base] = (f"not run from {n:,} instances: {predicted:.1f} s a frame "
                                      f"predicted from {n0:,} (limit {cfg.baseline_limit} s)")
                 if why[base] is None:
-                    s = (brute_frame_s(self.ctx, self.asset, worlds, cams, self.size)
+                    s = (statistics.median(brute_force_ms(self.ctx, self.asset, worlds, cams,
+                                                          self.size, 2)) / 1e3
                          if base == "brute" else pyg.frame_s(worlds, cams))
                     last[base] = (n, s)
                     row[f"{base}_frame_ms"] = 1e3 * s

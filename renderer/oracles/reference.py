@@ -26,7 +26,6 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import wgpu
@@ -34,10 +33,22 @@ import wgpu
 import shaders
 from preprocess.mesh import Mesh
 from renderer.device import GpuContext
+from renderer.gpu import READ, UNIFORM, Binding, bind_group, bind_group_layout, wgsl_header
 
 __all__ = ["ReferenceRenderer"]
 
-_SHADER_PATH = Path(shaders.__file__).parent / "reference.wgsl"
+_VS = wgpu.ShaderStage.VERTEX
+# group 0: the frame (view_proj) and one world matrix per instance
+FRAME_BINDINGS = (
+    Binding("frame", UNIFORM, "Frame", _VS),
+    Binding("worlds", READ, "array<mat4x4<f32>>", _VS),
+)
+# group 1: a mesh's positions, the chunk's indices (bound at its offset) and its first triangle
+MESH_BINDINGS = (
+    Binding("positions", READ, "array<f32>", _VS),
+    Binding("indices", READ, "array<u32>", _VS),
+    Binding("chunk", UNIFORM, "Chunk", _VS),
+)
 _COLOR_FORMAT = wgpu.TextureFormat.r32uint
 _DEPTH_FORMAT = wgpu.TextureFormat.depth32float
 _TRIANGLE_BYTES = 12  # three uint32 indices
@@ -81,22 +92,11 @@ class ReferenceRenderer:
         self._meshes: list[_GpuMesh] = []
 
         device = self.device
-        module = device.create_shader_module(label="reference.shader",
-                                             code=_SHADER_PATH.read_text(encoding="utf-8"))
-        vs = wgpu.ShaderStage.VERTEX
-        self._frame_layout = device.create_bind_group_layout(
-            label="reference.frame_layout",
-            entries=[
-                {"binding": 0, "visibility": vs, "buffer": {"type": "uniform"}},
-                {"binding": 1, "visibility": vs, "buffer": {"type": "read-only-storage"}},
-            ])
-        self._mesh_layout = device.create_bind_group_layout(
-            label="reference.mesh_layout",
-            entries=[
-                {"binding": 0, "visibility": vs, "buffer": {"type": "read-only-storage"}},
-                {"binding": 1, "visibility": vs, "buffer": {"type": "read-only-storage"}},
-                {"binding": 2, "visibility": vs, "buffer": {"type": "uniform"}},
-            ])
+        code = (wgsl_header(FRAME_BINDINGS, group=0) + wgsl_header(MESH_BINDINGS, group=1)
+                + shaders.load("reference.wgsl"))
+        module = device.create_shader_module(label="reference.shader", code=code)
+        self._frame_layout = bind_group_layout(device, FRAME_BINDINGS, "reference.frame_layout")
+        self._mesh_layout = bind_group_layout(device, MESH_BINDINGS, "reference.mesh_layout")
         layout = device.create_pipeline_layout(
             label="reference.pipeline_layout",
             bind_group_layouts=[self._frame_layout, self._mesh_layout])
@@ -214,18 +214,11 @@ class ReferenceRenderer:
                             indices=idx_buf, params=params_buf)
         for k, first in enumerate(starts):
             count = min(per_chunk, m - first)
-            group = device.create_bind_group(
-                label=f"{name}.chunk{k}",
-                layout=self._mesh_layout,
-                entries=[
-                    {"binding": 0, "resource": {"buffer": pos_buf, "offset": 0,
-                                                "size": pos.nbytes}},
-                    {"binding": 1, "resource": {"buffer": idx_buf,
-                                                "offset": first * _TRIANGLE_BYTES,
-                                                "size": count * _TRIANGLE_BYTES}},
-                    {"binding": 2, "resource": {"buffer": params_buf, "offset": k * stride,
-                                                "size": 16}},
-                ])
+            group = bind_group(device, self._mesh_layout, MESH_BINDINGS, {
+                "positions": (pos_buf, 0, pos.nbytes),
+                "indices": (idx_buf, first * _TRIANGLE_BYTES, count * _TRIANGLE_BYTES),
+                "chunk": (params_buf, k * stride, 16),
+            }, f"{name}.chunk{k}")
             gpu_mesh.chunks.append(_Chunk(first, count, group))
         self._meshes.append(gpu_mesh)
         return mesh_id
@@ -333,13 +326,9 @@ class ReferenceRenderer:
         self._worlds = self.device.create_buffer(
             label="reference.worlds", size=capacity * 64,
             usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST)
-        self._frame_group = self.device.create_bind_group(
-            label="reference.frame_group", layout=self._frame_layout, entries=[
-                {"binding": 0, "resource": {"buffer": self._frame_uniform, "offset": 0,
-                                            "size": 64}},
-                {"binding": 1, "resource": {"buffer": self._worlds, "offset": 0,
-                                            "size": self._worlds.size}},
-            ])
+        self._frame_group = bind_group(self.device, self._frame_layout, FRAME_BINDINGS, {
+            "frame": (self._frame_uniform, 0, 64), "worlds": self._worlds,
+        }, "reference.frame_group")
 
     def _encode_frame(self, view_proj: np.ndarray, instances: Sequence[tuple[int, np.ndarray]],
                       cull_backfaces: bool) -> wgpu.GPUCommandEncoder:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import wgpu
 
-from renderer.gpu import READ, UNIFORM, Binding, bind_group
+from renderer.gpu import READ, STORAGE, UNIFORM, Binding, bind_group
 
 if TYPE_CHECKING:
     from renderer.frame import FrameResources
@@ -29,6 +29,19 @@ def cluster_reader_bindings(frame_stages: int = wgpu.ShaderStage.COMPUTE,
         Binding("pages", READ, "array<u32>", read_stages),
         Binding("visible", READ, "array<vec2<u32>>", read_stages),
     )
+
+
+def vis_bindings(vis64: bool, *, write: bool, ids: bool = True,
+                 stages: int = wgpu.ShaderStage.COMPUTE) -> tuple[Binding, ...]:
+    """The visibility buffer's bindings (shaders/visbuffer.wgsl): `vis`, one 64-bit word a pixel,
+    or without 64-bit atomics the pair `vis_depth` and `vis_ids`. The rasterizers write them
+    (atomics), the HZB (depth only: `ids=False`) and resolve read them."""
+    if vis64:
+        return (Binding("vis", STORAGE, "array<atomic<u64>>", stages) if write else
+                Binding("vis", READ, "array<vec2<u32>>", stages),)
+    kind, wgsl = (STORAGE, "array<atomic<u32>>") if write else (READ, "array<u32>")
+    out = (Binding("vis_depth", kind, wgsl, stages),)
+    return (*out, Binding("vis_ids", kind, wgsl, stages)) if ids else out
 
 
 class Pass:

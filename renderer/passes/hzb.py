@@ -4,9 +4,9 @@ mips."""
 
 from __future__ import annotations
 
-from renderer.gpu import READ, STORAGE, UNIFORM, Binding, bind_group_layout, shader_module
+from renderer.gpu import STORAGE, UNIFORM, Binding, bind_group_layout, shader_module
 from renderer.limits import HZB_MAX_MIPS
-from renderer.passes import Pass
+from renderer.passes import Pass, vis_bindings
 
 
 def hzb_levels(width: int, height: int) -> list[tuple[int, int]]:
@@ -29,9 +29,8 @@ class HZB(Pass):
 
     def __init__(self, device, *, vis64: bool) -> None:
         super().__init__()
-        vis = ((Binding("vis", READ, "array<vec2<u32>>"),) if vis64 else
-               (Binding("vis_depth", READ, "array<u32>"),))
-        self.bindings = (Binding("frame", UNIFORM, "Frame"), *vis,
+        self.bindings = (Binding("frame", UNIFORM, "Frame"),
+                         *vis_bindings(vis64, write=False, ids=False),
                          Binding("hzb", STORAGE, "array<u32>"))
         self.device = device
         self.module = shader_module(device, "hzb.wgsl", self.bindings,

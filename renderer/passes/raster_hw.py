@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import wgpu
 
-from renderer.gpu import READ, STORAGE, Binding, bind_group_layout, shader_module
+from renderer.gpu import READ, Binding, bind_group_layout, shader_module
 from renderer.layout import ARGS
-from renderer.passes import Pass, cluster_reader_bindings
-from renderer.passes.raster_sw import vis_bindings
+from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
 
 VF = wgpu.ShaderStage.VERTEX | wgpu.ShaderStage.FRAGMENT
 
@@ -20,7 +19,7 @@ class RasterHW(Pass):
         self.bindings = (
             *cluster_reader_bindings(VF, wgpu.ShaderStage.VERTEX),
             Binding("state", READ, "array<u32>", wgpu.ShaderStage.VERTEX),
-            *vis_bindings(vis64, STORAGE, wgpu.ShaderStage.FRAGMENT),
+            *vis_bindings(vis64, write=True, stages=wgpu.ShaderStage.FRAGMENT),
         )
         module = shader_module(device, "raster_hw.wgsl", self.bindings,
                                defines=["VIS64"] if vis64 else [], label=f"{self.label}.shader")

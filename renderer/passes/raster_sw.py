@@ -3,18 +3,9 @@
 
 from __future__ import annotations
 
-from renderer.gpu import READ, STORAGE, Binding, compute_pipelines
+from renderer.gpu import READ, Binding, compute_pipelines
 from renderer.layout import ARGS
-from renderer.passes import Pass, cluster_reader_bindings
-
-
-def vis_bindings(vis64: bool, kind: str, stages=None) -> tuple[Binding, ...]:
-    """The visibility buffer bindings of a raster pass (64-bit, or the 32-bit pair)."""
-    extra = {} if stages is None else {"stages": stages}
-    if vis64:
-        return (Binding("vis", kind, "array<atomic<u64>>", **extra),)
-    return (Binding("vis_depth", kind, "array<atomic<u32>>", **extra),
-            Binding("vis_ids", kind, "array<atomic<u32>>", **extra))
+from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
 
 
 class RasterSW(Pass):
@@ -29,7 +20,7 @@ class RasterSW(Pass):
         self.bindings = (
             *cluster_reader_bindings(),
             Binding("state", READ, "array<u32>"),
-            *vis_bindings(vis64, STORAGE),
+            *vis_bindings(vis64, write=True),
         )
         defines = ["VIS64"] if vis64 else []
         variants = [False] if vis64 else [False, True]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from renderer.gpu import READ, STORAGE, Binding, compute_pipelines
-from renderer.passes import Pass, cluster_reader_bindings
+from renderer.gpu import STORAGE, Binding, compute_pipelines
+from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
 
 
 class Resolve(Pass):
@@ -11,11 +11,9 @@ class Resolve(Pass):
 
     def __init__(self, device, *, vis64: bool) -> None:
         super().__init__()
-        vis = ((Binding("vis", READ, "array<vec2<u32>>"),) if vis64 else
-               (Binding("vis_depth", READ, "array<u32>"), Binding("vis_ids", READ, "array<u32>")))
         self.bindings = (
             *cluster_reader_bindings(),
-            *vis,
+            *vis_bindings(vis64, write=False),
             Binding("color", STORAGE, "array<u32>"),
             Binding("depth_out", STORAGE, "array<f32>"),
             Binding("normal", STORAGE, "array<vec4<f32>>"),

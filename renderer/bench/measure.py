@@ -1,0 +1,131 @@
+"""What both benchmarks measure with: the camera paths, the one function that draws and times a
+path (`measure`, per-frame medians and 95th percentiles from the GPU counters and timestamps) and
+the one brute-force timer (`brute_force_ms`: every triangle of every instance at full detail
+through the reference pipeline, the same cameras)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import numpy as np
+
+from renderer.camera import Camera
+
+
+def camera_path(center: np.ndarray, radius: float, frames: int, *, elevation: float = 30.0,
+                fov_y: float = 60.0) -> list[Camera]:
+    """Cameras orbiting a sphere (centre, radius) at `elevation` degrees, a quarter turn in all,
+    at the distance where the sphere fills the view."""
+    out = []
+    dist = radius / math.sin(math.radians(fov_y) / 2)
+    for k in range(frames):
+        a = math.radians(20.0 + 90.0 * k / max(frames - 1, 1))
+        e = math.radians(elevation)
+        d = np.array([math.cos(e) * math.sin(a), math.sin(e), math.cos(e) * math.cos(a)])
+        out.append(Camera(eye=center + d * dist, target=center, fov_y=fov_y,
+                          near=max(dist * 1e-3, 1e-6)))
+    return out
+
+
+def field_path(box: np.ndarray, count: int, frames: int) -> tuple[float, list[Camera]]:
+    """The "field" scene: grid spacing (60% of the asset's box width: neighbours overlap) and
+    cameras at the height of the boxes' centre, from 0.75 box widths before the first row,
+    creeping forward along the rows by a quarter box width in all, looking along the field."""
+    lo, hi = np.asarray(box[:3], np.float64), np.asarray(box[3:], np.float64)
+    width = float(max(hi[0] - lo[0], hi[2] - lo[2]))
+    spacing = 0.6 * width
+    side = math.ceil(math.sqrt(count))
+    front = (side - 1) / 2 * spacing + 0.5 * width  # the first row's front, on +z
+    cams = []
+    for k in range(frames):
+        z = front + 0.75 * width - 0.25 * width * k / max(frames - 1, 1)
+        x = 0.1 * width
+        cams.append(Camera(eye=np.array([x, 0.0, z]), target=np.array([x, 0.0, z - 1.0]),
+                           near=width * 1e-3))
+    return spacing, cams
+
+
+def stat(values: list[float]) -> dict:
+    """{"median", "p95"} of per-frame values (NaN when there are none)."""
+    if not values:
+        return {"median": float("nan"), "p95": float("nan")}
+    v = np.asarray(values, np.float64)
+    return {"median": float(statistics.median(values)), "p95": float(np.percentile(v, 95))}
+
+
+def gpu_memory_mb(r) -> float:
+    """Every buffer the renderer holds (the page pool included), in MB."""
+    return sum(int(b.size) for b in r.frame.buffers.values()) / 2**20
+
+
+def path_frames(r, cams: list[Camera], warmup: int) -> tuple[list[float], list]:
+    """Draw a camera path after `warmup` frames on its first cameras, each frame waited for:
+    (frame ms, submit to its statistics read back; FrameStats) per camera."""
+    for k in range(warmup):
+        r.submit(cams[k % len(cams)])
+        r.stats(wait=True)
+    frame_ms, stats = [], []
+    for cam in cams:
+        t0 = time.perf_counter()
+        index = r.submit(cam)
+        s = r.stats(wait=True)
+        frame_ms.append((time.perf_counter() - t0) * 1e3)
+        assert s is not None and s.frame == index
+        stats.append(s)
+    return frame_ms, stats
+
+
+def measure(r, cams: list[Camera], warmup: int) -> dict:
+    """Draw a camera path (after `warmup` frames) and summarize it: medians and p95 of the frame
+    (submit to its statistics read back), of the CPU's encoding and submission (`cpu_ms`), of
+    the work before submission (`encode_ms`: on lavapipe the GPU work itself runs inside
+    submission) and of the GPU time (timestamps; per pass: medians); the medians of the GPU
+    counters; the scene's size, GPU memory and streaming figures."""
+    frame_ms, stats = path_frames(r, cams, warmup)
+    passes = list(dict.fromkeys(p for s in stats for p in s.gpu_ms))
+    out = {
+        "frames": len(cams),
+        "frame_ms": stat(frame_ms),
+        "cpu_ms": stat([s.cpu_ms for s in stats]),
+        "encode_ms": stat([s.encode_ms for s in stats]),
+        "gpu_ms": stat([s.gpu_total_ms for s in stats]),
+        "gpu_pass_ms": {p: stat([s.gpu_ms.get(p, 0.0) for s in stats])["median"]
+                        for p in passes},
+        "clusters": int(statistics.median(s.clusters for s in stats)),
+        "triangles": int(statistics.median(s.triangles for s in stats)),
+        "counters": {k: int(statistics.median(s.counters[k] for s in stats))
+                     for k in stats[0].counters},
+        "scene_triangles": r.scene.triangle_count(),
+        "instances": r.scene.instance_count,
+        "gpu_memory_mb": gpu_memory_mb(r),
+        "overflow": int(max(s.overflow for s in stats)),
+    }
+    streamed = [s.streaming for s in stats if s.streaming]
+    if streamed:
+        out["streaming"] = {
+            "pool_pages": streamed[-1]["pool_pages"],
+            "pool_use": float(np.mean([x["pool_use"] for x in streamed])),
+            "uploaded_mb_per_frame": stat([x["mb_uploaded"] for x in streamed]),
+            "evicted_per_frame": stat([x["evicted"] for x in streamed]),
+            "requested_per_frame": stat([x["requested"] for x in streamed]),
+        }
+    return out
+
+
+def brute_force_ms(ctx, asset, worlds, cams: list[Camera], size: tuple[int, int],
+                   frames: int) -> list[float]:
+    """Brute force: every triangle of every instance (`worlds`, (k, 4, 4)) at full detail, the
+    reference pipeline (instanced draws, back faces culled), at `frames` cameras spread over the
+    path after one warm-up draw (pipelines, upload); ms of each frame."""
+    from renderer.oracles.reference import ReferenceRenderer
+    from renderer.scene import full_detail_mesh
+
+    ref = ReferenceRenderer(ctx, *size)
+    pos, tris = full_detail_mesh(asset)
+    mesh = ref.add_mesh(pos, tris, label="bench.full_detail")
+    inst = [(mesh, w) for w in worlds]
+    ref.render_timed(cams[0].view_proj(*size), inst[:1])  # pipelines, upload
+    picks = np.linspace(0, len(cams) - 1, max(1, frames)).round().astype(int)
+    return [1e3 * ref.render_timed(cams[k].view_proj(*size), inst) for k in picks]
