@@ -15,6 +15,7 @@ back).
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import wgpu
@@ -24,6 +25,9 @@ from renderer.layout import REQUEST_DTYPE
 from renderer.limits import DEFAULT_BINDING_LIMIT, MAX_PAGES
 from renderer.options import RenderOptions
 from renderer.scene import Scene, SceneError
+
+if TYPE_CHECKING:
+    from renderer.streaming import PageStreamer
 
 _BU = wgpu.BufferUsage
 
@@ -57,8 +61,6 @@ class PagePool:
 
     def __init__(self, device: wgpu.GPUDevice, scene: Scene, options: RenderOptions,
                  limits: dict) -> None:
-        from renderer.streaming import PageStreamer  # numba: only loaded for a scene
-
         self.device = device
         self.options = o = options
         self.page_size = page_size = scene.assets[0].page_size
@@ -70,6 +72,8 @@ class PagePool:
         self.streamer: PageStreamer | None = None
         self.buffers: dict[str, wgpu.GPUBuffer] = {}
         if stream:
+            from renderer.streaming import PageStreamer  # (numba: loaded only to stream)
+
             budget = max(1, int(o.upload_mb * 2**20) // page_size)
             try:
                 self.streamer = PageStreamer(scene.assets, slots, budget)

@@ -12,6 +12,7 @@ scene and can save the window (panel included) to a PNG first.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -73,12 +74,27 @@ class Viewer:
 
             self.imgui = ImguiRenderer(self.device, self.canvas, render_target_format=fmt)
             self.imgui.set_gui(lambda: draw_panel(self.app))
+            self._keep_imgui_settings()
         self.canvas.add_event_handler(self._on_event, "pointer_down", "pointer_up",
                                       "pointer_move", "wheel", "key_down", "key_up")
         self.canvas.add_event_handler(self._on_resize, "resize")
         self.canvas.add_event_handler(lambda e: self.app.close(), "close")
         self._hook_drop()
         self.canvas.request_draw(self._draw)
+
+    def _keep_imgui_settings(self) -> None:
+        """imgui saves its window layout to `imgui.ini` in the working directory by default;
+        keep it in the user's config folder instead (TESSERA_CONFIG, else
+        $XDG_CONFIG_HOME/tessera or ~/.config/tessera), or nowhere if that cannot be made."""
+        from imgui_bundle import imgui
+
+        folder = Path(os.environ.get("TESSERA_CONFIG") or Path(
+            os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "tessera")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            imgui.get_io().set_ini_filename(str(folder / "imgui.ini"))
+        except OSError:
+            imgui.get_io().set_ini_filename(None)  # settings for this session only
 
     def _hook_drop(self) -> None:
         """Files dropped on the window open like a command-line argument (glfw's drop callback;
