@@ -1301,7 +1301,7 @@ def simplify(
       surfaces that is the common case: a sub-triangle across an input edge where the surface
       bends is far from each of the two triangles alone (measured 2026-11-23: 262 of the 282
       igea groups; finishing the proof there took 5x the time and gave errors ~2x larger, even
-      with pair bounds). The dense-sampling tests (tests/test_simplify.py,
+      with pair bounds). The dense-sampling tests (tests/preprocess/test_simplify.py,
       verify.check_honest_error) hold it to the true distance;
     - rigorous=False: 1.5 times the exact maximum over sample points (edge midpoints and
       centroid; vertices are input vertices), what the proof falls back to, without trying it

@@ -10,8 +10,6 @@ same cut, and samples every generated cluster's surface against the original mes
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -21,8 +19,6 @@ from preprocess.dag import build_dag
 from preprocess.load import load_mesh, mesh_from_arrays
 from preprocess.mesh import Mesh
 from preprocess.verify import check_all
-
-ASSETS = Path(__file__).resolve().parents[2] / "shared" / "assets"
 
 
 def uv_sphere(rows: int = 48, cols: int = 96) -> Mesh:
@@ -108,8 +104,8 @@ REFERENCE_CLUSTERS = {"stanford-bunny": 1142, "ogre": 2018, "igea": 4393}
 
 @pytest.mark.parametrize("name", ["stanford-bunny", "igea", "ogre", "beast", "homer",
                                   "rocker-arm", "cheburashka"])
-def test_real_mesh(name: str) -> None:
-    path = ASSETS / f"{name}.obj"
+def test_real_mesh(name: str, shared_assets) -> None:
+    path = shared_assets / f"{name}.obj"
     assert path.exists(), f"{path} missing: CI runs with ../shared beside the checkout"
     fig = build_and_check(load_mesh(path))
     assert fig["limits"]["level0_fill"] >= 0.98

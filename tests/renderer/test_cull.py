@@ -25,7 +25,6 @@ from assets import builtin_mesh
 from preprocess.verify import check_cut, projected_error, select_cut
 from renderer.camera import Camera
 from renderer.oracles.cpu_cull import COUNTER_NAMES, CullResult, cluster_records, cull, frame_view
-from renderer.device import DeviceError, create_context
 from renderer.frame import Renderer
 from renderer.options import RenderOptions
 from renderer.scene import Scene, open_asset
@@ -85,17 +84,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
 
 
 @pytest.fixture(scope="module")
-def renderer_for(built: Built) -> Callable[..., Renderer]:
-    """Renderers of the test scene by options (one device, shared by all)."""
-    try:
-        create_context()
-    except DeviceError as e:  # pragma: no cover - machines without any Vulkan driver
-        pytest.skip(str(e))
+def renderer_for(built: Built, gpu) -> Callable[..., Renderer]:
+    """Renderers of the test scene by options (one device, shared by all: `gpu`, which skips
+    without one)."""
     cache: dict[RenderOptions, Renderer] = {}
 
     def get(**options) -> Renderer:
-        # the twin has no occlusion culling (tests/test_occlusion.py checks that separately):
-        # without it, each view's selection does not depend on the view before
+        # the twin has no occlusion culling (tests/renderer/test_occlusion.py checks that
+        # separately): without it, each view's selection does not depend on the view before
         o = RenderOptions(timestamps=False, occlusion=False, **options)
         if o not in cache:
             r = Renderer(W, H, options=o)

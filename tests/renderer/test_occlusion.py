@@ -24,6 +24,8 @@ from renderer.oracles.cpu_cull import hzb_mips, occlusion_visible
 from renderer.frame import Renderer
 from renderer.options import RenderOptions
 
+pytestmark = pytest.mark.gpu
+
 SIZE = (192, 144)
 
 

@@ -20,13 +20,13 @@ from assets import builtin_mesh
 from preprocess.load import load_mesh
 from preprocess.mesh import Mesh
 from renderer.camera import Camera
-from renderer.device import DeviceError, create_context
 from renderer.frame import Renderer
 from renderer.options import DEBUG_VIEWS, RenderOptions
 from renderer.results import RenderResult
 from renderer.oracles.reference import ReferenceRenderer
 
-SHARED_ASSETS = Path(__file__).resolve().parents[1].parent / "shared" / "assets"
+pytestmark = pytest.mark.gpu
+
 SIZE = 512  # the comparison views are SIZE x SIZE
 TINY_TAU = 1e-6  # pixels: no error projects below this, so every cluster drawn is level 0
 IDENTITY = np.eye(4, dtype=np.float32)
@@ -49,30 +49,22 @@ def _build(mesh: Mesh, path: Path) -> Built:
 
 
 @pytest.fixture(scope="module")
-def ctx():
-    try:
-        return create_context()
-    except DeviceError as e:  # pragma: no cover - machines without any Vulkan driver
-        pytest.skip(str(e))
-
-
-@pytest.fixture(scope="module")
-def bunny(tmp_path_factory, ctx) -> Built:
-    path = SHARED_ASSETS / "stanford-bunny.obj"
+def bunny(tmp_path_factory, gpu, shared_assets) -> Built:
+    path = shared_assets / "stanford-bunny.obj"
     if not path.exists():
         pytest.skip(f"{path} not available")
     return _build(load_mesh(path), tmp_path_factory.mktemp("assets") / "bunny.tess")
 
 
 @pytest.fixture(scope="module")
-def rock100k(tmp_path_factory, ctx) -> Built:
+def rock100k(tmp_path_factory, gpu) -> Built:
     # `preprocess --builtin rock --triangles 100000` builds exactly this mesh
     return _build(builtin_mesh("rock", 100_000),
                   tmp_path_factory.mktemp("assets") / "rock100k.tess")
 
 
 @pytest.fixture(scope="module")
-def rock1m(tmp_path_factory, ctx) -> Built:
+def rock1m(tmp_path_factory, gpu) -> Built:
     # the default asset (`preprocess --builtin rock`): 1,003,520 triangles
     return _build(builtin_mesh("rock", 1_000_000),
                   tmp_path_factory.mktemp("assets") / "rock1m.tess")
@@ -238,12 +230,12 @@ def coverage_agreement(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @pytest.mark.parametrize("which", ["bunny", "rock100k"])
-def test_matches_reference_at_one_pixel(which, request, ctx) -> None:
+def test_matches_reference_at_one_pixel(which, request, gpu) -> None:
     built: Built = request.getfixturevalue(which)
     r, asset = renderer_for(built)
     cam = full_view(r)
     res = r.render(cam, tau=1.0)
-    ref = reference_render(ctx, built, cam)
+    ref = reference_render(gpu, built, cam)
     mine, theirs = res.coverage, ref["instance"] >= 0
     assert res.stats.overflow == 0
     assert theirs.sum() > 0.1 * SIZE * SIZE  # the object fills a good part of the view
@@ -305,12 +297,12 @@ def tessera_triangles(res: RenderResult, dec: Decoded) -> np.ndarray:
     ("bunny", 1.0, 1e9, 0.995),
 ])
 def test_finest_level_draws_the_original_triangles(which, zoom, sw_max_edge, min_agree,
-                                                   request, ctx) -> None:
+                                                   request, gpu) -> None:
     built: Built = request.getfixturevalue(which)
     r, asset = renderer_for(built, sw_max_edge=sw_max_edge)
     cam = close_view(r, zoom)
     res = r.render(cam, tau=TINY_TAU)
-    ref = reference_render(ctx, built, cam)
+    ref = reference_render(gpu, built, cam)
     mine, theirs = res.coverage, ref["triangle"] >= 0
     assert mine.sum() > 0.1 * SIZE * SIZE
     assert (res.level[mine] == 0).all()  # tau tiny: the original triangles only

@@ -5,8 +5,6 @@ is crack-free for any residency (checked with preprocess.verify.check_cut), and 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -24,7 +22,6 @@ from renderer.limits import NOT_RESIDENT
 from renderer.streaming import PageStreamer, select_resident_cut
 
 SMALL_PAGES = BuildConfig(page_size=16 * 1024)  # many pages from small meshes
-HOMER = Path(__file__).resolve().parents[2] / "shared" / "assets" / "homer.obj"
 
 
 @pytest.fixture(scope="module")
@@ -347,14 +344,15 @@ def _check_resident_cuts(dag, asset, s: PageStreamer, resident: np.ndarray, view
 
 
 @pytest.mark.parametrize("mesh", ["rock", "homer"])
-def test_resident_cut_is_crack_free(rock, mesh, tmp_path) -> None:
+def test_resident_cut_is_crack_free(rock, mesh, tmp_path, shared_assets) -> None:
     if mesh == "rock":
         asset, dag = rock
     else:
-        if not HOMER.exists():
-            pytest.skip(f"{HOMER} missing")
+        homer = shared_assets / "homer.obj"
+        if not homer.exists():
+            pytest.skip(f"{homer} missing")
         path = tmp_path / "homer.tess"
-        dag = build_file(load_mesh(HOMER), path, SMALL_PAGES).dag
+        dag = build_file(load_mesh(homer), path, SMALL_PAGES).dag
         asset = open_asset(path)
     s = PageStreamer([asset], slots=asset.page_count, upload_budget=4)
     views = _cut_views(dag)

@@ -22,6 +22,8 @@ from renderer.camera import Camera
 from renderer.frame import Renderer
 from renderer.options import RenderOptions
 
+pytestmark = pytest.mark.gpu
+
 SIZE = (192, 160)
 
 
@@ -201,15 +203,14 @@ def test_render_command_streams_until_the_view_is_loaded(rock, tmp_path) -> None
     assert np.array_equal(np.load(a)["triangle"], np.load(b)["triangle"])
 
 
-def test_viewer_panel_shows_the_pool(rock) -> None:
-    from tests.test_viewer_app import Imgui, finish
+def test_viewer_panel_shows_the_pool(rock, imgui_panel, finish) -> None:
     from renderer.apps.viewer_app import ViewerApp
 
     path, _ = rock
     app = ViewerApp(str(path), 160, 120, render_options=RenderOptions(streaming=True,
                                                                        pool_pages=12))
     finish(app.job)
-    ui = Imgui(app)
+    ui = imgui_panel(app)
     try:
         for _ in range(4):
             ui.frame()

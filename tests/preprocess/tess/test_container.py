@@ -1,6 +1,6 @@
-"""Tests of the .tess container (preprocess/tessfile.py): bit-exact round trips, atomic writes,
-detection of a corrupted byte anywhere in the file, and clear errors for foreign, truncated and
-future files."""
+"""Tests of the .tess container (preprocess/tess/container.py): bit-exact round trips, atomic
+writes, detection of a corrupted byte anywhere in the file, and clear errors for foreign, truncated
+and future files."""
 
 from __future__ import annotations
 

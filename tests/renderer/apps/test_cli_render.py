@@ -21,6 +21,7 @@ def sphere_tess(tmp_path_factory):
     return path
 
 
+@pytest.mark.gpu
 def test_render_writes_png_arrays_and_stats(sphere_tess, tmp_path, capsys):
     png = tmp_path / "out.png"
     npz = tmp_path / "out.npz"
@@ -40,6 +41,7 @@ def test_render_writes_png_arrays_and_stats(sphere_tess, tmp_path, capsys):
     assert (arrays["depth"][covered] > 0).all() and (arrays["depth"][~covered] == 0).all()
 
 
+@pytest.mark.gpu
 def test_render_explicit_camera_looking_away_draws_nothing(sphere_tess, tmp_path, capsys):
     png = tmp_path / "away.png"
     assert tessera_cli.main(["render", str(sphere_tess), "-o", str(png), "--size", "32x32",
@@ -48,7 +50,8 @@ def test_render_explicit_camera_looking_away_draws_nothing(sphere_tess, tmp_path
 
 
 @pytest.mark.parametrize("args, message", [
-    (["render", "missing.tess"], "no such file"),
+    # `render` opens the device before it looks for the file
+    pytest.param(["render", "missing.tess"], "no such file", marks=pytest.mark.gpu),
     (["render", "{sphere}", "--size", "0x10"], "out of range"),
     (["render", "{sphere}", "--eye", "1,2"], "expected x,y,z"),
     (["bench", "missing.tess", "--no-brute"], "no such file"),
@@ -66,6 +69,7 @@ def test_errors_are_one_line_exit_2(sphere_tess, args, message, capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.gpu
 def test_bench_prints_medians_beside_brute_force(sphere_tess, tmp_path, capsys):
     js = tmp_path / "bench.json"
     assert tessera_cli.main(["bench", str(sphere_tess), "--scene", "orbit", "--instances", "9",
@@ -81,6 +85,7 @@ def test_bench_prints_medians_beside_brute_force(sphere_tess, tmp_path, capsys):
     assert figures["brute_frame_ms"] > 0 and figures["speedup"] > 0
 
 
+@pytest.mark.gpu
 def test_bench_suite_quick_json_plots_and_compare(sphere_tess, tmp_path, capsys):
     # the suite's one-minute version on a small asset: every scenario runs, the JSON holds the
     # medians and p95s, the plots are written, and --compare flags a regression

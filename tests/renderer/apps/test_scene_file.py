@@ -77,6 +77,7 @@ def test_unreadable_files(tmp_path) -> None:
         load_scene_file(tmp_path / "bad.json")
 
 
+@pytest.mark.gpu
 def test_render_scene_file_equals_the_api(sphere_tess, tmp_path) -> None:
     from renderer.apps import cli
     from renderer.camera import Camera
@@ -115,6 +116,7 @@ def _translate(x, y, z) -> np.ndarray:
     return m
 
 
+@pytest.mark.gpu
 def test_render_scene_file_errors_are_one_line(tmp_path, capsys) -> None:
     from renderer.apps import cli
 

@@ -4,12 +4,8 @@ panel is drawn."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-
 import numpy as np
+import pytest
 
 from renderer.camera import Camera
 from renderer.apps.controls import CameraControls
@@ -84,16 +80,8 @@ def test_frame_scene_looks_at_the_whole_scene() -> None:
         np.radians(30)))
 
 
-def run_viewer(args: list[str]) -> subprocess.CompletedProcess:
-    xvfb = shutil.which("xvfb-run")
-    assert xvfb, "xvfb-run missing: `make setup` installs it (apt install xvfb)"
-    env = dict(os.environ)
-    env.pop("DISPLAY", None)
-    return subprocess.run([xvfb, "-a", sys.executable, "-m", "renderer.apps.cli", "view", *args],
-                          capture_output=True, text=True, timeout=180, env=env)
-
-
-def test_window_screenshot_matches_headless_render(sphere_tess, tmp_path) -> None:
+@pytest.mark.gpu
+def test_window_screenshot_matches_headless_render(sphere_tess, tmp_path, run_viewer) -> None:
     from renderer.frame import Renderer
     from renderer.apps.viewer_app import PANEL_WIDTH
 
@@ -121,12 +109,13 @@ def test_window_screenshot_matches_headless_render(sphere_tess, tmp_path) -> Non
     assert (panel > 8).mean() > 0.5
 
 
-def test_missing_file_is_one_line_exit_2(tmp_path) -> None:
+def test_missing_file_is_one_line_exit_2(tmp_path, run_viewer) -> None:
     out = run_viewer([str(tmp_path / "nope.tess"), "--frames", "1"])
     assert out.returncode == 2
     assert "no such file" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.gpu
 def test_freeze_culling_keeps_the_culled_set(sphere_tess) -> None:
     # the panel's "freeze culling": later frames draw the clusters the frozen frame chose
     from renderer.frame import Renderer

@@ -14,7 +14,6 @@ import pytest
 import trimesh
 
 from renderer.apps.loader import LoadJob, cache_path
-from tests.test_viewer import run_viewer
 
 
 def write_sphere(path, subdivisions: int = 4) -> str:
@@ -27,15 +26,11 @@ def sphere_obj(tmp_path_factory) -> str:
     return write_sphere(tmp_path_factory.mktemp("obj") / "ball.obj")
 
 
-def finish(job: LoadJob, timeout: float = 120.0) -> LoadJob:
-    assert job.finished.wait(timeout), f"job still at {job.stage} after {timeout} s"
-    return job
-
-
 # ---------------------------------------------------------------------------- the loader
 
 
-def test_mesh_is_preprocessed_in_the_background_with_progress_then_cached(sphere_obj) -> None:
+def test_mesh_is_preprocessed_in_the_background_with_progress_then_cached(sphere_obj,
+                                                                           finish) -> None:
     out = cache_path(Path(sphere_obj))
     if out.exists():
         out.unlink()
@@ -81,7 +76,8 @@ def test_cache_goes_to_the_cache_folder_when_the_mesh_folder_is_read_only(monkey
     ("v 0 0 0\nv 1 0 0\nv 0 1 0\n", "no triangles"),  # points only
     ("this is not an obj file {]\n", "ball"),
 ])
-def test_a_failed_preprocess_is_one_line_and_leaves_nothing(tmp_path, content, expect) -> None:
+def test_a_failed_preprocess_is_one_line_and_leaves_nothing(tmp_path, content, expect,
+                                                            finish) -> None:
     bad = tmp_path / "ball.obj"
     bad.write_text(content)
     job = finish(LoadJob(str(bad)).start())
@@ -90,7 +86,7 @@ def test_a_failed_preprocess_is_one_line_and_leaves_nothing(tmp_path, content, e
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ball.obj"]
 
 
-def test_unknown_and_missing_files(tmp_path) -> None:
+def test_unknown_and_missing_files(tmp_path, finish) -> None:
     (tmp_path / "notes.txt").write_text("hello")
     job = finish(LoadJob(str(tmp_path / "notes.txt")).start())
     assert "cannot open .txt" in job.error and ".obj" in job.error
@@ -113,17 +109,24 @@ def test_cancel_stops_a_preprocess_and_leaves_nothing(tmp_path) -> None:
 # ---------------------------------------------------------------------------- the app
 
 
-def ready_app(source, **kw):
-    from renderer.apps.viewer_app import ViewerApp, ViewerOptions
+@pytest.fixture
+def ready_app(finish):
+    """Opens `source` in a window-less app and draws its first frame."""
 
-    app = ViewerApp(source, 160, 120, ViewerOptions(**kw))
-    finish(app.job)
-    assert app.frame(1 / 60), app.message
-    return app
+    def ready(source, **kw):
+        from renderer.apps.viewer_app import ViewerApp, ViewerOptions
+
+        app = ViewerApp(source, 160, 120, ViewerOptions(**kw))
+        finish(app.job)
+        assert app.frame(1 / 60), app.message
+        return app
+
+    return ready
 
 
-def test_open_replaces_the_scene_and_a_failed_open_keeps_it(sphere_tess, sphere_obj,
-                                                            tmp_path) -> None:
+@pytest.mark.gpu
+def test_open_replaces_the_scene_and_a_failed_open_keeps_it(sphere_tess, sphere_obj, tmp_path,
+                                                            ready_app, finish) -> None:
     app = ready_app(sphere_tess)
     assert app.title == "sphere.tess" and app.renderer.scene.instance_count == 1
     app.open(sphere_obj)  # what a file dropped on the window does
@@ -141,7 +144,8 @@ def test_open_replaces_the_scene_and_a_failed_open_keeps_it(sphere_tess, sphere_
     assert app.error is not None
 
 
-def test_grid_and_traversal_switch(sphere_tess) -> None:
+@pytest.mark.gpu
+def test_grid_and_traversal_switch(sphere_tess, ready_app) -> None:
     app = ready_app(sphere_tess, instances=9)
     assert app.renderer.scene.instance_count == 9
     app.set_grid(20, spacing=2.0)
@@ -157,7 +161,9 @@ def test_grid_and_traversal_switch(sphere_tess) -> None:
     assert np.array_equal(a.triangle, b.triangle)
 
 
-def test_scene_file_camera_is_used_and_grid_copies_the_scene(sphere_tess, tmp_path) -> None:
+@pytest.mark.gpu
+def test_scene_file_camera_is_used_and_grid_copies_the_scene(sphere_tess, tmp_path,
+                                                              ready_app) -> None:
     scene = tmp_path / "two.json"
     scene.write_text(json.dumps({
         "assets": {"s": sphere_tess},
@@ -170,59 +176,12 @@ def test_scene_file_camera_is_used_and_grid_copies_the_scene(sphere_tess, tmp_pa
     assert scales == [0.5, 1.0]
 
 
-class Imgui:
-    """A bare imgui context (no window, no GPU): each `frame` feeds the mouse, runs the panel
-    and ends the frame, as the window's ImguiRenderer would."""
-
-    def __init__(self, app) -> None:
-        from imgui_bundle import imgui
-
-        self.imgui, self.app = imgui, app
-        self.ctx = imgui.create_context()
-        io = imgui.get_io()
-        io.display_size = (800, 600)
-        io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
-        self.frame()
-        self.frame()
-
-    def frame(self, pos=None, down: bool = False, dt: float = 1 / 60) -> None:
-        from renderer.apps.panel import draw_panel
-
-        im = self.imgui
-        io = im.get_io()
-        if pos is not None:
-            io.add_mouse_pos_event(*pos)
-        io.add_mouse_button_event(0, down)
-        io.delta_time = dt
-        self.app.frame(dt)
-        im.new_frame()
-        draw_panel(self.app)
-        im.render()
-
-    def click(self, label: str, fx: float = 0.5, item: int | None = None) -> None:
-        """Click a widget at fraction fx of its width; with `item`, then pick that entry of the
-        combo list it opened (entries are one text line apart below the widget)."""
-        x0, y0, x1, y1 = self.app.panel_rects[label]
-        p = (x0 + (x1 - x0) * fx, (y0 + y1) / 2)
-        self.frame(p, False, dt=0.5)  # a pause: no double click with the last one
-        self.frame(p, True)
-        self.frame(p, False)
-        if item is not None:
-            im = self.imgui
-            line = im.get_text_line_height_with_spacing()
-            q = (p[0], y1 + im.get_style().window_padding.y + (item + 0.5) * line)
-            for down in (False, True, False):
-                self.frame(q, down)
-
-    def close(self) -> None:
-        self.imgui.destroy_context(self.ctx)
-
-
-def test_panel_actions_by_fed_mouse_events(sphere_tess) -> None:
+@pytest.mark.gpu
+def test_panel_actions_by_fed_mouse_events(sphere_tess, ready_app, imgui_panel) -> None:
     from renderer.options import DEBUG_VIEWS
 
     app = ready_app(sphere_tess)
-    ui = Imgui(app)
+    ui = imgui_panel(app)
     try:
         assert {"LOD px", "view", "instances", "culling", "freeze culling", "screenshot"} <= set(
             app.panel_rects)
@@ -259,12 +218,13 @@ def test_panel_actions_by_fed_mouse_events(sphere_tess) -> None:
         ui.close()
 
 
-def test_panel_shows_progress_and_cancel_works(tmp_path) -> None:
+@pytest.mark.gpu
+def test_panel_shows_progress_and_cancel_works(tmp_path, imgui_panel, finish) -> None:
     from renderer.apps.viewer_app import ViewerApp
 
     big = write_sphere(tmp_path / "big.obj", subdivisions=7)
     app = ViewerApp(big, 160, 120)
-    ui = Imgui(app)
+    ui = imgui_panel(app)
     try:
         assert app.loading and "progress" in app.panel_rects and not app.ready
         job = app.job
@@ -282,7 +242,9 @@ def test_panel_shows_progress_and_cancel_works(tmp_path) -> None:
 # ---------------------------------------------------------------------------- the window
 
 
-def test_window_opens_a_scene_file_preprocessing_its_mesh(sphere_tess, tmp_path) -> None:
+@pytest.mark.gpu
+def test_window_opens_a_scene_file_preprocessing_its_mesh(sphere_tess, tmp_path,
+                                                          run_viewer) -> None:
     mesh = write_sphere(tmp_path / "ball.obj")
     scene = tmp_path / "scene.json"
     scene.write_text(json.dumps({"assets": {"ball": "ball.obj", "s": sphere_tess},
@@ -301,7 +263,8 @@ def test_window_opens_a_scene_file_preprocessing_its_mesh(sphere_tess, tmp_path)
     assert os.path.getmtime(tmp_path / "ball.tess") > os.path.getmtime(mesh)
 
 
-def test_window_reports_a_failed_preprocess_and_exits_2(tmp_path) -> None:
+@pytest.mark.gpu
+def test_window_reports_a_failed_preprocess_and_exits_2(tmp_path, run_viewer) -> None:
     bad = tmp_path / "bad.obj"
     bad.write_text("v 0 0 0\nv 1 0 0\n")
     out = run_viewer([str(bad), "--frames", "2", "--size", "320x240", "--no-vsync"])
@@ -310,7 +273,7 @@ def test_window_reports_a_failed_preprocess_and_exits_2(tmp_path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.obj"]
 
 
-def test_window_rejects_a_broken_scene_file_before_opening(tmp_path) -> None:
+def test_window_rejects_a_broken_scene_file_before_opening(tmp_path, run_viewer) -> None:
     scene = tmp_path / "scene.json"
     scene.write_text('{"assets": {"a": "a.tess"}, "instances": [{"asset": "b"}]}')
     out = run_viewer([str(scene), "--frames", "1"])

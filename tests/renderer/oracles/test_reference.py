@@ -9,8 +9,9 @@ import pytest
 
 from assets.shapes import geodesic_sphere
 from renderer.camera import Camera
-from renderer.device import DeviceError, create_context
 from renderer.oracles.reference import ReferenceRenderer
+
+pytestmark = pytest.mark.gpu
 
 W, H = 161, 121  # odd, so the centre pixel's centre lies on the optical axis
 NEAR = 0.1
@@ -18,12 +19,8 @@ IDENTITY = np.eye(4, dtype=np.float32)
 
 
 @pytest.fixture(scope="module")
-def renderer() -> ReferenceRenderer:
-    try:
-        ctx = create_context()
-    except DeviceError as e:  # pragma: no cover - machines without any Vulkan driver
-        pytest.skip(str(e))
-    return ReferenceRenderer(ctx, W, H)
+def renderer(gpu) -> ReferenceRenderer:
+    return ReferenceRenderer(gpu, W, H)
 
 
 @pytest.fixture(scope="module")
