@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, cmd in commands.items():
         times: dict[int, list[float]] = {i: [] for i in range(len(trees))}
         loaded: dict[int, list[str]] = {}
-        for i, (tree, cli) in enumerate(zip(trees, clis, strict=True)):
+        for tree, cli in zip(trees, clis, strict=True):
             run(tree, cli, cmd)  # warm caches
         for _ in range(args.runs):  # alternate the trees: this machine drifts
             for i, (tree, cli) in enumerate(zip(trees, clis, strict=True)):
