@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from preprocess.tess.limits import MAX_CLUSTER_TRIANGLES, MAX_CLUSTER_VERTICES, PAGE_SIZE
+from preprocess.tess.limits import (
+    MAX_CLUSTER_TRIANGLES,
+    MAX_CLUSTER_VERTICES,
+    MAX_PAGE_SIZE,
+    MIN_PAGE_SIZE,
+    PAGE_SIZE,
+)
 
 
 @dataclass(frozen=True)
@@ -43,5 +49,9 @@ class BuildConfig:
             raise ValueError("stuck_ratio must be in (simplify_ratio, 1]")
         if not 1 <= self.min_root_triangles <= MAX_CLUSTER_TRIANGLES:
             raise ValueError(f"min_root_triangles must be in 1..{MAX_CLUSTER_TRIANGLES}")
-        if self.page_size < 16 * 1024 or self.page_size % 16:
-            raise ValueError("page_size must be a multiple of 16 and at least 16 KiB")
+        if not MIN_PAGE_SIZE <= self.page_size <= MAX_PAGE_SIZE or self.page_size % 16:
+            raise ValueError(f"page size must be a multiple of 16 bytes from "
+                             f"{MIN_PAGE_SIZE // 1024} to {MAX_PAGE_SIZE // 1024} KiB, not "
+                             f"{self.page_size / 1024:g} KiB")
+        if not 0 <= self.threads <= 1024:
+            raise ValueError(f"threads must be 0 (one per core) to 1024, not {self.threads}")

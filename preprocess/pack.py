@@ -20,7 +20,7 @@ import numpy as np
 from preprocess.config import BuildConfig
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag
 from preprocess.mesh import Mesh, MeshError, column_bounds
-from preprocess.tess.limits import PAGE_ROOT, ROOT_ERROR
+from preprocess.tess.limits import MAX_PAGE_CLUSTERS, PAGE_ROOT, ROOT_ERROR
 from preprocess.tess.records import (
     CHILD_EMPTY,
     CHILD_GROUP,
@@ -139,7 +139,8 @@ def _align4(n: np.ndarray | int) -> np.ndarray | int:
 
 
 @nb.njit(cache=True, nogil=True)
-def _assign_pages(group_order, group_offset, group_clusters, size, header, page_size):
+def _assign_pages(group_order, group_offset, group_clusters, size, header, page_size,
+                  max_clusters):
     """Groups in `group_order` go to pages in turn, each group's members contiguous; a group that
     does not fit in what is left of a page starts a new page, and is split into parts only when
     it fills whole pages by itself. Returns (cluster_page, cluster_slot, parts (k, 4) as
@@ -161,7 +162,7 @@ def _assign_pages(group_order, group_offset, group_clusters, size, header, page_
         need = 0
         for i in range(lo, hi):
             need += size[group_clusters[i]]
-        if used + need > page_size and slot > 0:
+        if (used + need > page_size or slot + hi - lo > max_clusters) and slot > 0:
             page += 1
             slot = 0
             used = header
@@ -169,7 +170,7 @@ def _assign_pages(group_order, group_offset, group_clusters, size, header, page_
         run_start = slot
         for i in range(lo, hi):
             cl = group_clusters[i]
-            if used + size[cl] > page_size:
+            if used + size[cl] > page_size or slot >= max_clusters:
                 parts[nparts, 0] = page
                 parts[nparts, 1] = run_start
                 parts[nparts, 2] = slot - run_start
@@ -354,7 +355,8 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     group_order = np.lexsort((np.arange(dag.group_count), -dag.group_level)).astype(np.int64)
     cluster_page, cluster_slot, parts, group_first_part, group_part_count, npages = (
         _assign_pages(group_order, dag.group_cluster_offset, dag.group_clusters,
-                      (data_bytes + record).astype(np.int64), header, cfg.page_size))
+                      (data_bytes + record).astype(np.int64), header, cfg.page_size,
+                      MAX_PAGE_CLUSTERS))
     order = np.lexsort((cluster_slot, cluster_page))
     page_start = np.searchsorted(cluster_page[order], np.arange(npages + 1))
     in_page = [order[page_start[p] : page_start[p + 1]] for p in range(npages)]

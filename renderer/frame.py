@@ -269,6 +269,7 @@ class Renderer:
             u["visible_capacity"] = o.visible_capacity
             u["occluded_capacity"] = o.occluded_capacity
             u["request_capacity"] = o.request_capacity
+            u["page_words"] = self.pool.page_size // 4
             u["sw_max_edge"] = o.sw_max_edge
             u["hzb_size"] = [*f.hzb_levels[0], len(f.hzb_levels), 0]
             mips = np.zeros(16, np.uint32)

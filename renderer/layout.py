@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from preprocess.tess.limits import PAGE_SIZE
 from preprocess.tess.records import (
     CHILD_EMPTY,
     CHILD_GROUP,
@@ -46,7 +45,7 @@ FRAME_DTYPE = np.dtype([
     ("flags", "<u4"),  # FLAG_OCCLUSION: test against the HZB
     ("occluded_capacity", "<u4"),  # entries of the occluded list (nodes front, clusters back)
     ("request_capacity", "<u4"),  # page request entries per frame (streaming)
-    ("pad", "<u4"),
+    ("page_words", "<u4"),  # u32 words per page: the scene's page size (shaders/cluster.wgsl)
     # occlusion (shaders/hzb.wgsl): this frame's and the previous frame's camera, and the HZB
     ("proj", "<f4", 4),  # P00, P11, near, 1
     ("prev_view", "<f4", 16),  # the view the HZB was built from (main pass test)
@@ -205,7 +204,6 @@ def generated_includes() -> dict[str, str]:
         f"const NO_GROUP: u32 = {NO_GROUP:#x}u;",
         f"const MODE_POSITION_MASK: u32 = {MODE_POSITION_MASK:#x}u;",
         f"const BVH_FANOUT: u32 = {BVH_FANOUT}u;",
-        f"const PAGE_WORDS: u32 = {PAGE_SIZE // 4}u;",
         "\n".join(wgsl_const(n, v) for n, v in WGSL_CONSTANTS.items()),
         "\n".join(f"const S_{n.upper()}: u32 = {i}u;" for n, i in STATE.items()),
         "\n".join(f"const A_{n.upper()}: u32 = {i}u;" for n, i in ARGS.items()),

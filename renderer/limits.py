@@ -12,6 +12,7 @@ from preprocess.tess.limits import (
     BVH_FANOUT,
     MAX_CLUSTER_TRIANGLES,
     MAX_CLUSTER_VERTICES,
+    MAX_PAGE_CLUSTERS,
     PAGE_ROOT,
     PAGE_SIZE,
     ROOT_ERROR,
@@ -46,6 +47,7 @@ __all__ = [
 # 10 bits allow 1,024 clusters a page (a 128 KiB page holds ~500 of 128 triangles) and leave
 # 22 bits of page slots
 SLOT_BITS = 10
+assert 1 << SLOT_BITS >= MAX_PAGE_CLUSTERS
 SLOT_MASK = (1 << SLOT_BITS) - 1
 MAX_PAGES = 1 << (32 - SLOT_BITS)  # pages (or pool slots) one scene addresses: 4,194,304
 # the residency table's entry for a page in no pool slot (streaming)

@@ -1,15 +1,15 @@
 // Reading clusters out of the page buffer: a visible cluster is (instance, page << SLOT_BITS |
 // slot); its record sits at a fixed place in its page and its streams at the byte offsets the
-// record gives (layout in preprocess/tess/records.py). Needs the bindings `pages`, `instances`,
-// `assets`.
+// record gives (layout in preprocess/tess/records.py). Needs the bindings `frame` (its
+// `page_words`: the scene's page size), `pages`, `instances`, `assets`.
 
 fn cluster_base(cref: u32) -> u32 {
-    return (cref >> SLOT_BITS) * PAGE_WORDS + PAGE_HEADER_WORDS
+    return (cref >> SLOT_BITS) * frame.page_words + PAGE_HEADER_WORDS
         + (cref & ((1u << SLOT_BITS) - 1u)) * CLUSTER_WORDS;
 }
 
 fn page_start(cref: u32) -> u32 {
-    return (cref >> SLOT_BITS) * PAGE_WORDS;
+    return (cref >> SLOT_BITS) * frame.page_words;
 }
 
 fn rec_u(base: u32, field: u32) -> u32 {

@@ -12,6 +12,13 @@ MAX_CLUSTER_VERTICES = 255
 # bytes per streaming page by default (Nanite's size): the unit of upload and eviction; smaller
 # pages stream finer but cost more page-table and request entries
 PAGE_SIZE = 128 * 1024
+MIN_PAGE_SIZE = 16 * 1024  # a page must hold the largest cluster (~4 KiB) several times over
+# the largest page: bigger pages stream in coarser steps, and a page holds at most
+# MAX_PAGE_CLUSTERS clusters anyway (1 MiB is ~300 full clusters)
+MAX_PAGE_SIZE = 1024 * 1024
+# clusters per page: the renderer names a cluster by page slot and its index in the page in one
+# u32, with 10 bits for the index (renderer.limits.SLOT_BITS)
+MAX_PAGE_CLUSTERS = 1024
 # children per BVH node: one node is 96 bytes and a culling lane tests all of its children
 BVH_FANOUT = 8
 # the parent error of the root group's clusters: projects above every threshold, so nothing
