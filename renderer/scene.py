@@ -68,11 +68,26 @@ def open_asset(path: str | os.PathLike) -> Asset:
     pages = f.pages_array()
     counts = pages[:, :16].copy().view(PAGE_HEADER_DTYPE)["cluster_count"].reshape(-1)
     if len(counts) and counts.max() > (1 << SLOT_BITS):
+        try:  # a corrupted page says so before its (unverified) header is believed
+            f.page(int(counts.argmax()))
+        except ValueError as e:  # TessFormatError
+            raise SceneError(str(e)) from None
         raise SceneError(f"{path}: a page holds {counts.max()} clusters; the renderer addresses "
                          f"at most {1 << SLOT_BITS} per page")
     return Asset(path=str(path), file=f, meta=dict(f.meta), nodes=s["bvh_nodes"],
                  groups=s["groups"], parts=s["group_parts"], page_count=f.page_count,
                  page_size=f.page_size)
+
+
+def verify_pages(asset: Asset) -> None:
+    """Check the CRC32 of every page of `asset` not checked yet (raises SceneError naming the bad
+    pages). Every page the GPU receives goes through here or through `TessFile.page`: a flipped
+    byte never reaches a shader. zlib's CRC32 runs at about 3.9 GB/s on the 2-core CI machine,
+    so a 200 MB asset costs some 50 ms on load (BENCHMARKS.md)."""
+    try:
+        asset.file.verify_all()
+    except ValueError as e:  # TessFormatError
+        raise SceneError(str(e)) from None
 
 
 def full_detail_mesh(asset: Asset) -> tuple[np.ndarray, np.ndarray]:
@@ -81,6 +96,7 @@ def full_detail_mesh(asset: Asset) -> tuple[np.ndarray, np.ndarray]:
     at most `quantization_error` away), which brute-force rendering draws."""
     from preprocess.tess.pages import decode_cluster, page_clusters
 
+    verify_pages(asset)
     pages = asset.file.pages_array()
     step = float(asset.meta["step"])
     positions, triangles = [], []
@@ -198,6 +214,7 @@ class Scene:
         data = np.zeros(sum(a.page_count * a.page_size for a in self.assets) // 4, np.uint32)
         o = 0
         for a in self.assets:
+            verify_pages(a)
             arr = a.file.pages_array()
             data[o : o + arr.size // 4] = np.ascontiguousarray(arr).view(np.uint32).reshape(-1)
             o += arr.size // 4
