@@ -1,6 +1,6 @@
 // Culling math shared by the culling passes (no buffer access): spheres under an instance
 // transform, the frustum test, the LOD projection of an error, and the SW/HW choice. The numpy
-// twin of every function here is in renderer/cpu_cull.py; keep the two in step.
+// twin of every function here is in renderer/oracles/cpu_cull.py; keep the two in step.
 
 const TINY_DISTANCE: f32 = 1e-12;
 const HUGE: f32 = 3.0e38;

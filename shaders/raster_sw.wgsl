@@ -31,7 +31,7 @@ fn screen_vertex(s: ClusterStreams, v: u32, step: f32, world: mat4x4<f32>) -> Sc
 }
 
 // SW_LANES lanes per cluster, lane l drawing triangles l, l + SW_LANES, ...; a workgroup draws
-// 128 / SW_LANES clusters a round, SW_ROUNDS rounds (renderer.frame.RenderOptions.sw_lanes: a
+// 128 / SW_LANES clusters a round, SW_ROUNDS rounds (renderer.options.RenderOptions.sw_lanes: a
 // workgroup per cluster on GPUs, 256 clusters per workgroup on CPU adapters)
 override SW_LANES: u32 = 128u;
 override SW_ROUNDS: u32 = 1u;

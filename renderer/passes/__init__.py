@@ -1,4 +1,4 @@
-"""The GPU passes of a frame, one module and one WGSL file each (see ARCHITECTURE "Runtime").
+"""The GPU passes of a frame, one module and one WGSL file each (docs/ARCHITECTURE.md "Runtime").
 
 A pass declares its bindings once (`BINDINGS`: the WGSL header and the bind group layout both come
 from it), builds its pipelines in its constructor and records its commands in

@@ -1,10 +1,10 @@
 """BVH and cluster culling: LOD by projected error, frustum, SW/HW bins (shaders/cull.wgsl).
 
 Two traversals of the same rules: ``persistent`` (one dispatch of persistent workgroups pulling
-from the global queue; see ARCHITECTURE "Persistent-thread culling") and per-level (the portable
-fallback: per BVH depth, one lane takes what the last level pushed, then a fixed number of
-workgroups loop over it; the two share a bind group, so a level costs four encoder calls). Then
-`prepare.wgsl` sizes the raster work.
+from the global queue; see docs/ARCHITECTURE.md "Persistent-thread culling and per-level
+traversal") and per-level (the portable fallback: per BVH depth, one lane takes what the last
+level pushed, then a fixed number of workgroups loop over it; the two share a bind group, so a
+level costs four encoder calls). Then `prepare.wgsl` sizes the raster work.
 """
 
 from __future__ import annotations
