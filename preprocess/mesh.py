@@ -17,6 +17,12 @@ class MeshError(ValueError):
     """An input the preprocessor cannot use; the message is one line meant for the user."""
 
 
+class MeshWarning(UserWarning):
+    """Something of an input the preprocessor leaves out or repairs (an unsupported glTF
+    extension, duplicated faces, inconsistent winding); the message is one line naming the file,
+    and the build goes on. Raised through `warnings.warn`."""
+
+
 def column_bounds(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(min, max) of each column of an (n, k) array, in its dtype. (numpy reduces an (n, 3)
     array along axis 0 with a strided loop: 70 ms for 2M positions; reducing the contiguous

@@ -18,8 +18,17 @@ reproduced, not fixed:
   mixed counts per line (quads: (0 1 2)(2 3 0); larger: fans).
 - ``vt``/``vn`` indices out of range silently drop the uvs/normals of that geometry.
 
-One difference: OFF files with polygons larger than quads, which trimesh fails to read under
-numpy 2 (a string multiply in its fan code), are read, fanned as that code means to.
+Differences, where trimesh fails or reads wrong: OFF files with polygons larger than quads,
+which trimesh fails to read under numpy 2 (a string multiply in its fan code), are read, fanned as
+that code means to; PLY triangle strips (an element 'tristrips', as range scanners write them,
+which trimesh reads as a point cloud) are read; OBJ and ASCII STL text that is not UTF-8 is read
+as Latin-1 (trimesh needs charset_normalizer to guess an encoding); a binary STL whose header
+says 0 triangles, or that has bytes after its last one, is read with a `MeshWarning`.
+
+A file no reader can read right raises `MeshError` here, saying what is wrong, instead of going
+to trimesh: bytes no text file holds in a text format, a file cut inside a line or a record, a
+body holding fewer rows than its header promises, a PLY header without 'end_header', an OBJ
+without faces or with a vertex of fewer than three coordinates.
 
 Anything else (vertex lines with mixed column counts, mixed corner layouts, line continuations,
 indented lines, tabs after a keyword, several STL solids, PLY uvs or extra elements, OFF comments,
@@ -40,9 +49,9 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
-from preprocess.mesh import MeshError
+from preprocess.mesh import MeshError, MeshWarning
 
-__all__ = ["read_parts"]
+__all__ = ["check_text", "is_text", "read_parts"]
 
 #: One geometry as `load._flatten` returns it: positions (n, 3) float, triangles (m, 3) int64,
 #: normals (n, 3) float64 or None, uvs (n, 2) float64 or None.
@@ -60,8 +69,12 @@ def read_parts(path: Path, file_type: str, label: str) -> list[Part] | None:
         label: how error messages name the file.
 
     Raises:
-        MeshError: face indices out of range (one line naming the file). Every other problem
-            returns None, so that the trimesh path reports it as it always did.
+        MeshError: one line naming the file: face indices out of range, or a file that is not
+            of its format, is cut short or holds less than its header says (see the module
+            docstring). Anything else these readers leave out returns None, for trimesh.
+
+    Warns:
+        MeshWarning: what is read anyway (a binary STL's count of 0, bytes after its end).
     """
     reader = _READERS.get(file_type)
     if reader is None:
@@ -213,15 +226,71 @@ def _fix_hard(values: np.ndarray, index: np.ndarray, starts: np.ndarray, ends: n
 
 
 # --------------------------------------------------------------------------------------------------
+# Text files that are not text, or cut short
+#
+# A reader that finds one of these raises `MeshError` instead of handing the file to trimesh,
+# whose errors on them said nothing useful (its text decoder imports charset_normalizer, which is
+# not installed, for any byte that is not UTF-8).
+
+# bytes no text mesh file holds: the C0 controls but tab, line feed, vertical tab, form feed and
+# carriage return, and DEL
+_CONTROL = np.zeros(256, dtype=np.bool_)
+_CONTROL[:32] = True
+_CONTROL[[9, 10, 11, 12, 13]] = False
+_CONTROL[127] = True
+
+
+def _check_text(raw: Raw, label: str, kind: str, start: int = 0) -> None:
+    """Raise `MeshError` naming the first control byte at or after ``start``, if any."""
+    data = np.frombuffer(raw, dtype=np.uint8)[start:]
+    hit = np.flatnonzero(_CONTROL[data])
+    if hit.size:
+        at = start + int(hit[0])
+        raise MeshError(f"{label}: not a text {kind} file (byte 0x{raw[at]:02x} at offset {at})")
+
+
+def is_text(raw: Raw) -> bool:
+    """Whether bytes hold no control byte (see `_CONTROL`)."""
+    return not _CONTROL[np.frombuffer(raw, dtype=np.uint8)].any()
+
+
+def check_text(path: Path, label: str, kind: str) -> None:
+    """Raise `MeshError` when a file of a text format holds a byte no text file holds."""
+    _check_text(path.read_bytes(), label, kind)  # trimesh reads it all next anyway
+
+
+def _line_number(raw: Raw, offset: int) -> int:
+    """The 1-based number of the line holding byte ``offset``."""
+    return int(np.count_nonzero(np.frombuffer(raw, dtype=np.uint8)[:offset] == 10)) + 1
+
+
+def _cut_last_line(raw: Raw) -> tuple[int, bytes] | None:
+    """(number, text) of the last line when the file ends inside it (no final line feed)."""
+    if len(raw) == 0 or raw[-1:] in (b"\n", b"\r"):
+        return None
+    start = raw.rfind(b"\n") + 1
+    return _line_number(raw, start), bytes(raw[start:])
+
+
+def _truncated(label: str, number: int, text: bytes, what: str) -> MeshError:
+    shown = text.decode("latin-1")
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return MeshError(f"{label}: the file ends inside line {number} ({shown!r}: {what}); "
+                     f"it looks truncated")
+
+
+# --------------------------------------------------------------------------------------------------
 # OBJ
 
 # kinds of float lines
 _V, _VT, _VN = 0, 1, 2
 # _scan_obj flags
-_CONTINUED, _NON_ASCII = 1, 2
-# bytes that pass 1 of _scan_obj looks at twice: backslash, 'u', everything above ASCII
+_CONTINUED, _NON_ASCII, _BINARY = 1, 2, 4
+# bytes that pass 1 of _scan_obj looks at twice: backslash, 'u', control bytes, everything above
+# ASCII
 _OBJ_SPECIAL = np.zeros(256, dtype=np.bool_)
 _OBJ_SPECIAL[[92, 117]] = True
+_OBJ_SPECIAL[_CONTROL] = True
 _OBJ_SPECIAL[128:] = True
 # corner layouts: v, v/vt, v//vn, v/vt/vn
 _P_V, _P_VT, _P_VN, _P_VTN = 0, 1, 2, 3
@@ -253,8 +322,8 @@ def _scan_obj(data, pow10, special):
     """Two passes over an OBJ file's bytes: bound the buffer sizes, then parse.
 
     Returns, in order: status (0, or the 1-based number of the first line this reader leaves to
-    trimesh); flags (`_CONTINUED`, `_NON_ASCII`); the count of "usemtl " anywhere in the text;
-    the v, vt, vn value buffers; lines per kind; values per line per kind (-2 where
+    trimesh); flags (`_CONTINUED`, `_NON_ASCII`, `_BINARY`); the count of "usemtl " anywhere in
+    the text; the v, vt, vn value buffers; lines per kind; values per line per kind (-2 where
     lines differ); the corner v, vt, vn index buffers (0-based as trimesh shifts them; vt and vn
     only for corners that have them) and their three counts; per face line its corner count,
     layout and material (index of its usemtl line, -1 before any); the face line count; the
@@ -282,6 +351,8 @@ def _scan_obj(data, pow10, special):
             if special[b]:
                 if b >= 128:
                     flags |= _NON_ASCII
+                elif b < 32 or b == 127:
+                    flags |= _BINARY
                 elif b == 92:  # '\\'
                     q = e + 1
                     while q < n and (data[q] == 32 or data[q] == 9 or data[q] == 13):
@@ -599,20 +670,70 @@ def _obj_group(v, vt, vn, cv, ct, cn, sizes, pat, pats, label):
     return vertices, new_faces, normals, uv
 
 
+# lines that draw lines or points ('l', 'p'): what a file without faces holds instead
+_OBJ_LINES = re.compile(rb"(?m)^[lp][ \t]")
+# a 'v' line with fewer than three values
+_OBJ_SHORT_V = re.compile(rb"(?m)^v[ \t]+[^ \t\r\n]+(?:[ \t]+[^ \t\r\n]+)?[ \t]*\r?$")
+_OBJ_CORNER = re.compile(r"-?\d+(?:/-?\d*(?:/-?\d+)?)?")
+
+
+def _name(raw_name: bytes) -> str:
+    """A material name: UTF-8, or else Latin-1 (every byte a character). Names are only compared
+    with each other, so a file in another encoding groups its faces the same way."""
+    try:
+        return raw_name.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return raw_name.decode("latin-1").strip()
+
+
+def _obj_check_lines(raw: Raw, label: str, v_width: int) -> None:
+    """Raise `MeshError` for a file cut inside a 'v' or 'f' line, or for a vertex with fewer than
+    three coordinates (trimesh clipped every vertex to the shortest line)."""
+    cut = _cut_last_line(raw)
+    if cut is not None:
+        number, text = cut
+        words = text.split(b"#", 1)[0].decode("latin-1").split()
+        what = None
+        if words and words[0] in ("v", "vn"):
+            try:
+                values = [float(w) for w in words[1:]]
+            except ValueError:
+                values = []
+            if len(values) < 3:
+                what = "a vertex without 3 coordinates"
+        elif words and words[0] == "f":
+            corners = words[1:]
+            if len(corners) < 3 or not all(_OBJ_CORNER.fullmatch(w) for w in corners):
+                what = "an incomplete face"
+        if what is not None:
+            raise _truncated(label, number, text, what)
+    if v_width == -2 or 0 <= v_width < 3:
+        short = _OBJ_SHORT_V.search(raw)
+        if short is not None:
+            count = len(short.group().split()) - 1
+            raise MeshError(f"{label}: line {_line_number(raw, short.start())}: a vertex with "
+                            f"{count} coordinate{'s' if count > 1 else ''} (3 needed)")
+
+
 def _read_obj(raw: Raw, label: str) -> list[Part] | None:
     data = np.frombuffer(raw, dtype=np.uint8)
     (status, flags, usemtl_anywhere, vals_v, vals_t, vals_n, nlines, width, cv, ct, cn, ncorner,
      nt, nn, fsize, fpat, fmat, nface, mspan, nmtl, hard, nhard, zero_line) = _scan_obj(
         data, _POW10, _OBJ_SPECIAL)
-    if status != _OK or nface == 0 or nlines[_V] == 0:
-        return None  # something unusual, no faces (point cloud, lines) or no vertices
+    if flags & _BINARY:
+        _check_text(raw, label, "OBJ")
+    _obj_check_lines(raw, label, int(width[_V]))
+    if status != _OK:
+        return None  # something unusual
+    if nface == 0:
+        if nlines[_V] == 0:
+            raise MeshError(f"{label}: no vertices and no faces (not an OBJ file?)")
+        only = "lines/points" if _OBJ_LINES.search(raw) else "vertices: a point cloud"
+        raise MeshError(f"{label}: not a triangle mesh: it contains no faces (only {only})")
+    if nlines[_V] == 0:
+        raise MeshError(f"{label}: faces but no vertices")
     if flags & _CONTINUED or usemtl_anywhere != nmtl:
         return None  # line continuations; 'usemtl ' inside a line (trimesh splits there too)
-    if flags & _NON_ASCII:
-        try:
-            bytes(raw).decode("utf-8")
-        except UnicodeDecodeError:
-            return None  # trimesh guesses an encoding
     if zero_line:
         raise MeshError(f"{label}: face index 0 out of range (OBJ indices start at 1)")
     if nhard:
@@ -639,7 +760,7 @@ def _read_obj(raw: Raw, label: str) -> list[Part] | None:
         return None if part is None else [part]
     # Materials: one geometry per name; trimesh builds them in order of first use, then pops them
     # from the end.
-    names = [raw[mspan[2 * k]: mspan[2 * k + 1]].decode("utf-8").strip() for k in range(nmtl)]
+    names = [_name(raw[mspan[2 * k]: mspan[2 * k + 1]]) for k in range(nmtl)]
     key_of_mat: dict = {}
     group_of_mat = np.array([key_of_mat.setdefault(key, len(key_of_mat))
                              for key in [None, *names]])  # indexed by usemtl line + 1
@@ -674,26 +795,60 @@ _STL_RECORD = np.dtype([("normals", "<f4", (3,)), ("vertices", "<f4", (3, 3)), (
 
 
 def _read_stl(raw: Raw, label: str) -> list[Part] | None:
-    if len(raw) >= 84:
-        count = int(np.frombuffer(raw, dtype="<u4", count=1, offset=80)[0])
-        if 84 + count * _STL_RECORD.itemsize == len(raw):
-            if count == 0:
-                return None
-            rec = np.frombuffer(raw, dtype=_STL_RECORD, offset=84)
-            vertices = rec["vertices"].reshape(-1, 3)
-            faces = np.arange(3 * count, dtype=np.int64).reshape(-1, 3)
-            return [(vertices, faces, None, None)]
-    return _read_stl_ascii(raw)
+    n = len(raw)
+    count = int(np.frombuffer(raw, dtype="<u4", count=1, offset=80)[0]) if n >= 84 else -1
+    size = 84 + count * _STL_RECORD.itemsize
+    if size == n and count > 0:
+        return [_stl_binary(raw, count)]
+    if _stl_is_text(raw):
+        return _read_stl_ascii(raw, label)
+    if n < 84:
+        raise MeshError(f"{label}: not an STL file ({n} bytes: too short for a binary STL, and "
+                        f"not ASCII 'solid' text)")
+    held, rest = divmod(n - 84, _STL_RECORD.itemsize)
+    if count == 0:
+        if held == 0 or rest:
+            raise MeshError(f"{label}: a binary STL whose header promises no triangles")
+        # writers that stream the triangles leave the count 0: the file's size says how many
+        warnings.warn(f"{label}: the binary STL header says 0 triangles; read the {held} the "
+                      f"file holds", MeshWarning, stacklevel=2)
+        return [_stl_binary(raw, held)]
+    if size > n:
+        if held < count // 2:
+            raise MeshError(f"{label}: not an STL file, or a truncated one: its header promises "
+                            f"{count} triangles ({size} bytes), the file has {n} bytes")
+        part = f" and {rest} bytes of one more" if rest else ""
+        raise MeshError(f"{label}: truncated binary STL: the header promises {count} triangles, "
+                        f"the file holds {held}{part}")
+    warnings.warn(f"{label}: {n - size} bytes after the binary STL's last triangle ignored",
+                  MeshWarning, stacklevel=2)
+    return [_stl_binary(raw, count)]
 
 
-def _read_stl_ascii(raw: Raw) -> list[Part] | None:
+def _stl_binary(raw: Raw, count: int) -> Part:
+    rec = np.frombuffer(raw, dtype=_STL_RECORD, count=count, offset=84)
+    vertices = rec["vertices"].reshape(-1, 3)
+    faces = np.arange(3 * count, dtype=np.int64).reshape(-1, 3)
+    return vertices, faces, None, None
+
+
+def _stl_is_text(raw: Raw) -> bool:
+    """Whether a file that is not a binary STL of the right size reads as ASCII STL: it starts
+    with 'solid' (binary headers often do too) and holds no control byte."""
+    return raw[:512].lstrip().lower().startswith(b"solid") and is_text(raw)
+
+
+def _read_stl_ascii(raw: Raw, label: str) -> list[Part] | None:
     """trimesh's ASCII STL reader for the one-solid case (its own string operations)."""
     try:
         text = bytes(raw).decode("utf-8").strip().lower()
     except UnicodeDecodeError:
-        return None
+        text = bytes(raw).decode("latin-1").strip().lower()  # only names can be other text
     start, end = text.find("solid"), text.find("endsolid")
-    if start < 0 or end < 0 or start > end:
+    if start >= 0 and end < 0:
+        raise MeshError(f"{label}: truncated ASCII STL: no 'endsolid' (the file ends inside facet "
+                        f"{text.count('endfacet') + 1})")
+    if start < 0 or start > end:
         return None
     rest = text[end + len("endsolid"):]
     if rest.find("solid") >= 0 and rest.find("endsolid") >= 0:
@@ -793,6 +948,30 @@ def _table(raw: Raw, start: int, max_lines: int, skip_blank: bool):
     return vals, ntok, isint
 
 
+def _table_checked(raw: Raw, start: int, max_lines: int, skip_blank: bool, label: str,
+                   kind: str) -> tuple:
+    """`_table` and the rows read: ((values, tokens per row, integer-only per row) or None, rows).
+
+    Raises `MeshError` where the table stops at a control byte or inside a line the file ends in.
+    A table that is only short (the file ends after ``rows`` < ``max_lines`` complete rows) comes
+    back with the rows it has, for the caller to say what the header promised; one that stops at
+    text it leaves to trimesh as (None, -1).
+    """
+    data = np.frombuffer(raw, dtype=np.uint8)
+    status, vals, ntok, isint, rows, hard_i, hard_s, hard_e, nhard = _scan_table(
+        data, start, max_lines, skip_blank, _POW10
+    )
+    if status != _OK:
+        _check_text(raw, label, kind, start)
+        cut = _cut_last_line(raw)
+        if cut is not None and cut[0] == _line_number(raw, start) + status - 1:
+            raise _truncated(label, *cut, "not a row of numbers")
+        return None, -1
+    if nhard and not _fix_hard(vals, hard_i[:nhard], hard_s[:nhard], hard_e[:nhard], raw):
+        return None, -1
+    return (vals, ntok[:rows], isint[:rows]), rows
+
+
 # --------------------------------------------------------------------------------------------------
 # PLY
 
@@ -803,22 +982,32 @@ _PLY_TYPES = {
     "float64": "f8", "double": "f8",
 }  # fmt: skip
 _PLY_UV_NAMES = {"texture_u", "texture_v", "u", "v", "s", "t"}
+_PLY_UV_PAIRS = (("s", "t"), ("u", "v"), ("texture_u", "texture_v"))
 _PLY_INDEX_NAMES = ("vertex_index", "vertex_indices")
+_PLY_FORMATS = ("ascii", "binary_little_endian", "binary_big_endian")
+_PLY_PLURAL = {"vertex": "vertices", "face": "faces", "tristrips": "triangle strips"}
 
 
-def _ply_header(raw: Raw):
-    """(format, header end, [(element, count, [(name, type, count type or None)])]) or None."""
+def _ply_header(raw: Raw, label: str):
+    """(format, header end, [(element, count, [(name, type, count type or None)])]) or None.
+
+    Raises `MeshError` for what no reader can read: a file that does not start with 'ply', a
+    header cut before 'end_header', an unknown format.
+    """
+    first = raw[: max(raw.find(b"\n"), 0) or 64]
+    if b"ply" not in first.lower():
+        raise MeshError(f"{label}: not a PLY file (it does not start with 'ply')")
     end = raw.find(b"end_header")
     if end < 0:
-        return None
+        raise MeshError(f"{label}: truncated PLY header: no 'end_header' line")
     stop = raw.find(b"\n", end)
     if stop < 0:
-        return None
+        stop = len(raw) - 1  # the header is the whole file: the body checks say what is missing
     try:
         lines = raw[:end].decode("ascii").split("\n")
     except UnicodeDecodeError:
         return None
-    if lines[0].strip() != "ply" or raw[end:stop].strip() != b"end_header":
+    if lines[0].strip() != "ply" or raw[end: stop + 1].strip() != b"end_header":
         return None
     fmt = None
     elements: list = []
@@ -839,32 +1028,78 @@ def _ply_header(raw: Raw):
             elements[-1][2].append((words[4], _PLY_TYPES[words[3]], _PLY_TYPES[words[2]]))
         else:
             return None
-    if fmt not in ("ascii", "binary_little_endian", "binary_big_endian"):
-        return None
+    if fmt is None:
+        raise MeshError(f"{label}: invalid PLY header: no 'format' line")
+    if fmt not in _PLY_FORMATS:
+        raise MeshError(f"{label}: unknown PLY format {fmt!r} (ascii, binary_little_endian or "
+                        f"binary_big_endian)")
     return fmt, stop + 1, elements
 
 
+def _ply_promise(elements: list, held: list[int]) -> str:
+    """'the header promises 1000 vertices and 2000 faces, the body holds 998 vertices and 0
+    faces', over the elements the header gives any of."""
+    def counts(numbers: list[int]) -> str:
+        return " and ".join(f"{k} {_PLY_PLURAL.get(e[0], repr(e[0]) + ' elements')}"
+                            for e, k in zip(elements, numbers, strict=True) if e[1])
+    return (f"the header promises {counts([e[1] for e in elements])}, the body holds "
+            f"{counts(held)}")
+
+
+def _ply_short(elements: list, rows: int) -> list[int]:
+    """How many rows of each element ``rows`` rows in file order hold."""
+    held = []
+    for _, count, _ in elements:
+        held.append(min(max(rows, 0), count))
+        rows -= count
+    return held
+
+
+def _ply_held(elements: list, ntok: np.ndarray) -> list[int]:
+    """How many rows of each element an ASCII body of fewer rows than promised holds: an element
+    of scalars ends at the first row of another width (a header promising 1000 vertices over 998
+    vertex rows: 998, not 1000 with two face rows taken for vertices)."""
+    held = []
+    r = 0
+    for _, count, props in elements:
+        rows = ntok[r: r + count]
+        if all(p[2] is None for p in props):
+            other = np.flatnonzero(rows != len(props))
+            rows = rows[: other[0]] if other.size else rows
+        held.append(len(rows))
+        r += len(rows)
+    return held
+
+
 def _read_ply(raw: Raw, label: str) -> list[Part] | None:
-    header = _ply_header(raw)
+    header = _ply_header(raw, label)
     if header is None:
         return None
     fmt, data_start, elements = header
-    if [e[0] for e in elements] != ["vertex", "face"]:
+    names = [e[0] for e in elements]
+    if "tristrips" in names:
+        return _ply_strips(raw, fmt, data_start, elements, label)
+    if names != ["vertex", "face"]:
+        _ply_check_body(raw, fmt, data_start, elements, label)
         return None  # edges, materials, point clouds ...: trimesh
     (_, nv, vprops), (_, nf, fprops) = elements
     vnames = [p[0] for p in vprops]
     if nv == 0 or nf == 0 or any(p[2] is not None for p in vprops):
+        _ply_check_body(raw, fmt, data_start, elements, label)
         return None
-    if not {"x", "y", "z"} <= set(vnames) or _PLY_UV_NAMES & set(vnames):
-        return None  # uvs: trimesh merges them to 1e-8 and unmerges the faces
     lists = [k for k, p in enumerate(fprops) if p[2] is not None]
-    if len(lists) != 1 or fprops[lists[0]][0] not in _PLY_INDEX_NAMES:
+    if (not {"x", "y", "z"} <= set(vnames) or _PLY_UV_NAMES & set(vnames)
+            or len(lists) != 1 or fprops[lists[0]][0] not in _PLY_INDEX_NAMES):
+        # uvs: trimesh merges them to 1e-8 and unmerges the faces
+        _ply_check_body(raw, fmt, data_start, elements, label)
         return None
     li = lists[0]
     if fmt == "ascii":
-        got = _ply_ascii(raw, data_start, nv, nf, vprops, fprops, li)
+        got = _ply_ascii(raw, data_start, nv, nf, vprops, fprops, li, elements, label)
     else:
         got = _ply_binary(raw, data_start, nv, nf, vprops, fprops, li, fmt)
+        if got is None:
+            _ply_check_body(raw, fmt, data_start, elements, label)
     if got is None:
         return None
     columns, faces = got
@@ -880,6 +1115,205 @@ def _read_ply(raw: Raw, label: str) -> list[Part] | None:
     # indices out of range (negative ones too) are left to mesh_from_arrays, as on trimesh's path
     faces = faces.astype(np.int64)
     return [(vertices, _triangulate_uniform(faces), normals, None)]
+
+
+def _ply_check_body(raw: Raw, fmt: str, start: int, elements: list, label: str) -> None:
+    """Raise `MeshError` when the body holds fewer rows than the header promises (before a file
+    goes to trimesh, whose PLY reader built a mesh with a hole from an ASCII file cut short)."""
+    if fmt == "ascii":
+        data = np.frombuffer(raw, dtype=np.uint8)[start:]
+        lines = int(np.count_nonzero(data == 10)) + (_cut_last_line(raw) is not None)
+        if lines < sum(e[1] for e in elements):
+            raise MeshError(f"{label}: {_ply_promise(elements, _ply_short(elements, lines))}")
+    else:
+        _ply_binary_elements(raw, start, elements, fmt, label)
+
+
+@nb.njit(cache=True, nogil=True)
+def _walk_rows(data, pos, rows, kinds, sizes, csizes, csigned, big, pick):
+    """Walk ``rows`` rows of a binary PLY element from byte ``pos``.
+
+    Property k is a scalar of ``sizes[k]`` bytes (``kinds[k]`` 0) or a list (1): a count of
+    ``csizes[k]`` bytes, signed where ``csigned[k]``, then that many items of ``sizes[k]`` bytes.
+    Returns (rows complete, the offset after them, per row the offset of list ``pick``'s first
+    item and its item count).
+    """
+    n = data.size
+    at = np.zeros(rows, np.int64)
+    cnt = np.zeros(rows, np.int64)
+    for r in range(rows):
+        q = pos
+        for k in range(kinds.size):
+            if kinds[k] == 0:
+                q += sizes[k]
+                continue
+            cs = csizes[k]
+            if q + cs > n:
+                return r, pos, at, cnt
+            v = np.int64(0)
+            for b in range(cs):
+                byte = data[q + b] if big else data[q + cs - 1 - b]
+                v = (v << 8) | np.int64(byte)
+            if csigned[k] and v >= (np.int64(1) << (8 * cs - 1)):
+                v -= np.int64(1) << (8 * cs)
+            if v < 0:
+                return r, pos, at, cnt  # a negative count: the row is not what the header says
+            q += cs
+            if k == pick:
+                at[r] = q
+                cnt[r] = v
+            q += v * sizes[k]
+        if q > n:
+            return r, pos, at, cnt
+        pos = q
+    return rows, pos, at, cnt
+
+
+def _ply_binary_elements(raw: Raw, start: int, elements: list, fmt: str, label: str) -> dict:
+    """Every element of a binary PLY body: {element: {property: values}}, a list property (the
+    face indices, or the first list) as (items (k,), count per row (rows,) int64); other lists
+    are skipped. Raises `MeshError` when the body holds less than the header promises."""
+    order = "<" if fmt == "binary_little_endian" else ">"
+    data = np.frombuffer(raw, dtype=np.uint8)
+    pos = start
+    out: dict = {}
+    for e, (name, count, props) in enumerate(elements):
+        if all(p[2] is None for p in props):
+            dtype = np.dtype([(p[0], order + p[1]) for p in props])
+            if pos + count * dtype.itemsize > data.size:
+                held = (data.size - pos) // dtype.itemsize if dtype.itemsize else count
+                raise MeshError(f"{label}: truncated binary PLY: "
+                                f"{_ply_promise(elements, _held_at(elements, e, held))}")
+            rec = np.frombuffer(raw, dtype=dtype, count=count, offset=pos)
+            out[name] = {p[0]: rec[p[0]] for p in props}
+            pos += count * dtype.itemsize
+            continue
+        lists = [k for k, p in enumerate(props) if p[2] is not None]
+        named = [k for k in lists if props[k][0] in _PLY_INDEX_NAMES]
+        pick = named[0] if named else lists[0]
+        kinds = np.array([p[2] is not None for p in props], np.int64)
+        sizes = np.array([np.dtype(p[1]).itemsize for p in props], np.int64)
+        csizes = np.array([np.dtype(p[2] or "u1").itemsize for p in props], np.int64)
+        csigned = np.array([(p[2] or "u1")[0] == "i" for p in props], np.bool_)
+        done, end, at, cnt = _walk_rows(data, pos, count, kinds, sizes, csizes, csigned,
+                                        order == ">", pick)
+        if done < count:
+            raise MeshError(f"{label}: truncated binary PLY: "
+                            f"{_ply_promise(elements, _held_at(elements, e, done))}")
+        item = np.dtype(order + props[pick][1])
+        total = int(cnt.sum())
+        first = np.repeat(at, cnt) + (np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)) \
+            * item.itemsize
+        items = data[first[:, None] + np.arange(item.itemsize)].view(item).ravel()
+        out[name] = {props[pick][0]: (items, cnt)}
+        pos = end
+    return out
+
+
+def _held_at(elements: list, e: int, held: int) -> list[int]:
+    """The rows of each element a binary body cut in element ``e``, after ``held`` rows, holds."""
+    return [count for _, count, _ in elements[:e]] + [held] + [0] * (len(elements) - e - 1)
+
+
+def _ply_ascii_elements(raw: Raw, start: int, elements: list, label: str) -> dict | None:
+    """`_ply_binary_elements` for an ASCII body (None where trimesh must read it)."""
+    total = sum(e[1] for e in elements)
+    got, rows = _table_checked(raw, start, total, False, label, "PLY")
+    if got is None:
+        return None
+    vals, ntok, _ = got
+    if rows < total:
+        raise MeshError(f"{label}: {_ply_promise(elements, _ply_held(elements, ntok))}")
+    ntok = ntok[:total].astype(np.int64)
+    row_start = np.concatenate([[0], np.cumsum(ntok)])
+    out: dict = {}
+    r = 0
+    for name, count, props in elements:
+        tok, off = ntok[r: r + count], row_start[r: r + count]
+        r += count
+        lists = [k for k, p in enumerate(props) if p[2] is not None]
+        if not lists:
+            if np.any(tok != len(props)):
+                return None
+            block = vals[off[:, None] + np.arange(len(props))]
+            out[name] = {p[0]: block[:, k].astype(p[1]) for k, p in enumerate(props)}
+            continue
+        li = lists[0]
+        if len(lists) != 1 or li != len(props) - 1:
+            return None  # a list before other properties: trimesh
+        cnt = vals[off + li].astype(np.int64)
+        if np.any(cnt < 0) or np.any(tok != li + 1 + cnt):
+            return None
+        total_items = int(cnt.sum())
+        first = np.repeat(off + li + 1, cnt) + np.arange(total_items) \
+            - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        out[name] = {props[li][0]: (vals[first].astype(props[li][1]), cnt)}
+    return out
+
+
+def _strip_triangles(flat: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """Triangle strips to (t, 3) int64 triangles.
+
+    ``flat`` (k,) the strips' vertex ids, -1 ending a strip; ``row`` (k,) the file row of each
+    (a row ends a strip too). Strip v0 v1 v2 v3 v4 ... gives (v0 v1 v2) (v2 v1 v3) (v2 v3 v4):
+    every other triangle reversed, so that all face the same way (OpenGL's rule); the count
+    restarts with each strip. Triangles with a repeated vertex (strips joined by repeating one)
+    keep their place in the count and are dropped.
+    """
+    flat = flat.astype(np.int64)
+    n = flat.size
+    if n < 3:
+        return np.zeros((0, 3), np.int64)
+    stop = flat == -1
+    begins = np.ones(n, dtype=bool)
+    begins[1:] = stop[:-1] | (row[1:] != row[:-1])
+    strip_start = np.maximum.accumulate(np.where(begins, np.arange(n), 0))
+    i = np.arange(n - 2)
+    i = i[~stop[i] & ~stop[i + 1] & ~stop[i + 2] & (strip_start[i + 2] == strip_start[i])]
+    a, b, c = flat[i], flat[i + 1], flat[i + 2]
+    odd = (i - strip_start[i]) % 2 == 1
+    tris = np.stack([np.where(odd, b, a), np.where(odd, a, b), c], axis=1)
+    return tris[(a != b) & (b != c) & (a != c)]
+
+
+def _ply_strips(raw: Raw, fmt: str, start: int, elements: list, label: str) -> list[Part] | None:
+    """A PLY whose faces are triangle strips (element 'tristrips', as range scanners write):
+    read here, trimesh reads them as a point cloud."""
+    if fmt == "ascii":
+        els = _ply_ascii_elements(raw, start, elements, label)
+    else:
+        els = _ply_binary_elements(raw, start, elements, fmt, label)
+    if els is None or not {"x", "y", "z"} <= set(els.get("vertex", {})):
+        return None
+    vertex = els["vertex"]
+    vertices = np.column_stack([vertex[a] for a in "xyz"])
+    if vertices.dtype != np.float32:
+        vertices = vertices.astype(np.float64)
+    parts = []
+    for name in ("face", "tristrips"):
+        lists = [v for v in els.get(name, {}).values() if isinstance(v, tuple)]
+        if not lists:
+            continue
+        flat, cnt = lists[0]
+        flat = flat.astype(np.int64)
+        if name == "tristrips":
+            parts.append(_strip_triangles(flat, np.repeat(np.arange(cnt.size), cnt)))
+        elif cnt.size:
+            keep = np.repeat(cnt >= 3, cnt)  # a face of fewer than 3 corners draws nothing
+            flat, cnt = flat[keep], cnt[cnt >= 3]
+            if cnt.size:
+                parts.append(_triangulate_mixed(flat, cnt))
+    faces = np.concatenate(parts) if parts else np.zeros((0, 3), np.int64)
+    if faces.shape[0] == 0:
+        raise MeshError(f"{label}: not a triangle mesh: its strips and faces draw no triangle")
+    normals = uvs = None
+    if {"nx", "ny", "nz"} <= set(vertex):
+        normals = np.column_stack([vertex[a] for a in ("nx", "ny", "nz")]).astype(np.float64)
+    for u, v in _PLY_UV_PAIRS:
+        if u in vertex and v in vertex:
+            uvs = np.column_stack([vertex[u], vertex[v]]).astype(np.float64)
+            break
+    return [(vertices, faces, normals, uvs)]
 
 
 def _ply_binary(raw, start, nv, nf, vprops, fprops, li, fmt):
@@ -908,16 +1342,22 @@ def _ply_binary(raw, start, nv, nf, vprops, fprops, li, fmt):
     return columns, face["index"].reshape(nf, k)
 
 
-def _ply_ascii(raw, start, nv, nf, vprops, fprops, li):
-    got = _table(raw, start, nv + nf, skip_blank=False)
+def _ply_ascii(raw, start, nv, nf, vprops, fprops, li, elements, label):
+    got, rows = _table_checked(raw, start, nv + nf, False, label, "PLY")
     if got is None:
         return None
     vals, ntok, _ = got
+    if rows < nv + nf:
+        raise MeshError(f"{label}: {_ply_promise(elements, _ply_held(elements, ntok))}")
     width_v = len(vprops)
     if np.any(ntok[:nv] != width_v):
         return None
     ftok = ntok[nv:]
     if np.any(ftok != ftok[0]):
+        cut = _cut_last_line(raw)
+        last = vals.size - int(ftok[-1])  # where the last row starts
+        if cut is not None and (ftok[-1] <= li or ftok[-1] < len(fprops) + vals[last + li]):
+            raise _truncated(label, *cut, "an incomplete face")
         return None  # mixed polygon sizes: trimesh's ragged path
     vblock = vals[: nv * width_v].reshape(nv, width_v)
     fblock = vals[nv * width_v:].reshape(nf, int(ftok[0]))
@@ -937,26 +1377,34 @@ _OFF_HEAD = re.compile(rb"\A\s*C?OFF[ \t]*(?:\r?\n|(?=[ \t\d]))")
 
 
 def _read_off(raw: Raw, label: str) -> list[Part] | None:
-    if raw.find(b"#") >= 0:
-        return None  # trimesh's comment stripping has quirks of its own
     head = _OFF_HEAD.match(raw)
     if head is None:
+        _check_text(raw, label, "OFF")
+        if re.search(rb"C?OFF", raw) is None:
+            raise MeshError(f"{label}: not an OFF file (no 'OFF' header)")
         return None
+    if raw.find(b"#") >= 0:
+        return None  # trimesh's comment stripping has quirks of its own
     start = head.end()
-    first = _table(raw, start, 1, skip_blank=True)
-    if first is None:
-        return None
+    first, rows = _table_checked(raw, start, 1, True, label, "OFF")
+    if first is None or rows < 1:
+        raise MeshError(f"{label}: no vertex and face counts after 'OFF'")
     vals, ntok, isint = first
-    if ntok[0] < 2 or not isint[0]:
-        return None
+    if ntok[0] < 2 or not isint[0] or vals[0] < 0 or vals[1] < 0:
+        raise MeshError(f"{label}: the OFF count line is not 'vertices faces [edges]'")
     nv, nf = int(vals[0]), int(vals[1])
-    if nv <= 0 or nf <= 0:
-        return None
+    if nv == 0:
+        raise MeshError(f"{label}: the OFF header promises no vertices")
+    if nf == 0:
+        raise MeshError(f"{label}: not a triangle mesh: it contains no faces (only points)")
     # where the count line ends: re-scan the vertex and face lines after it
     body = _skip_lines(raw, start, 1)
-    got = _table(raw, body, nv + nf, skip_blank=True)
+    got, rows = _table_checked(raw, body, nv + nf, True, label, "OFF")
     if got is None:
         return None
+    if rows < nv + nf:
+        raise MeshError(f"{label}: the header promises {nv} vertices and {nf} faces, the body "
+                        f"holds {min(rows, nv)} vertices and {max(rows - nv, 0)} faces")
     vals, ntok, isint = got
     ntok = ntok.astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum(ntok)])
@@ -968,7 +1416,9 @@ def _read_off(raw: Raw, label: str) -> list[Part] | None:
     if not np.all(isint[nv: nv + nf]):
         return None
     counts = vals[frow].astype(np.int64)
-    if np.any(counts < 3) or np.any(counts + 1 > ntok[nv:]):
+    short_f = np.flatnonzero((counts < 3) | (counts + 1 > ntok[nv:]))
+    if short_f.size:
+        _off_cut(raw, label, short_f[0] == nf - 1, "an incomplete face")
         return None
     corner = np.repeat(frow + 1 - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
     flat = vals[corner].astype(np.int64)
@@ -983,6 +1433,13 @@ def _read_off(raw: Raw, label: str) -> list[Part] | None:
     else:
         faces = _triangulate_mixed(flat, counts)
     return [(vertices, faces, None, None)]
+
+
+def _off_cut(raw: Raw, label: str, last_row: bool, what: str) -> None:
+    """Raise `MeshError` when the bad row is the last one and the file ends inside it."""
+    cut = _cut_last_line(raw)
+    if last_row and cut is not None:
+        raise _truncated(label, *cut, what)
 
 
 def _skip_lines(raw: Raw, start: int, count: int) -> int:
