@@ -101,10 +101,52 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
     return dag, bvh, packed
 
 
+# Seconds to compile each module's numba kernels the first time, on the 2-core reference machine
+# (a first `preprocess mesh.obj` took 46 s; a kernel another one calls compiles with its caller:
+# `simplify` inside `dag`'s group job). The modules every build runs, then those that only mesh
+# files (`readers`) or only the built-in rock and terrain (`assets.rock`) run.
+KERNEL_SECONDS = {"preprocess.dag": 33.0, "preprocess.pack": 3.0, "preprocess.cluster": 2.0,
+                  "preprocess.load": 1.5, "preprocess.simplify": 0.0, "preprocess.lod": 0.0}
+FILE_KERNEL_SECONDS = {"preprocess.readers": 6.0}
+ROCK_KERNEL_SECONDS = {"assets.rock": 0.5}
+
+
+def compile_seconds(modules: dict[str, float]) -> float:
+    """The seconds of numba compiling ahead (`modules`: name -> seconds, as KERNEL_SECONDS): the
+    sum over the modules that have no kernel compiled in numba's disk cache, which numba keeps
+    per module (`__pycache__/*.nbi` beside it, or under NUMBA_CACHE_DIR) and drops as a whole
+    when the module's source changes. A module with some kernels compiled counts as ready: a
+    kernel this input does not call is never compiled. 0.0 when it cannot tell (JIT disabled,
+    another numba)."""
+    import importlib
+
+    try:
+        from numba.core.dispatcher import Dispatcher
+
+        ahead = 0.0
+        for name, seconds in modules.items():
+            module = importlib.import_module(name)
+            indexes = [value._cache._cache_file for value in vars(module).values()
+                       if isinstance(value, Dispatcher) and value.__module__ == name
+                       and value.targetoptions.get("inline") != "always"  # compiled into callers
+                       and hasattr(value._cache, "_cache_file")]  # cache=True
+            if indexes and not any(index._load_index() for index in indexes):
+                ahead += seconds
+        return ahead
+    except Exception:  # numba internals: a guess that fails says nothing rather than break
+        return 0.0
+
+
 def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
                config: BuildConfig | None = None, *, progress: Progress | None = None,
                verify: bool = False, load_seconds: float | None = None) -> BuildResult:
-    """Load (unless given a Mesh), build, and write a `.tess` file atomically."""
+    """Load (unless given a Mesh), build, verify if asked, and write a `.tess` file atomically.
+
+    progress(stage, done, total) is where a caller cancels (by raising): the stages of
+    `build_asset`, then ("verify", 0, 1) and ("verify", 1, 1) with verify=True, ("write", 0, 1)
+    before writing and ("write", 1, 1) once the file is complete on disk but not yet renamed to
+    `output`. Whatever raises, from progress or not (a failed verification: `VerifyError`, before
+    anything is written; a full disk: OSError naming `output`), leaves no file behind."""
     from preprocess.load import load_mesh
 
     seconds: dict[str, float] = {}
@@ -118,14 +160,18 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
         seconds["load"] = time.perf_counter() - t
     cfg = config or BuildConfig()
     dag, bvh, packed = build_asset(mesh, cfg, progress=progress, seconds=seconds)
+    report = progress or (lambda stage, done, total: None)
     verified = None
     if verify:
         from preprocess.verify import check_all
 
+        report("verify", 0, 1)
         verified = check_all(dag, bvh)
+        report("verify", 1, 1)
     t = time.perf_counter()
     packed.meta["seconds"] = {k: round(v, 4) for k, v in seconds.items()}
+    report("write", 0, 1)
     size = write_tess(output, meta=packed.meta, sections=packed.sections, pages=packed.pages,
-                      page_flags=packed.page_flags)
+                      page_flags=packed.page_flags, before_replace=lambda: report("write", 1, 1))
     seconds["write"] = time.perf_counter() - t
     return BuildResult(Path(output), dag, bvh, packed, size, seconds, verified)

@@ -83,10 +83,12 @@ def _group_reach(dag: LodDag) -> np.ndarray:
     off = np.asarray(dag.group_cluster_offset, np.int64)
     members = np.asarray(dag.group_clusters, np.int64)
     bounds = np.asarray(dag.cluster_bounds, np.float32)
-    centers = out[:, :3]
-    # only groups with a member poking out need a merge
+    # only groups with a member poking out need a merge; measured in float64: the squares of
+    # float32 differences underflow to 0 on a tiny mesh (a unit sphere scaled to 1e-30 found no
+    # member poking out, and its BVH nodes missed their clusters' bounds)
+    centers = out[:, :3].astype(np.float64)
     owner = np.repeat(np.arange(len(out)), np.diff(off))
-    b = bounds[members]
+    b = bounds[members].astype(np.float64)
     poke = np.linalg.norm(b[:, :3] - centers[owner], axis=1) + b[:, 3] > out[owner, 3]
     for g in np.unique(owner[poke]):
         out[g] = merge_spheres(np.concatenate([out[g : g + 1], b[off[g] : off[g + 1]]]))

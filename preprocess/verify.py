@@ -371,7 +371,7 @@ def _check_root(dag: LodDag) -> None:
 
 
 def check_dag(dag: LodDag) -> dict[str, Any]:
-    """The structure, errors and bounds of a DAG (the invariants of ARCHITECTURE "Offline" 4).
+    """The structure, errors and bounds of a DAG (docs/ARCHITECTURE.md "Offline" step 4).
 
     - shapes agree, spheres and errors are finite, radii and errors >= 0;
     - membership is a partition: each cluster is listed exactly once, in the group named by its
@@ -515,7 +515,7 @@ def check_packed(asset: Any) -> dict[str, Any]:
 
 
 def check_bvh(dag: LodDag, bvh: Bvh) -> dict[str, Any]:
-    """The 8-ary BVH over the groups (ARCHITECTURE "Offline" 5).
+    """The 8-ary BVH over the groups (docs/ARCHITECTURE.md "Offline" step 5).
 
     - node_children (N, F) with F <= BVH_FANOUT; each slot is BVH_EMPTY, a node 0..N-1 or a group
       ref (-2 - group); every node has at least one child;
@@ -713,7 +713,8 @@ class _Topology:
         self.flipped_edges = int(((counts == 2) & (forward != 1)).sum())
         self.area = float(_areas(mesh.positions, ptri).sum())
         pos = np.asarray(mesh.positions, np.float64)
-        self.radius = max(0.5 * float(np.linalg.norm(pos.max(axis=0) - pos.min(axis=0))), 1e-30)
+        self.radius = max(0.5 * float(np.linalg.norm(pos.max(axis=0) - pos.min(axis=0))),
+                          float(np.finfo(np.float64).tiny))  # no absolute floor: tiny meshes
         self.border_edges = len(once)
         self.nonmanifold_edges = len(many)
 

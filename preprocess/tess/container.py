@@ -82,18 +82,22 @@ layout change there bumps it; the reader refuses every other version with a one-
        `CLUSTER_DTYPE.source_group`, formerly padding): streaming derives group parents from it
 
 Files are written atomically (temporary file in the same directory, fsync, `os.replace`), so a
-crash never leaves a partial `.tess` at the destination path.
+crash never leaves a partial `.tess` at the destination path. The temporary file is
+`.NAME.PID.HEX.tmp` beside `NAME`; one left by a process that was killed (SIGKILL, a power cut)
+is removed by the next write of `NAME` once no process with that PID runs.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import mmap
 import os
+import re
 import secrets
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -115,6 +119,7 @@ __all__ = [
     "TESS_VERSION",
     "TessFile",
     "TessFormatError",
+    "check_writable",
     "read_tess",
     "write_tess",
 ]
@@ -278,6 +283,7 @@ def write_tess(
     sections: Mapping[str, np.ndarray],
     pages: np.ndarray,
     page_flags: np.ndarray,
+    before_replace: Callable[[], None] | None = None,
 ) -> int:
     """Write a .tess file atomically and return its size in bytes.
 
@@ -293,10 +299,14 @@ def write_tess(
             refused. Directory order is the dict's order.
         pages: (P, page_size) uint8, page_size >= 1. P may be 0.
         page_flags: (P,) unsigned ints that fit in uint32 (bit 0 = PAGE_ROOT).
+        before_replace: called once the temporary file is complete and on disk, just before it
+            is renamed to `path`: the last moment a caller can cancel (an exception from it
+            removes the temporary file and propagates).
 
     Raises:
         TypeError / ValueError: invalid arguments (nothing is written).
-        OSError: the file could not be written (nothing is left behind).
+        OSError: the file could not be written (nothing is left behind); its `filename` is
+            `path` (never the temporary file) and its `strerror` the system's reason.
     """
     path = Path(path)
     # ---- validate everything before touching the disk
@@ -378,9 +388,11 @@ def write_tess(
 
     # ---- write
     directory_path = path.parent
-    tmp = directory_path / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    _remove_stale_temps(path)
+    tmp = _temp_path(path)
+    fd = -1
     try:
+        fd = _create(tmp)
         with os.fdopen(fd, "wb") as f:
             written = 0
 
@@ -412,15 +424,88 @@ def write_tess(
                 raise AssertionError(f"wrote {written} bytes, layout says {file_size}")
             f.flush()
             os.fsync(f.fileno())
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    except BaseException as exc:
+        if fd != -1:  # created by us (an O_EXCL failure means the name was someone else's)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        if isinstance(exc, OSError):
+            raise _naming(exc, path) from exc
         raise
     _fsync_dir(directory_path)
     return file_size
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Raise the OSError that `write_tess(path)` would meet creating its file, before any work
+    is done: `path` is a folder, its folder is missing or not a folder, or no file can be created
+    there (read-only, no permission, a pseudo file system such as /proc or /sys). Creates and
+    removes an empty temporary file; the error's `filename` is `path`."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    tmp = _temp_path(path)
+    try:
+        os.close(_create(tmp))
+    except OSError as exc:
+        raise _naming(exc, path) from exc
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def _temp_path(path: Path) -> Path:
+    return path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+
+
+def _create(tmp: Path) -> int:
+    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """The same error (same errno, so the same OSError subclass) naming `path`."""
+    return OSError(exc.errno, exc.strerror or str(exc), str(path))
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Remove the temporary files of `path` (`.NAME.PID.HEX.tmp`, exactly) whose writer is no
+    longer running: a process killed while writing (SIGKILL cannot be caught) leaves its file,
+    megabytes of it, and nothing else would ever remove it. POSIX only (there `os.kill(pid, 0)`
+    asks whether a process exists; on Windows it would end the process). A PID that runs again
+    keeps its file until it is gone; a file written from another machine into a shared folder
+    whose PID does not run here is removed (that writer then fails, cleanly, at its rename)."""
+    if os.name != "posix":
+        return
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.([0-9]+)\.[0-9a-f]{{8}}\.tmp")
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return  # the write itself will say why
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None:
+            continue
+        pid = int(match.group(1))
+        if pid <= 0 or pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            pass  # no such process: stale
+        except (OSError, OverflowError):
+            continue  # running (another user's), or not a PID this system has
+        else:
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+        except OSError:
+            pass
 
 
 def _fsync_dir(directory: Path) -> None:

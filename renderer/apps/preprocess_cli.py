@@ -1,27 +1,143 @@
 """`preprocess mesh.obj [-o out.tess]`: build a `.tess` cluster-LOD asset from a mesh file.
 
-Errors the user can cause (a missing or broken file, bad options) print one line on stderr and
-exit with status 2; nothing is left behind.
+What the user can cause ends in one line on stderr and nothing left behind, never a traceback:
+a missing or broken mesh, bad options, an output that cannot be written (checked before the build
+where it can be: a folder, a missing folder, no permission; a full disk during the write), a
+failed --verify: `preprocess: error: ...`, exit status 2. SIGINT (Ctrl-C) and SIGTERM at any
+moment: `preprocess: interrupted; nothing written`, 130, or `... terminated ...`, 143.
+
+Signals. Python's own handler raises KeyboardInterrupt wherever the main thread is, and in the
+first second of a build that is often Python code that native code called: a ctypes callback of
+llvmlite (numba loading or compiling a kernel) prints "Exception ignored" and carries on, so the
+build finished and wrote its file; numba's `_numba_unpickle`, called by a compiled kernel, gave a
+SystemError or a segmentation fault; a C extension being imported turned it into an ImportError.
+Here the handler records the signal and raises only outside such callbacks; every progress report
+of the build, up to the one just before the final rename, raises for a recorded signal, and an
+error that follows a signal is reported as the interrupt. Only what Python does before `main` runs
+(about 30 ms: the interpreter, `site`, this module's few imports) is outside; the heavy imports
+(numpy, numba, the builder) happen inside `main`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import time
-from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
-from typing import TYPE_CHECKING
-
-import numpy as np
-
-from assets import BUILTIN, builtin_mesh
-from preprocess.config import BuildConfig
-from preprocess.mesh import Mesh, MeshError
-from preprocess.tess.limits import PAGE_SIZE
+from assets import BUILTIN
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType
+
     from tqdm import tqdm
+
+    from preprocess.mesh import Mesh
+
+# exit statuses: 128 + the signal, as a shell reports a process the signal ended
+EXIT_ERROR = 2
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+COMPILE_NOTE = "preprocess: compiling the numba kernels once"  # then "(about 45 s on 2 cores)..."
+
+
+class StopSignals:
+    """While active (a `with` block on the main thread): SIGINT and SIGTERM raise
+    KeyboardInterrupt and are remembered in `signum`, so that `check()` raises again where the
+    first one was swallowed. After `hold()` they are only remembered: the work is complete and is
+    let finish (the final rename of the file). A signal ignored when the block starts (a
+    background job, `nohup`) stays ignored; off the main thread nothing is installed."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None  # the first signal received
+        self.holding = False  # True once the work must not be cut short any more
+        self._saved: dict[int, object] = {}
+        self._unraisable: object = None
+
+    def __enter__(self) -> StopSignals:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            try:
+                if signal.getsignal(s) is not signal.SIG_IGN:
+                    self._saved[s] = signal.signal(s, self._on_signal)
+            except ValueError:  # not the main thread: the caller handles its signals
+                break
+        if self._saved:
+            self._unraisable = sys.unraisablehook
+            sys.unraisablehook = self._on_unraisable
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for s, handler in self._saved.items():
+            signal.signal(s, handler)
+        self._saved.clear()
+        if self._unraisable is not None:
+            sys.unraisablehook = self._unraisable
+            self._unraisable = None
+
+    def _on_unraisable(self, info: object) -> None:
+        # where Python cannot raise (a weakref callback, a __del__, a ctypes callback) it prints
+        # "Exception ignored" and goes on: ours is remembered, and raised again by check()
+        if self.signum is not None and getattr(info, "exc_type", None) is KeyboardInterrupt:
+            return
+        self._unraisable(info)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+        if not self.holding and not _in_native_callback(frame):
+            raise KeyboardInterrupt
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt if a signal came (and was perhaps swallowed)."""
+        if self.signum is not None and not self.holding:
+            raise KeyboardInterrupt
+
+    def hold(self) -> None:
+        self.holding = True
+
+    def report(self) -> int:
+        """Print the one line for a stop and return the exit status."""
+        self.holding = True  # a second Ctrl-C while this prints changes nothing
+        # CPython (`python -m`) remembers a KeyboardInterrupt that left code run by exec() of a
+        # string (numba's and dataclasses' generated code), caught or not, and at exit kills
+        # the process with SIGINT instead of returning our status; one more exec() forgets it
+        exec("")
+        if self.signum == signal.SIGTERM:
+            print("preprocess: terminated; nothing written", file=sys.stderr)
+            return EXIT_SIGTERM
+        print("preprocess: interrupted; nothing written", file=sys.stderr)
+        return EXIT_SIGINT
+
+
+def _in_native_callback(frame: FrameType | None) -> bool:
+    """Whether the main thread runs Python that native code called and would not expect to
+    raise: llvmlite (its ctypes callbacks swallow the exception) or numba's `_numba_unpickle`
+    (compiled kernels call it; an exception there crashed the process). Deferred to the next
+    progress report, a few milliseconds away in a warm build."""
+    roots = []
+    llvmlite = sys.modules.get("llvmlite")
+    if llvmlite is not None and llvmlite.__file__:
+        roots.append(os.path.dirname(llvmlite.__file__))
+    serialize = sys.modules.get("numba.core.serialize")
+    if serialize is not None and serialize.__file__:
+        roots.append(serialize.__file__)
+    while roots and frame is not None:
+        if frame.f_code.co_filename.startswith(tuple(roots)):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, its errors on one line (no usage block above them)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
 
 class StageBars:
     """One tqdm bar per stage, fed by the builder's (stage, done, total) reports."""
@@ -52,6 +168,9 @@ class StageBars:
 
 def add_build_options(p: argparse.ArgumentParser) -> None:
     """The options shared by `preprocess` and `tessera preprocess`."""
+    from preprocess.config import BuildConfig
+    from preprocess.tess.limits import PAGE_SIZE
+
     d = BuildConfig()
     p.add_argument("mesh", nargs="?", help="input mesh: .obj .ply .stl .off .gltf .glb")
     p.add_argument("-o", "--output", help="output .tess (default: beside the input)")
@@ -73,13 +192,45 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                    help="try to prove each group's error bound by subdividing its triangles "
                         "(slower; falls back to 1.5x the sampled maximum where it fails)")
     p.add_argument("--verify", action="store_true",
-                   help="check the DAG invariants (limits, errors, crack-free cuts) after building")
+                   help="check the DAG invariants (limits, errors, crack-free cuts) before "
+                        "writing; a failure writes nothing")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or summary")
 
 
-def run_build(args: argparse.Namespace) -> int:
-    """Build from parsed options; returns the exit status."""
-    from preprocess.build import build_file
+def run_build(args: argparse.Namespace, *, stop: StopSignals | None = None) -> int:
+    """Build from parsed options; returns the exit status. SIGINT and SIGTERM end it with one
+    line and nothing written (see the module docstring); `stop`: the caller's, already active."""
+    if stop is None:
+        with StopSignals() as own:
+            return _stoppable(own, lambda: _build(args, own))
+    return _stoppable(stop, lambda: _build(args, stop))
+
+
+def _stoppable(stop: StopSignals, work: Callable[[], int]) -> int:
+    """work(), its stop by a signal (`stop` active) made one line and the exit status."""
+    try:
+        return work()
+    except KeyboardInterrupt:
+        return stop.report()
+    except Exception:
+        if stop.signum is None:
+            raise
+        return stop.report()  # e.g. an ImportError: a C extension's import was interrupted
+
+
+def _build(args: argparse.Namespace, stop: StopSignals) -> int:
+    from pathlib import Path
+
+    from preprocess.build import (
+        FILE_KERNEL_SECONDS,
+        KERNEL_SECONDS,
+        ROCK_KERNEL_SECONDS,
+        build_file,
+        compile_seconds,
+    )
+    from preprocess.config import BuildConfig
+    from preprocess.mesh import MeshError
+    from preprocess.tess.container import check_writable
 
     if (args.mesh is None) == (args.builtin is None):
         return fail("give a mesh file or --builtin NAME (one of them)")
@@ -97,44 +248,107 @@ def run_build(args: argparse.Namespace) -> int:
         output = Path(args.output) if args.output else Path(args.mesh).with_suffix(".tess")
     if output.suffix != ".tess":
         return fail(f"{output}: the output file must end in .tess")
-    if not output.parent.exists():
-        return fail(f"{output.parent}: output folder does not exist")
+    parent = output.parent
+    if not parent.exists():
+        return fail(f"{parent}: output folder does not exist")
+    if not parent.is_dir():
+        return fail(f"{parent}: not a folder")
+    try:  # before the build, not after it: a folder, no permission, a read-only file system
+        check_writable(output)
+    except OSError as e:
+        return fail(f"{output}: cannot write: {e.strerror or e}")
+    verify_errors: tuple[type[BaseException], ...] = ()
+    if args.verify:
+        from preprocess.verify import VerifyError
+
+        verify_errors = (VerifyError,)
+    modules = dict(KERNEL_SECONDS)
+    if not args.builtin:
+        modules.update(FILE_KERNEL_SECONDS)
+    elif args.builtin in ("rock", "terrain"):
+        modules.update(ROCK_KERNEL_SECONDS)
+    ahead = compile_seconds(modules)
+    if ahead >= 3:  # even with -q: a silent 45 s looks like a hang
+        about = round(ahead / 5) * 5 if ahead >= 10 else round(ahead)
+        print(f"{COMPILE_NOTE} (about {about} s on 2 cores); later runs start at once",
+              file=sys.stderr)
+    stop.check()
     bars = StageBars(not args.quiet)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        stop.check()
+        if stage == "write" and done >= total:
+            stop.hold()  # the file is complete; the rename makes it appear
+        bars(stage, done, total)
+
     try:
         if args.builtin:
+            from assets import builtin_mesh
+
             t0 = time.perf_counter()
             mesh = builtin_mesh(args.builtin, args.triangles)
             load_s = time.perf_counter() - t0
-            result = build_file(mesh, output, config, progress=bars, verify=args.verify,
+            stop.check()
+            result = build_file(mesh, output, config, progress=progress, verify=args.verify,
                                 load_seconds=load_s)
         else:
-            result = build_file(source, output, config, progress=bars, verify=args.verify)
+            result = build_file(source, output, config, progress=progress, verify=args.verify)
     except MeshError as e:
-        bars.close()
+        stop.check()
         return fail(str(e))
-    except KeyboardInterrupt:
+    except verify_errors as e:
+        stop.check()
+        return fail(f"verify failed: {e}")
+    except OSError as e:
+        stop.check()
+        if e.filename == str(output):
+            return fail(f"{output}: cannot write: {e.strerror or e}")
+        return fail(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))
+    except MemoryError:
+        stop.check()
+        return fail(f"out of memory building {output}")
+    finally:
         bars.close()
-        print("interrupted; nothing written", file=sys.stderr)
-        return 130
-    bars.close()
     if not args.quiet:
         print(result.summary())
     return 0
 
 
+def one_line_warnings(prog: str) -> None:
+    """Print every warning (a MeshWarning: a feature of the input left out or repaired) as one
+    line, `prog: warning: ...`, instead of Python's two lines naming our source file."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).splitlines())
+        print(f"{prog}: warning: {text}", file=file or sys.stderr)
+
+    warnings.showwarning = show
+
+
 def fail(message: str) -> int:
-    print(f"preprocess: error: {message}", file=sys.stderr)
-    return 2
+    text = " ".join(str(message).splitlines())  # one line, whatever the message holds
+    print(f"preprocess: error: {text}", file=sys.stderr)
+    return EXIT_ERROR
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    # the signals first: everything after, imports included, ends in one line when stopped
+    one_line_warnings("preprocess")
+    with StopSignals() as stop:
+        return _stoppable(stop, lambda: _main(argv, stop))
+
+
+def _main(argv: list[str] | None, stop: StopSignals) -> int:
+    import numpy as np
+
+    parser = OneLineParser(
         prog="preprocess",
         description="Build a .tess cluster-LOD asset (clusters, LOD DAG, BVH, pages) from a mesh.")
     add_build_options(parser)
     args = parser.parse_args(argv)
     np.seterr(all="ignore")
-    return run_build(args)
+    return run_build(args, stop=stop)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,379 @@
+"""`preprocess` where it cannot do its job: an output that cannot be written (checked before the
+build; a full disk during the write), a failed --verify, SIGINT / SIGTERM at any moment, a
+killed writer's temporary file, the first run's numba compile; and the two meshes that broke the
+DAG's honesty (an edge fan) and the BVH (a sphere of radius 1e-30).
+
+The rule checked everywhere: one line on stderr (`preprocess: ...`), never a traceback, exit
+status 2 (130 on SIGINT, 143 on SIGTERM), and nothing left in the output folder: neither the
+.tess nor a temporary `.NAME.tess.PID.HEX.tmp`. The first run on a machine also prints the
+one-line compile note (`COMPILE_NOTE`) before anything else; `_lines` sets it aside.
+
+Kills run the command in a subprocess on a 200,000-triangle sphere (about 1.3 s to build);
+`_CHILD` makes its fsync take a second, so that "during the write" is a window a test can hit,
+and so that no signal arrives after the build has finished.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import preprocess.build
+import preprocess.verify
+from assets.shapes import geodesic_sphere
+from preprocess.build import KERNEL_SECONDS, build_asset, compile_seconds
+from preprocess.load import mesh_from_arrays
+from preprocess.mesh import Mesh
+from preprocess.tess.container import write_tess
+from preprocess.verify import VerifyError, check_all
+from renderer.apps import preprocess_cli
+from renderer.apps.preprocess_cli import COMPILE_NOTE
+
+ROOT = Path(__file__).resolve().parents[3]
+SMALL = ["--builtin", "sphere", "--triangles", "2000", "-q"]
+MEDIUM = ["--builtin", "sphere", "--triangles", "200000", "-q"]
+INTERRUPTED = "preprocess: interrupted; nothing written"
+TERMINATED = "preprocess: terminated; nothing written"
+
+# the command, with an fsync that sleeps TESSERA_TEST_FSYNC_DELAY seconds first
+_CHILD = """
+import os, sys, time
+fsync = os.fsync
+def slow_fsync(fd):
+    time.sleep(float(os.environ.get("TESSERA_TEST_FSYNC_DELAY", "0")))
+    fsync(fd)
+os.fsync = slow_fsync
+from renderer.apps.preprocess_cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _lines(err: str) -> list[str]:
+    """stderr's lines, the first run's compile note aside."""
+    return [line for line in err.splitlines() if not line.startswith(COMPILE_NOTE)]
+
+
+def _one_error(err: str) -> str:
+    lines = _lines(err)
+    assert "Traceback" not in err and len(lines) == 1, err
+    assert lines[0].startswith("preprocess: error: "), err
+    return lines[0]
+
+
+def _left(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+# ------------------------------------------------------------------------- the output (finding 1)
+
+
+def _never_build(*args, **kwargs):
+    raise AssertionError("the build started: the output should have been refused before")
+
+
+def _read_only_folder(tmp_path: Path) -> Path:
+    if getattr(os, "geteuid", lambda: -1)() == 0:
+        pytest.skip("root writes into a read-only folder")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    return folder
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("a folder", "cannot write: Is a directory"),
+    ("a missing folder", "output folder does not exist"),
+    ("a file as folder", "not a folder"),
+    ("read-only folder", "cannot write: Permission denied"),
+    ("/proc", "cannot write: "),
+    ("/sys", "cannot write: "),
+])
+def test_unwritable_output_is_refused_before_the_build(case, expected, tmp_path, capsys,
+                                                       monkeypatch):
+    monkeypatch.setattr(preprocess.build, "build_file", _never_build)
+    if case == "a folder":
+        out = tmp_path / "x.tess"
+        out.mkdir()
+    elif case == "a missing folder":
+        out = tmp_path / "missing" / "x.tess"
+    elif case == "a file as folder":
+        (tmp_path / "file").write_text("")
+        out = tmp_path / "file" / "x.tess"
+    elif case == "read-only folder":
+        out = _read_only_folder(tmp_path) / "x.tess"
+    else:
+        if not Path(case).is_dir() or sys.platform != "linux":
+            pytest.skip(f"no {case} here")
+        out = Path(case) / "x.tess"
+    before = _left(tmp_path)
+    assert preprocess_cli.main([*SMALL, "-o", str(out)]) == 2
+    line = _one_error(capsys.readouterr().err)
+    assert expected in line
+    if "cannot write" in expected:
+        assert line.startswith(f"preprocess: error: {out}: cannot write: ")
+    assert _left(tmp_path) == before
+
+
+class _FullDisk:
+    """A binary file whose writes fail with ENOSPC once 64 KiB are in."""
+
+    def __init__(self, f) -> None:
+        self.f = f
+        self.written = 0
+
+    def write(self, data) -> int:
+        self.written += memoryview(data).nbytes
+        if self.written > 65536:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return self.f.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.f.close()
+
+
+def test_full_disk_during_the_write(tmp_path, capsys, monkeypatch):
+    fdopen = os.fdopen
+    monkeypatch.setattr(os, "fdopen", lambda *a, **k: _FullDisk(fdopen(*a, **k)))
+    out = tmp_path / "x.tess"
+    assert preprocess_cli.main([*SMALL, "-o", str(out)]) == 2
+    line = _one_error(capsys.readouterr().err)
+    assert line == f"preprocess: error: {out}: cannot write: No space left on device"
+    assert _left(tmp_path) == []
+
+
+@pytest.mark.parametrize("args", [["--triangles", "many"], ["--bogus"], ["-o"]])
+def test_bad_arguments_are_one_line(args, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        preprocess_cli.main([*SMALL, *args])
+    assert e.value.code == 2
+    line = _one_error(capsys.readouterr().err)
+    assert line.endswith("(see preprocess --help)")
+
+
+# ------------------------------------------------------------------------------ verify (finding 2)
+
+
+def test_failed_verify_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    def failing(dag, bvh):
+        raise VerifyError("tau 0.5, camera None: the cut's area is 1.5,\n0.0150 times the "
+                          "original's 100")
+
+    monkeypatch.setattr(preprocess.verify, "check_all", failing)
+    out = tmp_path / "x.tess"
+    assert preprocess_cli.main([*SMALL, "--verify", "-o", str(out)]) == 2
+    line = _one_error(capsys.readouterr().err)
+    assert line == ("preprocess: error: verify failed: tau 0.5, camera None: the cut's area is "
+                    "1.5, 0.0150 times the original's 100")
+    assert _left(tmp_path) == []
+
+
+# ------------------------------------------------------------------------ signals (findings 3, 4)
+
+
+def _start(out: Path, *, fsync_delay: float = 1.0, module: bool = False,
+           env: dict | None = None) -> subprocess.Popen:
+    argv = ([sys.executable, "-m", "renderer.apps.preprocess_cli"] if module
+            else [sys.executable, "-c", _CHILD])
+    child_env = dict(os.environ if env is None else env,
+                     TESSERA_TEST_FSYNC_DELAY=str(fsync_delay))
+    return subprocess.Popen([*argv, *MEDIUM, "-o", str(out)], cwd=ROOT, env=child_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_the_write(proc: subprocess.Popen, folder: Path) -> None:
+    """Until the temporary file has data in it (the empty probe made before the build does not
+    count)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        for p in folder.glob(".*.tmp"):
+            try:
+                if p.stat().st_size > 0:
+                    return
+            except FileNotFoundError:
+                pass
+        time.sleep(0.002)
+    raise AssertionError("the write was never seen")
+
+
+@pytest.fixture(scope="module")
+def startup() -> float:
+    """How long Python takes to reach `main` here (about 40 ms; more on a busy machine): a
+    signal before that meets Python's own handler (a KeyboardInterrupt traceback), which no
+    code of ours can change. A signal "at 0.05 s" is sent no earlier than 1.5 times this."""
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import renderer.apps.preprocess_cli"], cwd=ROOT,
+                   check=True)
+    return time.perf_counter() - t
+
+
+@pytest.mark.parametrize("sig, when", [
+    ("SIGINT", 0.05),  # imports: numpy, numba, the builder
+    ("SIGINT", 0.3),  # imports or numba loading its kernels (where llvmlite swallowed it)
+    ("SIGINT", 1.0),  # building
+    ("SIGINT", "write"),
+    ("SIGTERM", "write"),
+    ("SIGINT", "-m 0.3"),  # python -m: CPython's own exit status after an exec'd interrupt
+])
+def test_a_signal_at_any_moment_ends_in_one_line_and_nothing_written(sig, when, tmp_path,
+                                                                     startup):
+    out = tmp_path / "x.tess"
+    proc = _start(out, module=when == "-m 0.3")
+    if when == "write":
+        _wait_for_the_write(proc, tmp_path)
+    else:
+        time.sleep(max(0.3 if when == "-m 0.3" else when, 1.5 * startup))
+    assert proc.poll() is None, "finished before the signal"
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == (130 if sig == "SIGINT" else 143), err
+    assert _lines(err) == [INTERRUPTED if sig == "SIGINT" else TERMINATED], err
+    assert _left(tmp_path) == []
+
+
+def test_a_killed_writers_temporary_file_goes_with_the_next_write(tmp_path, capsys):
+    out = tmp_path / "x.tess"
+    proc = _start(out, fsync_delay=30.0)
+    _wait_for_the_write(proc, tmp_path)
+    proc.kill()  # SIGKILL: nothing can clean up
+    proc.communicate()
+    stale = _left(tmp_path)
+    assert len(stale) == 1 and stale[0].startswith(f".x.tess.{proc.pid}.")
+    assert preprocess_cli.main([*SMALL, "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert _left(tmp_path) == ["x.tess"]
+
+
+def test_only_dead_writers_temporary_files_are_removed(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # reaped: no process has its PID now
+    keep = [
+        f".x.tess.{os.getppid()}.0123abcd.tmp",  # a running writer
+        f".y.tess.{dead.pid}.0123abcd.tmp",  # another file's
+        f".x.tess.{dead.pid}.0123abcd.tmp.old",  # not our pattern exactly
+        f".x.tess.{dead.pid}.xyz.tmp",
+        "x.tess.tmp",
+    ]
+    gone = f".x.tess.{dead.pid}.89abcdef.tmp"
+    for name in [*keep, gone]:
+        (tmp_path / name).write_bytes(b"partial")
+    write_tess(tmp_path / "x.tess", meta={}, sections={}, pages=np.zeros((0, 16), np.uint8),
+               page_flags=np.zeros(0, np.uint32))
+    assert _left(tmp_path) == sorted([*keep, "x.tess"])
+
+
+def test_signal_handlers_are_restored(tmp_path, capsys):
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert preprocess_cli.main([*SMALL, "-o", str(tmp_path / "x.tess")]) == 0
+    assert preprocess_cli.main([*SMALL, "-o", str(tmp_path)]) == 2  # not .tess
+    capsys.readouterr()
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+# ------------------------------------------------------------------ the first run (finding 5)
+
+
+def test_first_run_says_it_compiles_then_stops_cleanly(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))  # an empty cache
+    proc = _start(folder / "x.tess", env=env)
+    first = proc.stderr.readline().rstrip("\n")  # before any kernel is compiled
+    about = re.fullmatch(rf"{COMPILE_NOTE} \(about (\d+) s on 2 cores\); later runs start at once",
+                         first)
+    assert about and 30 <= int(about.group(1)) <= 60, first
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.splitlines() == [INTERRUPTED], err
+    assert _left(folder) == []
+
+
+def test_a_warm_cache_is_seen_as_warm():
+    assert build_asset(geodesic_sphere(4)) is not None  # compiled or loaded by now
+    assert compile_seconds(KERNEL_SECONDS) == 0.0
+
+
+# --------------------------------------------------------------------------- meshes (findings 6, 7)
+
+
+def _edge_fan(blades: int) -> Mesh:
+    """Blades fanned around one edge, a paddle wheel seen along its axle (z):
+
+                 tip 1
+                   |
+        tip 2 ---- 0/1 ---- tip 0      every blade: (0, 1, tip), 0 = (0,0,0), 1 = (0,0,1),
+                   |                   tip k = (cos a, sin a, 0.5), a = 2 pi k / blades
+                 tip 3
+    """
+    a = 2 * np.pi * np.arange(blades) / blades
+    positions = np.zeros((blades + 2, 3))
+    positions[1, 2] = 1.0
+    positions[2:] = np.stack([np.cos(a), np.sin(a), np.full(blades, 0.5)], axis=1)
+    faces = np.stack([np.zeros(blades, int), np.ones(blades, int), np.arange(2, blades + 2)], 1)
+    return mesh_from_arrays(positions, faces, name="edge-fan")
+
+
+def test_edge_fan_errors_count_the_dropped_blades():
+    dag, bvh, _ = build_asset(_edge_fan(200))
+    level = np.asarray(dag.cluster_level)
+    coarse = level == level.max()
+    kept = np.diff(dag.cluster_tri_offset)[coarse].sum()
+    assert kept < 20  # most blades are dropped on the way to the root (every tip is 1 from the
+    # axle, and from any blade more than 90 degrees away)
+    assert dag.cluster_self_error[coarse].max() >= 1.0
+    check_all(dag, bvh)  # the cut's missing area is within what the errors allow
+
+
+def test_edge_fan_verifies_through_the_command(tmp_path, capsys):
+    mesh = _edge_fan(200)
+    p = mesh.positions[mesh.wedge_position]
+    text = "".join(f"v {x:.9g} {y:.9g} {z:.9g}\n" for x, y, z in p)
+    text += "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in mesh.triangles)
+    src = tmp_path / "fan.obj"
+    src.write_text(text)
+    assert preprocess_cli.main([str(src), "--verify", "-q"]) == 0, capsys.readouterr().err
+    assert _left(tmp_path) == ["fan.obj", "fan.tess"]
+
+
+def _scaled(mesh: Mesh, s: float) -> Mesh:
+    return Mesh(positions=(mesh.positions.astype(np.float64) * s).astype(np.float32),
+                triangles=mesh.triangles, wedge_position=mesh.wedge_position,
+                wedge_normal=mesh.wedge_normal, name=f"{mesh.name}-x{s:g}")
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e-36])
+def test_a_tiny_sphere_keeps_its_bvh(scale):
+    dag, bvh, _ = build_asset(_scaled(geodesic_sphere(10), scale))
+    check_all(dag, bvh)  # the BVH's spheres contain their clusters' bounds
+    radius = np.asarray(dag.cluster_bounds)[:, 3]
+    assert radius.max() < 2 * scale  # no absolute slack (1e-30 doubled every bound)
+
+
+def test_a_tiny_sphere_through_the_command(tmp_path, capsys):
+    mesh = geodesic_sphere(10)
+    p = mesh.positions.astype(np.float64) * 1e-30
+    text = "".join(f"v {x:.9g} {y:.9g} {z:.9g}\n" for x, y, z in p)
+    text += "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in mesh.position_triangles)
+    src = tmp_path / "tiny.obj"
+    src.write_text(text)
+    status = preprocess_cli.main([str(src), "--verify", "-q"])
+    err = capsys.readouterr().err
+    if status == 0:  # built and verified
+        assert _lines(err) == [] and _left(tmp_path) == ["tiny.obj", "tiny.tess"]
+    else:  # or refused by the loader as too small to represent: one line, nothing written
+        assert status == 2 and "verify failed" not in _one_error(err)
+        assert _left(tmp_path) == ["tiny.obj"]
