@@ -13,6 +13,7 @@ allows, since one scene's pages live in one buffer.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import wgpu
@@ -58,6 +59,27 @@ _CACHE: dict[tuple, GpuContext] = {}
 STORAGE_BUFFERS_NEEDED = 16  # the culling pass binds 16 (renderer/passes/cull.py)
 
 
+def quiet_vulkan_loader() -> None:
+    """Keep the Vulkan loader from printing "error: XDG_RUNTIME_DIR is invalid or not set in the
+    environment." (twice) on every machine without a desktop session.
+
+    The line comes from libwayland-client, called by Mesa's device-select layer (an implicit
+    Vulkan layer, VK_LAYER_MESA_device_select, loaded into every Vulkan program) while the
+    adapter is requested: it connects to the Wayland compositor to find the GPU driving the
+    display. The compositor's socket lives in XDG_RUNTIME_DIR, so without it the probe can only
+    fail, and it says so on stderr. In that case, unless the user steers that layer
+    (MESA_VK_DEVICE_SELECT, DRI_PRIME, NODEVICE_SELECT), the layer is switched off for this
+    process with the switch its manifest declares, NODEVICE_SELECT=1: it only orders the
+    adapters, and wgpu chooses among them by power preference anyway. (Pointing XDG_RUNTIME_DIR
+    at a made-up folder instead would mislead every child process that looks for a session
+    there.) Must run before the first adapter request: the loader reads it once per process."""
+    if os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("WAYLAND_DISPLAY", "").startswith("/"):
+        return  # a session (or an absolute socket path): the probe works, or fails quietly
+    if any(k in os.environ for k in ("MESA_VK_DEVICE_SELECT", "DRI_PRIME", "NODEVICE_SELECT")):
+        return
+    os.environ["NODEVICE_SELECT"] = "1"
+
+
 def create_context(*, force_fallback32: bool = False, power_preference: str = "high-performance",
                    shared: bool = True) -> GpuContext:
     """Open the best adapter. ``force_fallback32`` drops the 64-bit atomics even where they
@@ -66,6 +88,7 @@ def create_context(*, force_fallback32: bool = False, power_preference: str = "h
     key = (force_fallback32, power_preference)
     if shared and key in _CACHE:
         return _CACHE[key]
+    quiet_vulkan_loader()
     try:
         adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
     except Exception as e:  # wgpu raises a bare RuntimeError when there is no driver at all
@@ -97,6 +120,9 @@ def create_context(*, force_fallback32: bool = False, power_preference: str = "h
         "max-compute-workgroup-storage-size": lim["max-compute-workgroup-storage-size"],
         "max-compute-invocations-per-workgroup": lim["max-compute-invocations-per-workgroup"],
         "max-compute-workgroup-size-x": lim["max-compute-workgroup-size-x"],
+        # the image size the frame allows (Renderer.check_image)
+        "max-texture-dimension-2d": lim["max-texture-dimension-2d"],
+        "max-compute-workgroups-per-dimension": lim["max-compute-workgroups-per-dimension"],
     }
     if limits["max-storage-buffers-per-shader-stage"] < STORAGE_BUFFERS_NEEDED:
         raise DeviceError(f"adapter {name} ({backend}) allows only "

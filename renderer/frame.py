@@ -23,12 +23,15 @@ import wgpu
 from renderer.camera import Camera, frustum_planes
 from renderer.device import GpuContext, create_context
 from renderer.gpu import buffer
-from renderer.layout import ARGS_WORDS, FRAME_DTYPE, STATE, STATE_WORDS, STAT_NAMES
+from renderer.layout import ARGS_WORDS, FRAME_DTYPE, INSTANCE_DTYPE, STATE, STATE_WORDS, STAT_NAMES
 from renderer.limits import (
+    DEFAULT_BINDING_LIMIT,
     FLAG_OCCLUSION,
     ID_EMPTY,
+    IMAGE_BUFFER_BYTES,
     MAX_IMAGE_SIZE,
     MAX_TIMESTAMPS,
+    MAX_WORLD,
     SLOT_BITS,
     SLOT_MASK,
 )
@@ -50,6 +53,45 @@ __all__ = ["FrameResources", "Renderer"]
 _FRAME_WORDS = {name: (off // 4, FRAME_DTYPE[name].itemsize // 4)
                 for name, (_, off, *_) in FRAME_DTYPE.fields.items()}
 _BU = wgpu.BufferUsage
+_MIB = 1 << 20
+
+
+def _mib(nbytes: int, beside: int | None = None) -> str:
+    """`nbytes` in MiB, or in bytes where MiB would read the same as `beside`."""
+    text = f"{nbytes / _MIB:,.0f} MiB" if nbytes >= 10 * _MIB else f"{nbytes / _MIB:,.1f} MiB"
+    if beside is not None and text == _mib(beside):
+        return f"{nbytes:,} bytes"
+    return text
+
+
+def binding_limit(device: wgpu.GPUDevice) -> tuple[int, str]:
+    """The most bytes one storage buffer binding may hold on `device`, and the name of the limit
+    that says so (a binding is also a buffer: the smaller of the two limits)."""
+    lim = device.limits
+    bind = int(lim.get("max-storage-buffer-binding-size", DEFAULT_BINDING_LIMIT))
+    buf = int(lim.get("max-buffer-size", bind))
+    return (bind, "max_storage_buffer_binding_size") if bind <= buf else (buf, "max_buffer_size")
+
+
+def image_buffers(width: int, height: int, vis64: bool) -> dict[str, int]:
+    """Bytes of each image buffer of a width x height frame (`limits.IMAGE_BUFFER_BYTES`)."""
+    vis = ("vis",) if vis64 else ("vis_depth", "vis_ids")
+    return {name: per * width * height for name, per in IMAGE_BUFFER_BYTES.items()
+            if not name.startswith("vis") or name in vis}
+
+
+def _check_size(width: int, height: int) -> None:
+    ok = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+             for v in (width, height))
+    if not (ok and 1 <= width <= MAX_IMAGE_SIZE and 1 <= height <= MAX_IMAGE_SIZE):
+        raise ValueError(f"image size {width}x{height} out of range (whole numbers, "
+                         f"1..{MAX_IMAGE_SIZE})")
+
+
+def _check_world(reach: float, what: str) -> None:
+    if not reach <= MAX_WORLD:
+        raise ValueError(f"{what} reach {reach:.3g} from the world origin; float32 positions "
+                         f"hold at most {MAX_WORLD:.0e} (limits.MAX_WORLD)")
 
 
 class FrameResources:
@@ -91,11 +133,12 @@ class Renderer:
     def __init__(self, width: int = 512, height: int = 512, *,
                  options: RenderOptions | None = None, ctx: GpuContext | None = None) -> None:
         self.options = options or RenderOptions()
-        if not (1 <= width <= MAX_IMAGE_SIZE and 1 <= height <= MAX_IMAGE_SIZE):
-            raise ValueError(f"image size {width}x{height} out of range (1..{MAX_IMAGE_SIZE})")
+        _check_size(width, height)  # what needs no device: before one is opened
         self.ctx = ctx or create_context(force_fallback32=self.options.fallback32)
         self.device = self.ctx.device
         self.vis64 = self.ctx.int64_atomics and not self.options.fallback32
+        self.check_image(width, height)  # what the adapter binds: before anything is allocated
+        self._check_capacities()
         self.scene = Scene()
         self.frame = FrameResources(self.device)
         self.frame_index = 0
@@ -171,6 +214,14 @@ class Renderer:
 
     def add_instance(self, asset: int, transform: np.ndarray | None = None) -> int:
         """Place an asset with a (4, 4) object-to-world transform (identity by default)."""
+        self.check_instances(1)
+        if transform is not None and 0 <= asset < len(self.scene.assets):
+            m = np.asarray(transform, np.float64)
+            if m.shape == (4, 4) and np.isfinite(m).all():
+                s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
+                reach = (np.abs(m[:3, :3] @ s[:3] + m[:3, 3])
+                         + s[3] * np.linalg.norm(m[:3, :3], axis=0).max())
+                _check_world(float(reach.max()), "the instance's bounds")
         return self.scene.add_instance(asset, transform)
 
     def add_grid(self, asset: int, count: int, *, spacing: float | None = None,
@@ -178,11 +229,42 @@ class Renderer:
         """`count` instances of an asset on a square grid in the XZ plane, centred on `origin`
         (the asset's bounding sphere centred on each grid point), `spacing` apart (default:
         1.2 x the asset's diameter)."""
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+            raise ValueError(f"a grid needs a whole number of instances >= 1, not {count!r}")
+        if spacing is not None and not (np.isfinite(spacing) and spacing > 0):
+            raise ValueError(f"grid spacing must be a finite number > 0, not {spacing!r}")
+        o = np.asarray(origin, np.float64)
+        if o.shape != (3,) or not np.isfinite(o).all():
+            raise ValueError(f"grid origin must be 3 finite numbers, not {origin!r}")
+        if not 0 <= asset < len(self.scene.assets):
+            raise SceneError(f"no asset {asset} (the scene has {len(self.scene.assets)})")
+        self.check_instances(int(count))  # before the (count, 4, 4) transforms are built
         s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
         spacing = float(spacing or 2.4 * float(s[3]))
+        half = (int(np.ceil(np.sqrt(count))) - 1) / 2 * spacing
+        _check_world(float(np.abs(o).max() + half + s[3]), "the grid's bounds")
         worlds = np.repeat(np.eye(4, dtype=np.float32)[None], count, axis=0)
-        worlds[:, :3, 3] = np.asarray(origin, np.float64) - s[:3] + grid_offsets(count, spacing)
+        worlds[:, :3, 3] = o - s[:3] + grid_offsets(count, spacing)
         return self.scene.add_instances(asset, worlds)
+
+    def max_instances(self) -> int:
+        """The most instances a scene may hold on this adapter: the instance buffer is one
+        storage binding of 80 bytes an instance."""
+        return binding_limit(self.device)[0] // INSTANCE_DTYPE.itemsize
+
+    def check_instances(self, more: int) -> None:
+        """Raise ValueError, before anything is built, if the scene cannot take `more` instances:
+        the message names the adapter's limit and the largest count."""
+        total = self.scene.instance_count + more
+        limit, name = binding_limit(self.device)
+        need = total * INSTANCE_DTYPE.itemsize
+        if need > limit:
+            n = self.scene.instance_count
+            have = f" (the scene has {n:,})" if n else ""
+            raise ValueError(f"{total:,} instances need {_mib(need, limit)} for the instance "
+                             f"buffer ({INSTANCE_DTYPE.itemsize} bytes each); this adapter binds "
+                             f"at most {_mib(limit, need)} ({name}): at most "
+                             f"{self.max_instances():,} instances{have}")
 
     def bounds(self) -> tuple[np.ndarray, float]:
         """(center, radius) of a sphere around every instance."""
@@ -201,20 +283,53 @@ class Renderer:
 
     # ---------------------------------------------------------------- resources
 
+    def check_image(self, width: int, height: int) -> None:
+        """Raise ValueError, before anything is allocated, if this adapter cannot hold a
+        width x height frame: each image buffer is one storage binding (the largest holds 8
+        bytes a pixel, `limits.IMAGE_BUFFER_BYTES`), the HW pass's attachment one texture. The
+        message names the limit and the largest image."""
+        _check_size(width, height)
+        lim = self.device.limits
+        side = int(lim.get("max-texture-dimension-2d", MAX_IMAGE_SIZE))
+        if max(width, height) > side:
+            raise ValueError(f"image size {width}x{height}: this adapter's textures are at most "
+                             f"{side} pixels a side (max_texture_dimension_2d)")
+        sizes = image_buffers(width, height, self.vis64)
+        name = max(sizes, key=sizes.get)
+        limit, limit_name = binding_limit(self.device)
+        if sizes[name] > limit:
+            per = IMAGE_BUFFER_BYTES[name]
+            most = limit // per
+            square = int(np.sqrt(most))
+            what = ("visibility" if name.startswith("vis") else
+                    {"depth_out": "depth", "normal_xy": "normal", "ids_a": "ids"}.get(name, name))
+            raise ValueError(f"image size {width}x{height} needs {_mib(sizes[name], limit)} for "
+                             f"its {what} buffer ({per} bytes a pixel); this adapter binds at most "
+                             f"{_mib(limit, sizes[name])} ({limit_name}): at most {most:,} "
+                             f"pixels, e.g. {square}x{square}")
+
+    def _check_capacities(self) -> None:
+        """The frame's lists (RenderOptions capacities), each one storage binding."""
+        o = self.options
+        limit, name = binding_limit(self.device)
+        for field_name, count in (("queue_capacity", o.queue_capacity),
+                                  ("visible_capacity", o.visible_capacity),
+                                  ("occluded_capacity", o.occluded_capacity)):
+            if 8 * count > limit:
+                raise ValueError(f"RenderOptions.{field_name} {count:,} needs "
+                                 f"{_mib(8 * count, limit)}; this adapter binds at most "
+                                 f"{_mib(limit, 8 * count)} ({name}): at most {limit // 8:,}")
+
     def resize(self, width: int, height: int) -> None:
+        """Reallocate the image buffers for a width x height frame (ValueError, with nothing
+        changed, where this adapter cannot hold it: `check_image`)."""
+        self.check_image(width, height)
         d, f = self.device, self.frame
         f.width, f.height = int(width), int(height)
-        n = f.width * f.height
-        rw = _BU.STORAGE | _BU.COPY_DST | _BU.COPY_SRC
-        if self.vis64:
-            f.buffers["vis"] = buffer(d, 8 * n, "frame.vis", rw)
-        else:
-            f.buffers["vis_depth"] = buffer(d, 4 * n, "frame.vis_depth", rw)
-            f.buffers["vis_ids"] = buffer(d, 4 * n, "frame.vis_ids", rw)
-        f.buffers["color"] = buffer(d, 4 * n, "frame.color", _BU.STORAGE | _BU.COPY_SRC)
-        f.buffers["depth_out"] = buffer(d, 4 * n, "frame.depth", _BU.STORAGE | _BU.COPY_SRC)
-        f.buffers["normal"] = buffer(d, 16 * n, "frame.normal", _BU.STORAGE | _BU.COPY_SRC)
-        f.buffers["ids"] = buffer(d, 16 * n, "frame.ids", _BU.STORAGE | _BU.COPY_SRC)
+        for name, nbytes in image_buffers(f.width, f.height, self.vis64).items():
+            usage = _BU.STORAGE | _BU.COPY_SRC | (_BU.COPY_DST if name.startswith("vis") else 0)
+            label = "frame.depth" if name == "depth_out" else f"frame.{name}"
+            f.buffers[name] = buffer(d, nbytes, label, usage)
         f.hzb_levels = hzb_levels(f.width, f.height)
         offsets = np.cumsum([0] + [w * h for w, h in f.hzb_levels])
         f.hzb_offsets = offsets[:-1]
@@ -314,8 +429,8 @@ class Renderer:
         self._sync_scene()
         view = DEBUG_VIEWS.index(debug_view) if isinstance(debug_view, str) else int(debug_view)
         tau = self.options.tau if tau is None else float(tau)
-        if not tau > 0:
-            raise ValueError(f"tau must be > 0 pixels, not {tau}")
+        if not (np.isfinite(tau) and tau > 0):
+            raise ValueError(f"tau must be a finite number > 0 pixels, not {tau}")
         d, f = self.device, self.frame
         d.queue.write_buffer(f.buffers["frame"], 0, self._frame_uniforms(camera, tau, view))
         f.labels = []
@@ -408,8 +523,14 @@ class Renderer:
         n = w * h
         color = np.frombuffer(q.read_buffer(f.buffers["color"]), np.uint8)[: 4 * n]
         depth = np.frombuffer(q.read_buffer(f.buffers["depth_out"]), np.float32)[:n]
-        normal = np.frombuffer(q.read_buffer(f.buffers["normal"]), np.float32)[: 4 * n]
-        ids = np.frombuffer(q.read_buffer(f.buffers["ids"]), np.uint32)[: 4 * n].reshape(h, w, 4)
+        normal = np.concatenate([
+            np.frombuffer(q.read_buffer(f.buffers["normal_xy"]), np.float32)[: 2 * n]
+            .reshape(h, w, 2),
+            np.frombuffer(q.read_buffer(f.buffers["normal_z"]), np.float32)[:n].reshape(h, w, 1)],
+            axis=2)
+        ids = np.concatenate([  # instance, cluster | triangle, level << 1 | hw
+            np.frombuffer(q.read_buffer(f.buffers[k]), np.uint32)[: 2 * n].reshape(h, w, 2)
+            for k in ("ids_a", "ids_b")], axis=2)
         empty = ids[..., 0] == ID_EMPTY
 
         def col(k: int) -> np.ndarray:
@@ -418,7 +539,7 @@ class Renderer:
         return {
             "color": color.reshape(h, w, 4).copy(),
             "depth": depth.reshape(h, w).copy(),
-            "normal": normal.reshape(h, w, 4)[..., :3].copy(),
+            "normal": normal,
             "instance": col(0),
             "cluster": col(1),
             "triangle": col(2),

@@ -24,12 +24,16 @@ __all__ = [
     "FLAG_OCCLUSION",
     "HZB_MAX_MIPS",
     "ID_EMPTY",
+    "IMAGE_BUFFER_BYTES",
     "MAX_CLUSTER_TRIANGLES",
     "MAX_CLUSTER_VERTICES",
     "MAX_DISPATCH",
+    "MAX_FOV",
     "MAX_IMAGE_SIZE",
     "MAX_PAGES",
     "MAX_TIMESTAMPS",
+    "MAX_WORLD",
+    "MIN_FOV",
     "NOT_RESIDENT",
     "PAGE_ROOT",
     "PAGE_SIZE",
@@ -60,12 +64,40 @@ assert 1 << TRIANGLE_BITS >= MAX_CLUSTER_TRIANGLES
 ID_EMPTY = 0xFFFFFFFF
 
 # -- images
-# the largest image side: 16384 is WebGPU's common max texture dimension; the frame buffers cost
-# 52 bytes a pixel (visibility, color, depth, normal, ids), 13 GiB at 16384 x 16384
+# the largest image side: 16384 is WebGPU's common max texture dimension. What an adapter allows
+# is smaller: each image buffer is one storage binding, so a frame fits when its largest buffer
+# fits `max_storage_buffer_binding_size` (128 MiB on lavapipe and GL: 16,777,216 pixels, 8 bytes
+# a pixel; `Renderer` checks before it allocates anything)
 MAX_IMAGE_SIZE = 16384
+# the frame's image buffers, in bytes a pixel (renderer/frame.py allocates them from this): the
+# visibility buffer (one 64-bit word, or depth and ids words without 64-bit atomics), then the
+# resolve outputs, split so that none holds more than the visibility buffer. 44 bytes a pixel
+# in all (and the HZB's 1.3), 11 GiB at 16384 x 16384
+IMAGE_BUFFER_BYTES = {
+    "vis": 8,  # 64-bit visibility: depth << 32 | payload
+    "vis_depth": 4,  # 32-bit fallback: depth
+    "vis_ids": 4,  # 32-bit fallback: payload
+    "color": 4,  # RGBA8
+    "depth_out": 4,  # NDC depth (reversed Z)
+    "normal_xy": 8,  # world normal x, y (f32)
+    "normal_z": 4,  # world normal z (f32)
+    "ids_a": 8,  # instance, cluster (u32)
+    "ids_b": 8,  # triangle, level << 1 | hardware (u32)
+}
 # mips of the hierarchical depth buffer: 16 mips cover 65,536 pixels a side; the frame uniforms
 # carry one u32 offset per mip (FRAME_DTYPE.hzb_mips)
 HZB_MAX_MIPS = 16
+
+# -- camera and world
+# vertical field of view, degrees: 0 and 180 are degenerate (tan(fov / 2) is 0 or infinite), and
+# near them the projection and the LOD scale leave float32's useful range; 1..179 is what a
+# camera takes (`Camera`, the command line, scene files)
+MIN_FOV = 1.0
+MAX_FOV = 179.0
+# the largest world coordinate of a camera or of an instance's bounds: the GPU squares distances
+# in float32, which overflows past 1.8e19 (on lavapipe a sphere scaled by 1e18 renders, by 1e19
+# it loses pixels, by 1e20 it is blank)
+MAX_WORLD = 1e18
 
 # -- dispatch
 WORKGROUP = 64  # lanes of the culling workgroups

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import numbers
+from dataclasses import dataclass, fields
 
 # resolve's debug views, by index (shaders/resolve.wgsl `frame.debug_view`)
 DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instance")
@@ -36,8 +38,9 @@ class RenderOptions:
     sw_lanes: int | None = None
     sw_rounds: int | None = None
     timestamps: bool = True  # GPU time per pass, where the adapter has timestamp queries
-    # two-pass occlusion culling against a hierarchical depth buffer (ARCHITECTURE "Runtime"):
-    # the main pass tests against the previous frame's HZB, the post pass re-tests what it hid
+    # two-pass occlusion culling against a hierarchical depth buffer (docs/ARCHITECTURE.md
+    # "Runtime"): the main pass tests against the previous frame's HZB, the post pass re-tests
+    # what it hid
     occlusion: bool = True
     occluded_capacity: int = 1 << 20  # deferred nodes and clusters per frame (8 bytes each)
     # streaming (renderer/streaming.py): pages live in a GPU pool of `pool_mb` (default: what the
@@ -49,3 +52,27 @@ class RenderOptions:
     pool_pages: int | None = None  # overrides pool_mb (tests)
     upload_mb: float = 16.0  # page uploads per frame, at most
     request_capacity: int = 1 << 14  # page requests read back per frame
+
+    def __post_init__(self) -> None:
+        """ValueError naming the field for a value no frame can use (nan, inf, <= 0, ...)."""
+        for name in ("tau", "upload_mb", "pool_mb"):
+            v = getattr(self, name)
+            if v is None and name == "pool_mb":
+                continue
+            if not (_real(v) and math.isfinite(v) and v > 0):
+                raise ValueError(f"RenderOptions.{name} must be a finite number > 0, not {v!r}")
+        if not (_real(self.sw_max_edge) and self.sw_max_edge >= 0):  # 0: all HW, inf: all SW
+            raise ValueError(f"RenderOptions.sw_max_edge must be a number >= 0, not "
+                             f"{self.sw_max_edge!r}")
+        optional = {"level_workgroups", "sw_lanes", "sw_rounds", "pool_pages"}
+        counts = ("_capacity", "_workgroups", "_lanes", "_rounds", "_pages")
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name.endswith(counts) and not (
+                    (v is None and f.name in optional)
+                    or (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1)):
+                raise ValueError(f"RenderOptions.{f.name} must be a whole number >= 1, not {v!r}")
+
+
+def _real(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)

@@ -1,8 +1,11 @@
 // Resolve: one lane per pixel, from the visibility buffer to images. Reads the visibility buffer,
 // visible, pages, instances, assets, frame; writes color (RGBA8 in a u32), depth (NDC, reversed
-// Z, 0 = nothing), normal (world, xyz), and ids (instance, cluster, triangle, level << 1 | hw;
-// all 0xffffffff where nothing was drawn). The triangle under the pixel is decoded again from
-// its page and intersected with the pixel's ray for perspective-correct barycentrics.
+// Z, 0 = nothing), normal (world: normal_xy and normal_z), and ids (ids_a: instance, cluster;
+// ids_b: triangle, level << 1 | hw; all 0xffffffff where nothing was drawn). The normal and ids
+// are split so that no image buffer holds more than the visibility buffer's 8 bytes a pixel: one
+// storage binding holds 128 MiB on some adapters (renderer.limits.IMAGE_BUFFER_BYTES). The
+// triangle under the pixel is decoded again from its page and intersected with the pixel's ray
+// for perspective-correct barycentrics.
 #include "layout.wgsl"
 #include "math.wgsl"
 #include "cluster.wgsl"
@@ -40,8 +43,10 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if depth <= 0.0 {
         color[pixel] = pack_rgba(vec3<f32>(0.08, 0.09, 0.11));
         depth_out[pixel] = 0.0;
-        normal[pixel] = vec4<f32>(0.0);
-        ids[pixel] = vec4<u32>(ID_EMPTY);
+        normal_xy[pixel] = vec2<f32>(0.0);
+        normal_z[pixel] = 0.0;
+        ids_a[pixel] = vec2<u32>(ID_EMPTY);
+        ids_b[pixel] = vec2<u32>(ID_EMPTY);
         return;
     }
     let idx = payload >> TRIANGLE_BITS;
@@ -88,23 +93,29 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let level = rec_u(base, CLUSTER_LEVEL);
     let cluster = rec_u(base, CLUSTER_CLUSTER);
     depth_out[pixel] = depth;
-    normal[pixel] = vec4<f32>(n, 0.0);
-    ids[pixel] = vec4<u32>(entry.x, cluster, t, (level << 1u) | hw);
+    normal_xy[pixel] = n.xy;
+    normal_z[pixel] = n.z;
+    ids_a[pixel] = vec2<u32>(entry.x, cluster);
+    ids_b[pixel] = vec2<u32>(t, (level << 1u) | hw);
     // shading: a key light from above and behind the camera, a fill from the camera
     let p = b.x * pw[0] + b.y * pw[1] + b.z * pw[2];
     let to_eye = normalize(frame.camera.xyz - p);
     let key = normalize(to_eye + vec3<f32>(0.3, 0.8, 0.2));
     let lit = 0.12 + 0.7 * max(dot(n, key), 0.0) + 0.25 * max(dot(n, to_eye), 0.0);
+    // The debug view picks the albedo with selects, never a switch or an if on frame.debug_view:
+    // lavapipe (Mesa 22.3) inlines a uniform that alone decides a branch, recompiles the shader
+    // at every dispatch and never frees the variant: ~0.43 MB of native memory a frame (measured
+    // with tools/soak.py) and an LLVM compile a dispatch. Views 1, 2, 3 and 6 hash one key.
+    let view = frame.debug_view;
+    let hashed = select(select(select(entry.x + 1u, rec_u(base, CLUSTER_GROUP) * 31u + entry.x,
+                                      view == 3u),
+                               (cluster << 7u) + t, view == 2u),
+                        cluster * 7919u + entry.x, view == 1u);
+    let hashes = (view == 1u) | (view == 2u) | (view == 3u) | (view == 6u);
     var albedo = vec3<f32>(0.78, 0.76, 0.72);
-    switch frame.debug_view {
-        case 1u: { albedo = hash_color(cluster * 7919u + entry.x); }
-        case 2u: { albedo = hash_color((cluster << 7u) + t); }
-        case 3u: { albedo = hash_color(rec_u(base, CLUSTER_GROUP) * 31u + entry.x); }
-        case 4u: { albedo = level_color(level); }
-        case 5u: { albedo = select(vec3<f32>(0.3, 0.55, 0.95), vec3<f32>(0.95, 0.45, 0.25),
-                                   hw == 1u); }
-        case 6u: { albedo = hash_color(entry.x + 1u); }
-        default: {}
-    }
+    albedo = select(albedo, hash_color(hashed), hashes);
+    albedo = select(albedo, level_color(level), view == 4u);
+    albedo = select(albedo, select(vec3<f32>(0.3, 0.55, 0.95), vec3<f32>(0.95, 0.45, 0.25),
+                                   hw == 1u), view == 5u);
     color[pixel] = pack_rgba(albedo * lit);
 }

@@ -1,17 +1,30 @@
 """`tessera`: the command-line front door. Subcommands: `preprocess` (same as the `preprocess`
 command), `info`, `render` (a PNG and the frame's statistics) and `bench` (a camera path over a
-grid of instances, beside brute force). Errors the user caused print one line and exit 2."""
+grid of instances, beside brute force). Errors the user caused print one line and exit 2:
+every option value is checked as it is parsed, the input and output paths and the scene before
+the GPU is opened, and what depends on the adapter (image size, instance count) by `Renderer`
+before it allocates anything."""
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from renderer.apps.preprocess_cli import add_build_options, run_build
+from renderer.apps.preprocess_cli import add_build_options, one_line_warnings, run_build
+from renderer.limits import MAX_FOV, MAX_IMAGE_SIZE, MAX_WORLD, MIN_FOV
 from renderer.options import DEBUG_VIEWS, TRAVERSALS
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (no usage block above them)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -40,8 +53,8 @@ def _size(text: str) -> tuple[int, int]:
         w, h = (int(v) for v in text.lower().split("x"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"size must look like 512x512, not {text!r}") from None
-    if not (1 <= w <= 16384 and 1 <= h <= 16384):
-        raise argparse.ArgumentTypeError(f"size {text} out of range (1..16384)")
+    if not (1 <= w <= MAX_IMAGE_SIZE and 1 <= h <= MAX_IMAGE_SIZE):
+        raise argparse.ArgumentTypeError(f"size {text} out of range (1..{MAX_IMAGE_SIZE} a side)")
     return w, h
 
 
@@ -51,8 +64,50 @@ def _vec3(text: str) -> np.ndarray:
     except ValueError:
         v = np.zeros(0)
     if v.shape != (3,) or not np.isfinite(v).all():
-        raise argparse.ArgumentTypeError(f"expected x,y,z, not {text!r}")
+        raise argparse.ArgumentTypeError(f"expected x,y,z (3 finite numbers), not {text!r}")
+    if not np.abs(v).max() <= MAX_WORLD:
+        raise argparse.ArgumentTypeError(f"{text}: coordinates are at most {MAX_WORLD:.0e} in "
+                                         "magnitude (float32 on the GPU)")
     return v
+
+
+def _real(lo: float, hi: float = math.inf, *, lo_open: bool = True, unit: str = ""):
+    """An argparse type: a finite number in (lo, hi] (`lo_open`) or in [lo, hi]."""
+    if hi == math.inf:
+        what = f"> {lo:g}" if lo_open else f">= {lo:g}"
+    else:
+        what = f"in ({lo:g}, {hi:g}]" if lo_open else f"between {lo:g} and {hi:g}"
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            v = math.nan
+        if not (math.isfinite(v) and (v > lo if lo_open else v >= lo) and v <= hi):
+            raise argparse.ArgumentTypeError(f"must be a finite number {what}{unit}, not {text!r}")
+        return v
+
+    return parse
+
+
+def _whole(lo: int, hi: int | None = None):
+    """An argparse type: a whole number in lo..hi."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            v = None
+        if v is None or v < lo or (hi is not None and v > hi):
+            what = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+            raise argparse.ArgumentTypeError(f"must be a whole number {what}, not {text!r}")
+        return v
+
+    return parse
+
+
+_FOV = _real(MIN_FOV, MAX_FOV, lo_open=False, unit=" degrees")
+_POSITIVE = _real(0.0)
 
 
 VIEWS = {"iso": (0.3, 0.35, 1.0), "front": (0.0, 0.0, 1.0), "side": (1.0, 0.0, 0.0),
@@ -68,63 +123,151 @@ def _runtime_errors():
 
 def _stream_options(args: argparse.Namespace) -> dict:
     """RenderOptions for --pool-mb / --upload-mb: a pool given means streaming."""
-    if args.pool_mb is not None and not args.pool_mb > 0:
-        raise ValueError(f"--pool-mb must be > 0, not {args.pool_mb}")
     return {"streaming": True if args.pool_mb else None, "pool_mb": args.pool_mb,
             "upload_mb": args.upload_mb}
 
 
+def _error(message: str) -> int:
+    print(f"tessera: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _output_error(path: str, option: str, suffix: str) -> str | None:
+    """Why `path` cannot be written as `option` (a `suffix` file), or None: checked before the
+    GPU is opened, so that a typo costs no render."""
+    p = Path(path)
+    if p.suffix.lower() != suffix:
+        return (f"{option} {path}: writes {suffix[1:].upper()} files only; name it "
+                f"{p.with_suffix(suffix).name}")
+    folder = p.parent
+    if not folder.is_dir():
+        return f"{option} {path}: no folder {folder}"
+    if p.is_dir():
+        return f"{option} {path}: is a folder"
+    if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        return f"{option} {path}: not writable"
+    return None
+
+
+def _input_error(path: str) -> str | None:
+    """Why `path` cannot be read, or None (before the GPU is opened)."""
+    p = Path(path)
+    if not p.exists():
+        return f"{path}: no such file"
+    if p.is_dir():
+        return f"{path}: is a folder, not a file"
+    try:
+        with open(p, "rb") as f:
+            f.read(1)
+    except OSError as e:
+        return f"{path}: cannot read: {e.strerror or e}"
+    return None
+
+
+def _same_point(a, b) -> bool:
+    """Equal once on the GPU (float32)."""
+    return bool(np.array_equal(np.asarray(a, np.float32), np.asarray(b, np.float32)))
+
+
+def _precision_error(cam, height: int, center: np.ndarray, radius: float) -> str | None:
+    """Why float32 positions cannot draw this view of the scene, or None: a scene far from the
+    world origin for its size (a unit sphere moved 1e8 away draws nothing; 1e6 away, at 96
+    pixels, its silhouette is off by 5). Checked for a camera outside the scene's bounding
+    sphere only, where the distance to what it sees is known."""
+    if float(np.linalg.norm(np.asarray(cam.eye, np.float64) - center)) <= radius:
+        return None
+    err = cam.float32_error_px(height, center)
+    if err <= 1.0:
+        return None
+    reach = float(np.abs(center).max())
+    return (f"the scene lies {reach:.3g} from the world origin, {reach / radius:.3g} times its "
+            f"radius: float32 positions there are {err:.3g} pixels apart in this view (at most "
+            "1); move the scene nearer the origin")
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     """Render a .tess file (optionally as a grid of instances), a mesh file or a scene file to
-    a PNG and print the stats."""
-    from renderer.camera import Camera
-    from renderer.frame import Renderer
+    a PNG and print the stats. What needs no GPU is checked first: the paths, the scene file,
+    the asset's header (and a mesh is preprocessed)."""
+    from renderer.camera import Camera, max_fill
     from renderer.options import RenderOptions
 
+    for path, option, suffix in ((args.output, "-o", ".png"), (args.arrays, "--arrays", ".npz")):
+        why = path is not None and _output_error(path, option, suffix)
+        if why:
+            return _error(why)
+    why = _input_error(args.file)
+    if why:
+        return _error(why)
+    if args.eye is not None and args.target is not None and _same_point(args.eye, args.target):
+        return _error("--eye and --target are the same point")
+    if args.eye is None and args.fill > max_fill(args.fov):
+        return _error(f"--fill {args.fill:g}: at --fov {args.fov:g} the camera would be inside "
+                      f"the scene's bounding sphere (--fill at most {max_fill(args.fov):.3g})")
     try:
         opts = RenderOptions(tau=args.tau, persistent=TRAVERSALS[args.traversal],
                              fallback32=args.fallback32, occlusion=not args.no_occlusion,
                              **_stream_options(args))
-        r = Renderer(*args.size, options=opts)
-        spec = None
+        spec = job = None
         if Path(args.file).suffix.lower() == ".tess":
+            from renderer.scene import open_asset
+
+            open_asset(args.file)  # its header and hierarchy, before the GPU
             tess = args.file
         else:  # a mesh (preprocessed once, cached) or a scene file
             from renderer.apps.loader import load_now
 
             job = load_now(args.file)
             if job.error:
-                print(f"tessera: error: {job.error}", file=sys.stderr)
-                return 2
+                return _error(job.error)
             spec, tess = job.spec, next(iter(job.tess.values()))
+            if spec is not None and args.instances != 1:
+                return _error("--instances applies to one asset, not to a scene file")
+        from renderer.frame import Renderer
+
+        r = Renderer(*args.size, options=opts)  # the GPU: checks the size against the adapter
         if spec is not None:
-            if args.instances != 1:
-                print("tessera: error: --instances applies to one asset, not to a scene file",
-                      file=sys.stderr)
-                return 2
             spec.apply(r, job.tess)
         elif args.instances == 1:
             r.add_instance(r.load(tess))
         else:
-            r.add_grid(r.load(tess), args.instances)
+            r.add_grid(r.load(tess), args.instances)  # checks the count first
         center, radius = r.bounds()
         if args.eye is None and spec is not None and spec.camera is not None:
             cam = spec.camera
         elif args.eye is not None:
-            cam = Camera(eye=args.eye, target=center if args.target is None else args.target,
-                         fov_y=args.fov, near=max(radius * 1e-3, 1e-6))
+            target = center if args.target is None else args.target
+            if _same_point(args.eye, target):
+                return _error("--eye is the scene's centre, where the camera looks unless "
+                              "--target says otherwise")
+            cam = Camera(eye=args.eye, target=target, fov_y=args.fov, near=radius * 1e-3)
         else:
             cam = Camera.framing(center, radius, direction=VIEWS[args.view], fov_y=args.fov,
                                  fill=args.fill)
+        why = _precision_error(cam, args.size[1], center, radius)
+        if why:
+            return _error(why)
         res = r.render_converged(cam, debug_view=args.debug)  # streaming: all detail in
     except (*_runtime_errors(), ValueError) as e:
-        print(f"tessera: error: {e}", file=sys.stderr)
-        return 2
-    res.save_png(args.output)
-    if args.arrays:
-        np.savez_compressed(args.arrays, color=res.color, depth=res.depth, normal=res.normal,
-                            instance=res.instance, cluster=res.cluster, triangle=res.triangle,
-                            level=res.level, hardware=res.hardware)
+        return _error(str(e))
+    started = []
+    try:
+        started.append(args.output)
+        res.save_png(args.output)
+        if args.arrays:
+            started.append(args.arrays)
+            np.savez_compressed(args.arrays, color=res.color, depth=res.depth, normal=res.normal,
+                                instance=res.instance, cluster=res.cluster,
+                                triangle=res.triangle, level=res.level, hardware=res.hardware)
+    except OSError as e:  # a full disk, a folder removed meanwhile: nothing half written stays
+        for path in started:
+            Path(path).unlink(missing_ok=True)
+        return _error(f"cannot write {started[-1]}: {e.strerror or e}")
+    _print_render_stats(args, r, res)
+    return 0
+
+
+def _print_render_stats(args: argparse.Namespace, r, res) -> None:
     s = res.stats
     c = s.counters
     print(f"wrote {args.output} ({args.size[0]}x{args.size[1]}, {args.debug} view) on "
@@ -150,7 +293,6 @@ def cmd_render(args: argparse.Namespace) -> int:
               + " (first frame: includes shader compilation)")
     if s.overflow:
         print(f"  warning     the queue or visible list overflowed (flags {s.overflow})")
-    return 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -158,6 +300,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from renderer.bench import suite as bench_suite
     from renderer.bench.custom import main_args
 
+    why = ((args.file is not None and _input_error(args.file))
+           or (args.json is not None and _output_error(args.json, "--json", ".json"))
+           or (args.compare is not None and _input_error(args.compare)))
+    if why:
+        return _error(why)
     try:
         if args.scene or args.instances is not None or args.pool_mb is not None:
             if args.file is None:
@@ -193,6 +340,14 @@ def cmd_view(args: argparse.Namespace) -> int:
     """The interactive viewer (glfw window, imgui panels)."""
     from preprocess.mesh import MeshError
 
+    why = args.screenshot is not None and _output_error(args.screenshot, "--screenshot", ".png")
+    if why:
+        return _error(why)
+    if args.eye is not None and _same_point(args.eye, np.zeros(3) if args.target is None
+                                            else args.target):
+        return _error("--eye and --target are the same point (--target is the origin unless "
+                      "given)")
+
     try:
         from renderer.apps.viewer import Viewer, ViewerOptions
     except ImportError as e:
@@ -204,9 +359,9 @@ def cmd_view(args: argparse.Namespace) -> int:
 
     source = args.file
     if source is not None:  # what can be checked before a window opens
-        if not Path(source).exists():
-            print(f"tessera: error: {source}: no such file", file=sys.stderr)
-            return 2
+        why = _input_error(source)
+        if why:
+            return _error(why)
         if Path(source).suffix.lower() == ".json":
             from renderer.apps.scene_file import SceneFileError, load_scene_file
 
@@ -255,10 +410,11 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
         what += " (default: the built-in rock)"
     p.add_argument("file", nargs="?" if view or bench else None, help=what)
     p.add_argument("--size", type=_size, default=(512, 512), help="image size WxH (512x512)")
-    p.add_argument("--instances", type=int, default=1,
-                   help="instances on a square grid (default: 1)")
-    p.add_argument("--tau", type=float, default=1.0,
-                   help="LOD threshold: largest projected error in pixels (default: 1)")
+    p.add_argument("--instances", type=_whole(1), default=1,
+                   help="instances on a square grid (default: 1; how many the adapter holds is "
+                        "checked before they are built)")
+    p.add_argument("--tau", type=_POSITIVE, default=1.0,
+                   help="LOD threshold: largest projected error in pixels, > 0 (default: 1)")
     p.add_argument("--traversal", choices=sorted(TRAVERSALS), default="auto",
                    help="BVH traversal: persistent workgroups, one dispatch per level, or auto "
                         "(persistent on GPUs, per level on CPU adapters; default)")
@@ -266,18 +422,19 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                    help="force the 32-bit visibility path (for adapters without 64-bit atomics)")
     p.add_argument("--no-occlusion", action="store_true",
                    help="no two-pass HZB occlusion culling (on by default)")
-    p.add_argument("--pool-mb", type=float,
+    p.add_argument("--pool-mb", type=_POSITIVE,
                    help="stream the pages through a GPU page pool of this size in MB (default: "
                         "stream only when the pages do not fit what the adapter binds, 1 GiB at "
                         "most)" + ("; bench also reports uploads, convergence and the cost "
                                    "against fully resident" if bench else ""))
-    p.add_argument("--upload-mb", type=float, default=16.0,
+    p.add_argument("--upload-mb", type=_POSITIVE, default=16.0,
                    help="streaming: MB of pages uploaded per frame at most (16)")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tessera", description="Tessera: virtualized geometry "
-                                     "for Python (cluster LOD, GPU culling and rasterization).")
+    one_line_warnings("tessera")
+    parser = _Parser(prog="tessera", description="Tessera: virtualized geometry for Python "
+                     "(cluster LOD, GPU culling and rasterization).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("preprocess", help="build a .tess asset from a mesh file")
     add_build_options(p)
@@ -294,9 +451,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="camera direction, looking at the scene's centre (default: iso)")
     p.add_argument("--eye", type=_vec3, help="camera position x,y,z (overrides --view)")
     p.add_argument("--target", type=_vec3, help="point looked at x,y,z (default: scene centre)")
-    p.add_argument("--fov", type=float, default=60.0, help="vertical field of view, degrees")
-    p.add_argument("--fill", type=float, default=1.0,
-                   help="fraction of the view height the scene's bounding sphere fills")
+    p.add_argument("--fov", type=_FOV, default=60.0,
+                   help=f"vertical field of view, degrees ({MIN_FOV:g}..{MAX_FOV:g}; 60)")
+    p.add_argument("--fill", type=_POSITIVE, default=1.0,
+                   help="fraction of the view height the scene's bounding sphere fills (1; at "
+                        "most where the camera reaches the sphere: 2 at --fov 60)")
     p.add_argument("--debug", choices=DEBUG_VIEWS, default="lit",
                    help="color by: lit shading, cluster, triangle, group, LOD level, "
                         "raster (SW blue / HW orange), instance")
@@ -306,13 +465,15 @@ def main(argv: list[str] | None = None) -> int:
                        ".json, or nothing for the built-in rock)")
     _add_render_options(p, view=True)
     p.set_defaults(size=(1280, 800))
-    p.add_argument("--frames", type=int, default=0,
+    p.add_argument("--frames", type=_whole(0), default=0,
                    help="close after N frames (0: when the window closes)")
     p.add_argument("--screenshot", help="save the last frame, panel included, to this PNG")
     p.add_argument("--eye", type=_vec3, help="start camera position x,y,z")
     p.add_argument("--target", type=_vec3, help="start point looked at x,y,z (default: origin)")
-    p.add_argument("--fov", type=float, default=60.0, help="vertical field of view, degrees")
-    p.add_argument("--near", type=float, default=0.01, help="near plane distance (with --eye)")
+    p.add_argument("--fov", type=_FOV, default=60.0,
+                   help=f"vertical field of view, degrees ({MIN_FOV:g}..{MAX_FOV:g}; 60)")
+    p.add_argument("--near", type=_POSITIVE, default=0.01,
+                   help="near plane distance (with --eye; > 0)")
     p.add_argument("--no-vsync", action="store_true", help="draw as fast as possible")
     p.add_argument("--no-panel", action="store_true", help="hide the imgui panel")
     p.set_defaults(func=cmd_view)
@@ -325,11 +486,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="suite: run this scenario (repeat; default all)")
     p.add_argument("--quick", action="store_true",
                    help="suite: a one-minute version (grids up to 256, 4 frames a run)")
-    p.add_argument("--frames", type=int, help="frames on each camera path (suite 12, quick 4; "
-                                              "custom run 16)")
+    p.add_argument("--frames", type=_whole(1), help="frames on each camera path (suite 12, "
+                                                    "quick 4; custom run 16)")
     p.add_argument("--no-brute", action="store_true", help="skip the brute-force baseline")
     p.add_argument("--no-pygfx", action="store_true", help="suite: skip the pygfx baseline")
-    p.add_argument("--baseline-limit", type=float,
+    p.add_argument("--baseline-limit", type=_POSITIVE,
                    help="suite: a baseline predicted slower than this many seconds a frame is "
                         "not run at that size (30; quick 5)")
     p.add_argument("--json", help="also write the figures to this JSON file (suite: plots "
@@ -341,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="a custom run instead of the suite: orbit (a quarter orbit over a grid of "
                         "--instances, 256 by default) or field (a dense field from ground level, "
                         "occlusion on and off)")
-    p.add_argument("--brute-frames", type=int, default=3,
+    p.add_argument("--brute-frames", type=_whole(1), default=3,
                    help="custom run: brute-force frames measured (3; they are slow)")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)

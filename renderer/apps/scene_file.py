@@ -17,9 +17,16 @@
 - `grids`: `count` instances on a square grid in the XZ plane centred on `origin` (default the
   world origin), `spacing` apart (world units; default 1.2x the asset's diameter), like
   `Renderer.add_grid`.
-- `camera` is optional (the viewer frames the scene without it).
+- `camera` is optional (the viewer frames the scene without it): `fov` in degrees (1..179,
+  default 60), `near` (default 0.01, or a thousandth of the eye-target distance where that is
+  smaller, so that a camera on a tiny scene sees it).
 
-Errors are `SceneFileError`: one line naming the file and the entry at fault.
+Every number must be finite; coordinates (translate, origin, spacing, scale, matrix, eye,
+target) at most 1e18 in magnitude (`renderer.limits.MAX_WORLD`: float32 on the GPU); a grid's
+count a whole number >= 1 (how many instances an adapter holds is checked when the renderer
+receives them, before anything is built). Errors are `SceneFileError`: one line naming the file
+and the entry at fault; an unknown key is an error too (a misspelt `scael` would otherwise be
+ignored in silence).
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from renderer.camera import Camera
+from renderer.camera import Camera, check_fov
+from renderer.limits import MAX_WORLD
 
 
 class SceneFileError(ValueError):
@@ -72,21 +80,35 @@ class SceneSpec:
         return index
 
 
-def _vec(v, where: str, n: int = 3) -> np.ndarray:
+def _vec(v, where: str, n: int = 3, *, world: bool = True) -> np.ndarray:
     ok = (isinstance(v, list) and len(v) == n
           and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
           and all(math.isfinite(x) for x in v))
     if not ok:
         raise ValueError(f"{where}: expected {n} finite numbers, got {v!r}")
+    if world and not max(abs(x) for x in v) <= MAX_WORLD:
+        raise ValueError(f"{where}: {v!r} is beyond float32's reach on the GPU (at most "
+                         f"{MAX_WORLD:.0e} in magnitude)")
     return np.asarray(v, dtype=np.float64)
 
 
-def _number(v, where: str, *, positive: bool = False) -> float:
+def _number(v, where: str, *, positive: bool = False, world: bool = True) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ValueError(f"{where}: expected a number, got {v!r}")
+        raise ValueError(f"{where}: expected a finite number, got {v!r}")
     if positive and v <= 0:
         raise ValueError(f"{where}: must be > 0, got {v!r}")
+    if world and not abs(v) <= MAX_WORLD:
+        raise ValueError(f"{where}: {v!r} is beyond float32's reach on the GPU (at most "
+                         f"{MAX_WORLD:.0e})")
     return float(v)
+
+
+def _count(v, where: str) -> int:
+    """A whole number >= 1 (JSON writes 1e3 as a float: a whole float is taken)."""
+    if (isinstance(v, bool) or not isinstance(v, (int, float))
+            or (isinstance(v, float) and not (math.isfinite(v) and v.is_integer())) or v < 1):
+        raise ValueError(f"{where}: expected a whole number >= 1, got {v!r}")
+    return int(v)
 
 
 def _rotation(deg: np.ndarray) -> np.ndarray:
@@ -110,7 +132,7 @@ def _instance(e: dict, where: str) -> np.ndarray:
             raise ValueError(f"{where}.matrix: the last row must be 0, 0, 0, 1 (affine)")
     else:
         t = _vec(e.get("translate", [0, 0, 0]), f"{where}.translate")
-        r = _vec(e.get("rotate", [0, 0, 0]), f"{where}.rotate")
+        r = _vec(e.get("rotate", [0, 0, 0]), f"{where}.rotate", world=False)
         s = e.get("scale", 1.0)
         sv = (np.full(3, _number(s, f"{where}.scale", positive=True))
               if not isinstance(s, list) else _vec(s, f"{where}.scale"))
@@ -119,8 +141,9 @@ def _instance(e: dict, where: str) -> np.ndarray:
         m = np.eye(4)
         m[:3, :3] = _rotation(r) @ np.diag(sv)
         m[:3, 3] = t
-    if abs(float(np.linalg.det(m[:3, :3]))) < 1e-30:
-        raise ValueError(f"{where}: the transform is singular")
+    if abs(float(np.linalg.det(m[:3, :3]))) < 1e-30:  # Scene.add_instance's test
+        raise ValueError(f"{where}: the transform is singular (its determinant is below 1e-30: "
+                         "a uniform scale must be above 1e-10)")
     return m.astype(np.float32)
 
 
@@ -164,10 +187,7 @@ def parse_scene(data, path: str | os.PathLike) -> SceneSpec:
                     placements.append(Placement(name, matrix=_instance(e, where)))
                 else:
                     _unknown(e, {"asset", "count", "spacing", "origin"}, where)
-                    count = e.get("count")
-                    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                        raise ValueError(f"{where}.count: expected a whole number >= 1, "
-                                         f"got {count!r}")
+                    count = _count(e.get("count"), f"{where}.count")
                     spacing = e.get("spacing")
                     placements.append(Placement(
                         name, count=count,
@@ -182,14 +202,15 @@ def parse_scene(data, path: str | os.PathLike) -> SceneSpec:
             if not isinstance(c, dict):
                 raise ValueError("'camera' must be an object")
             _unknown(c, {"eye", "target", "fov", "near"}, "camera")
-            camera = Camera(eye=_vec(c.get("eye"), "camera.eye"),
-                            target=_vec(c.get("target", [0, 0, 0]), "camera.target"),
-                            fov_y=_number(c.get("fov", 60.0), "camera.fov", positive=True),
-                            near=_number(c.get("near", 0.01), "camera.near", positive=True))
-            if not camera.fov_y < 180:
-                raise ValueError(f"camera.fov: must be < 180 degrees, got {camera.fov_y}")
-            if np.allclose(camera.eye, camera.target):
+            eye = _vec(c.get("eye"), "camera.eye")
+            target = _vec(c.get("target", [0, 0, 0]), "camera.target")
+            if np.array_equal(eye.astype(np.float32), target.astype(np.float32)):
                 raise ValueError("camera: eye and target are the same point")
+            fov = _number(c.get("fov", 60.0), "camera.fov")
+            check_fov(fov, "camera.fov")
+            near = (_number(c["near"], "camera.near", positive=True) if "near" in c
+                    else min(0.01, 1e-3 * float(np.linalg.norm(eye - target))))
+            camera = Camera(eye=eye, target=target, fov_y=fov, near=near)
     except ValueError as e:
         raise SceneFileError(f"{path}: {e}") from None
     return SceneSpec(path=path, assets=resolved, placements=placements, camera=camera)

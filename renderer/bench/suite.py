@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import re
 import statistics
 import sys
 import time
@@ -118,10 +119,28 @@ class PygfxBaseline:
 
 
 def _pygfx(asset, size):
+    """The pygfx baseline, or None and why it cannot run: a baseline that fails is a line in
+    the table, never the end of the run."""
+    from renderer.device import quiet_vulkan_loader
+
+    quiet_vulkan_loader()  # pygfx may request the first adapter of the process
     try:
         return PygfxBaseline(asset, size), None
     except ImportError as e:
         return None, f"pygfx not installed ({e.name}): pip install tessera[bench]"
+    except Exception as e:  # e.g. an OpenGL adapter without the float32-filterable it asks for
+        return None, f"cannot run on this adapter: {_reason(e)}"
+
+
+def _reason(e: Exception) -> str:
+    """One line from a wgpu error: the features a device request lacked, else its first line."""
+    text = str(e)
+    m = re.search(r"Unsupported features were requested: ([A-Z0-9_, |]+)", text)
+    if m:
+        names = [f.strip().lower().replace("_", "-") for f in re.split(r"[,|]", m.group(1))]
+        return f"{', '.join(n for n in names if n)} missing"
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"
 
 
 # ---------------------------------------------------------------------------------- scenarios
@@ -160,10 +179,12 @@ class Suite:
         return r
 
     def run(self) -> dict:
-        for name in self.cfg.scenarios:
-            self.results[name] = getattr(self, name)()
-        if self._bar is not None:
-            self._bar.close()
+        try:
+            for name in self.cfg.scenarios:
+                self.results[name] = getattr(self, name)()
+        finally:  # an error's line starts on a line of its own, not after the bar
+            if self._bar is not None:
+                self._bar.close()
         r = self.renderer()
         return {
             "meta": {"date": datetime.date.today().isoformat(), "device": r.ctx.description,
@@ -206,9 +227,13 @@ class Suite:
                         why[base] = (f"not run from {n:,} instances: {predicted:.1f} s a frame "
                                      f"predicted from {n0:,} (limit {cfg.baseline_limit} s)")
                 if why[base] is None:
-                    s = (statistics.median(brute_force_ms(self.ctx, self.asset, worlds, cams,
-                                                          self.size, 2)) / 1e3
-                         if base == "brute" else pyg.frame_s(worlds, cams))
+                    try:
+                        s = (statistics.median(brute_force_ms(self.ctx, self.asset, worlds,
+                                                              cams, self.size, 2)) / 1e3
+                             if base == "brute" else pyg.frame_s(worlds, cams))
+                    except Exception as e:  # a baseline's failure is reported, not fatal
+                        why[base] = f"failed at {n:,} instances: {_reason(e)}"
+                if why[base] is None:
                     last[base] = (n, s)
                     row[f"{base}_frame_ms"] = 1e3 * s
                     row[f"{base}_speedup"] = 1e3 * s / m["frame_ms"]["median"]

@@ -16,8 +16,11 @@ class Resolve(Pass):
             *vis_bindings(vis64, write=False),
             Binding("color", STORAGE, "array<u32>"),
             Binding("depth_out", STORAGE, "array<f32>"),
-            Binding("normal", STORAGE, "array<vec4<f32>>"),
-            Binding("ids", STORAGE, "array<vec4<u32>>"),
+            # split: no image buffer holds more than 8 bytes a pixel (limits.IMAGE_BUFFER_BYTES)
+            Binding("normal_xy", STORAGE, "array<vec2<f32>>"),
+            Binding("normal_z", STORAGE, "array<f32>"),
+            Binding("ids_a", STORAGE, "array<vec2<u32>>"),
+            Binding("ids_b", STORAGE, "array<vec2<u32>>"),
         )
         self.bgl, pipes = compute_pipelines(device, "resolve.wgsl", self.bindings, ["cs_main"],
                                             defines=["VIS64"] if vis64 else [], label=self.label)
