@@ -150,15 +150,15 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     from preprocess.load import load_mesh
 
     seconds: dict[str, float] = {}
+    cfg = config or BuildConfig()
     if isinstance(source, Mesh):
         mesh = source
         if load_seconds is not None:
             seconds["load"] = load_seconds
     else:
         t = time.perf_counter()
-        mesh = load_mesh(source)
+        mesh = load_mesh(source, crease_angle=cfg.crease_angle)
         seconds["load"] = time.perf_counter() - t
-    cfg = config or BuildConfig()
     dag, bvh, packed = build_asset(mesh, cfg, progress=progress, seconds=seconds)
     report = progress or (lambda stage, done, total: None)
     verified = None

@@ -13,6 +13,11 @@ from preprocess.tess.limits import (
     PAGE_SIZE,
 )
 
+# where a mesh file has no normals they are computed, and an edge whose triangles meet at more than
+# this many degrees stays hard (preprocess.load._crease_normals): 90-degree CAD edges keep two
+# normals. Scans rarely have noise sharper than this, and a lone sharp edge splits nothing.
+DEFAULT_CREASE_DEGREES = 45.0
+
 
 @dataclass(frozen=True)
 class BuildConfig:
@@ -29,12 +34,8 @@ class BuildConfig:
     # least an instance draws however small on screen (65,536 rocks a few pixels wide drew
     # 128 triangles each; 4 is a tetrahedron for a closed mesh)
     min_root_triangles: int = 4
-    # a group's simplification error: 1.5 times the exact maximum distance over sample points
-    # (False), or first an attempted proof by sub-triangles that falls back to that when it fails
-    # (True: ~25% more simplifier time, and on curved meshes it fails in ~93% of the groups; see
-    # preprocess.simplify.simplify). The dense-sampling tests hold either to the true distance.
-    prove_errors: bool = False
     threads: int = 0  # numba threads; 0 = all cores
+    crease_angle: float = DEFAULT_CREASE_DEGREES  # degrees, for computed normals; 180: all smooth
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_triangles <= MAX_CLUSTER_TRIANGLES:
@@ -53,5 +54,7 @@ class BuildConfig:
             raise ValueError(f"page size must be a multiple of 16 bytes from "
                              f"{MIN_PAGE_SIZE // 1024} to {MAX_PAGE_SIZE // 1024} KiB, not "
                              f"{self.page_size / 1024:g} KiB")
+        if not 0 <= self.crease_angle <= 180:  # also refuses nan
+            raise ValueError(f"crease angle must be 0..180 degrees, not {self.crease_angle}")
         if not 0 <= self.threads <= 1024:
             raise ValueError(f"threads must be 0 (one per core) to 1024, not {self.threads}")

@@ -2,12 +2,14 @@
 edges), simplification of each group to about half with its border locked, and re-splitting, until
 one root group remains. See `preprocess.lod` for the data and the cut rule it guarantees.
 
-Errors are honest and cumulative: a group's error is the largest error of its members plus the
-measured distance of the simplified surface to the members' surface (`simplify` measures it) or,
-where more, of the open-border vertices the simplification removed to the simplified surface
-(surface dropped with nothing in its place, `_dropped_border_distance`), so by the triangle
-inequality every point drawn at any level lies within its stored error of the original mesh, and
-surface a simplification drops counts as well.
+Errors are measured against the original surface, not summed level after level: a group's error
+is the largest distance of its simplified surface to the original mesh, found over dense sample
+points (`_Builder._original_error`) times SAMPLED_FACTOR, or, where more, the largest distance of
+a position the simplification removed to the simplified surface (surface dropped with nothing in
+its place, `_dropped_distance`); and at least its members' errors, so that errors never decrease
+from child to parent (what makes the cut well defined). The dense-sampling checks of
+`preprocess.verify` hold the errors to the true distance; `verify.error_tightness` reports how
+close they are.
 
 Threads: the groups of a level are independent, so each is one numba job (`_group_job`: gather,
 localize, simplify, measure, re-split, bounds) that runs without the GIL in a pool of one worker
@@ -29,9 +31,17 @@ import pymetis
 from preprocess.cluster import build_clusters, cluster_triangles
 from preprocess.config import BuildConfig
 from preprocess.tess.limits import ROOT_ERROR
+
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
-from preprocess.simplify import _distances, _simplify_measured
+from preprocess.simplify import _distances, _incident_distances, _simplify_sampled
+
+# a group's error is this times the largest distance to the original surface found over its
+# sample points (`_Builder._original_error`): the margin for the farthest point falling between
+# samples (the dense-sampling checks of preprocess.verify hold it to the true distance)
+SAMPLED_FACTOR = 1.1
+# nearest original vertices of a sample point whose triangles are searched for its distance
+NEAREST_VERTICES = 4
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 _TINY_RADIUS = float(np.finfo(np.float32).tiny)  # the smallest normal float32, 1.2e-38
@@ -262,72 +272,51 @@ def _gather_level(store: np.ndarray, tri_off: np.ndarray, clusters: np.ndarray,
 
 
 @nb.njit(cache=True, nogil=True)
-def _dropped_border_distance(pos: np.ndarray, local: np.ndarray, new_local: np.ndarray,
-                             local_wp: np.ndarray) -> float:
-    """Largest distance from an open-border position that the simplification removed to the
-    simplified triangles: pos (n, 3) float32, local / new_local (m, 3) / (k, 3) int32 wedge ids
-    before / after, local_wp (w,) int32 the position of each wedge.
+def _dropped_distance(pos: np.ndarray, new_local: np.ndarray, local_wp: np.ndarray) -> float:
+    """Largest distance from a position the simplification removed to the simplified triangles:
+    pos (n, 3) float32, new_local (k, 3) int32 wedge ids after, local_wp (w,) int32 the position
+    of each wedge.
 
-    `simplify` measures one way, from the output to the input, which sees every moved triangle
-    but not surface that is dropped with nothing in its place: a border vertex collapsed along
-    its border edge takes its ear with it, and 200 blades fanned around one edge lost 98.5% of
-    their area at error 0. Such an ear's farthest point from the rest is its tip, the removed
-    vertex (the distance to one triangle is convex). Interior collapses leave the surface
-    covered, and closed meshes have no border: there this is 0, at the cost of one pass over
-    the triangles.
-
-    Border test without building edges: around a vertex, each triangle goes from the corner
-    before it to the corner after it; a closed fan visits every neighbour once as each, so the
-    sum of hash(after) - hash(before) over its triangles is 0, while an open fan leaves
-    hash(last) - hash(first) (or an inconsistent fan something else: measured too)."""
+    The sampled error measures one way, from the output to the original, which sees every moved
+    triangle but not surface dropped with nothing in its place: a border vertex collapsed along
+    its border takes its ear with it (200 blades fanned around one edge lost 98.5% of their area
+    at error 0), and the last levels of a closed mesh shrink it. The removed positions are
+    original vertices, so this is the other way, original to output, at those points."""
     n = pos.shape[0]
     used = np.zeros(n, np.bool_)
     for t in range(new_local.shape[0]):
         for c in range(3):
             used[local_wp[new_local[t, c]]] = True
-    balance = np.zeros(n, np.uint64)
-    mix = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: neighbour ids to scattered words
-    for t in range(local.shape[0]):
-        for c in range(3):
-            u = local_wp[local[t, c]]
-            if used[u]:
-                continue
-            after = np.uint64(local_wp[local[t, c + 1 if c < 2 else 0]] + 1) * mix
-            before = np.uint64(local_wp[local[t, c - 1 if c > 0 else 2]] + 1) * mix
-            balance[u] += after - before  # wraps around, as a sum of words may
-    count = 0
-    for p in range(n):
-        if balance[p] != 0:
-            count += 1
+    count = n - int(used.sum())
     if count == 0 or new_local.shape[0] == 0:
         return 0.0
     points = np.empty((count, 3), np.float64)
     count = 0
     for p in range(n):
-        if balance[p] != 0:
+        if not used[p]:
             for j in range(3):
                 points[count, j] = pos[p, j]
             count += 1
-    positions = np.empty((n, 3), np.float64)
-    for p in range(n):
-        for j in range(3):
-            positions[p, j] = pos[p, j]
     out_pt = np.empty((new_local.shape[0], 3), np.int32)
     for t in range(new_local.shape[0]):
         for c in range(3):
             out_pt[t, c] = local_wp[new_local[t, c]]
-    return _distances(points, positions, out_pt).max()
+    return _distances(points, pos, out_pt).max()
 
 
 @nb.njit(cache=True, nogil=True)
 def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos: np.ndarray,
                positions: np.ndarray, attrs: np.ndarray, locked: np.ndarray, wslot: np.ndarray,
-               pslot: np.ndarray, ratio: float, stuck_ratio: float, rigorous: bool,
-               max_triangles: int, max_vertices: int):
+               pslot: np.ndarray, ratio: float, stuck_ratio: float,
+               max_triangles: int, max_vertices: int, permissive: bool):
     """Merge, simplify and re-split one group, all in numba so that the worker threads never
-    wait for the GIL. Returns (ok, new triangles (global wedge ids) cluster after cluster, error,
-    cluster offsets, cluster bounds); ok is False when the group cannot get below stuck_ratio of
-    its triangles (it is then terminal for this level)."""
+    wait for the GIL. Returns (ok, new triangles (global wedge ids) cluster after cluster,
+    sample points (s, 3) of the changed triangles, their distances (s,) to the group's input,
+    the slack, the largest distance of a
+    removed position to the output (`_dropped_distance`), cluster offsets, cluster bounds); ok is
+    False when the group cannot get below stuck_ratio of its triangles (it is then terminal for
+    this level). Attempts: cheap collapses; dearer ones; then, with `permissive`, across seams
+    and creases."""
     tris = _gather(store, tri_off, members)
     local, wedges, local_wp, pos_ids = _localize(tris, wpos, wslot, pslot)
     m = tris.shape[0]
@@ -344,17 +333,20 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
             attr[i, j] = attrs[wedges[i], j]
     target = max(1, int(m * ratio))
     new_local = local
-    err = 0.0
+    X = np.zeros((0, 3), np.float64)
+    d = np.zeros(0, np.float64)
+    slack = 0.0
     if m > target:
-        new_local, err = _simplify_measured(pos, local, local_wp, attr, lock, target, np.inf,
-                                            False, rigorous)
-        if new_local.shape[0] > stuck_ratio * m:  # try dearer collapses before giving up
-            new_local, err = _simplify_measured(pos, local, local_wp, attr, lock, target,
-                                                np.inf, True, rigorous)
+        for attempt in range(3 if permissive else 2):
+            new_local, X, d, slack = _simplify_sampled(
+                pos, local, local_wp, attr, lock, target, attempt > 0, attempt > 1)
+            if new_local.shape[0] <= stuck_ratio * m:
+                break
     k = new_local.shape[0]
     if k == 0 or k > stuck_ratio * m:
-        return False, new_local, err, np.zeros(1, np.int64), np.zeros((0, 4), np.float32)
-    err = max(err, _dropped_border_distance(pos, local, new_local, local_wp))
+        return (False, new_local, X, d, slack, 0.0, np.zeros(1, np.int64),
+                np.zeros((0, 4), np.float32))
+    dropped = _dropped_distance(pos, new_local, local_wp)
     order, offsets = cluster_triangles(pos, new_local, local_wp, max_triangles, max_vertices)
     ordered = np.empty((k, 3), np.int32)
     out = np.empty((k, 3), np.int32)
@@ -363,7 +355,8 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
             w = new_local[order[t], c]
             ordered[t, c] = w
             out[t, c] = wedges[w]
-    return True, out, err, offsets, _cluster_bounds(pos, ordered, local_wp, offsets)
+    return (True, out, X, d, slack, dropped, offsets,
+            _cluster_bounds(pos, ordered, local_wp, offsets))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -489,6 +482,8 @@ class _Builder:
         self.group_sphere: list[np.ndarray] = []
         self.group_error: list[float] = []
         self.scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-thread _localize
+        self._original = None
+        self._original_lock = threading.Lock()
 
     def cluster_sizes(self, clusters: np.ndarray) -> np.ndarray:
         off = self.tri_off.view
@@ -521,28 +516,101 @@ class _Builder:
         self.group_of.view[members] = g
         return g
 
-    def simplify_group(self, members: np.ndarray, locked: np.ndarray):
-        """Merge, simplify and re-split one group: (new triangles in cluster order, error,
-        cluster offsets, cluster bounds), or None when it cannot shrink enough."""
+    def simplify_group(self, members: np.ndarray, locked: np.ndarray, permissive: bool = False):
+        """Merge, simplify and re-split one group: (new triangles in cluster order, its own
+        error against the original surface (`_original_error`), cluster offsets, cluster
+        bounds), or None when it cannot shrink enough. permissive: if it cannot otherwise, it
+        may cross seams and creases."""
         cfg = self.config
         scratch = self.scratch.get(threading.get_ident())
         if scratch is None:
             scratch = (np.full(len(self.wpos), -1, np.int32),
                        np.full(len(self.positions), -1, np.int32))
             self.scratch[threading.get_ident()] = scratch
-        ok, new_tris, err, offsets, bounds = _group_job(
+        ok, new_tris, X, d, slack, dropped, offsets, bounds = _group_job(
             self.store.view, self.tri_off.view, members, self.wpos, self.positions, self.attrs,
-            locked, *scratch, cfg.simplify_ratio, cfg.stuck_ratio, cfg.prove_errors,
-            cfg.max_triangles, cfg.max_vertices)
-        return (new_tris, float(err), offsets, bounds) if ok else None
+            locked, *scratch, cfg.simplify_ratio, cfg.stuck_ratio,
+            cfg.max_triangles, cfg.max_vertices, permissive)
+        if not ok:
+            return None
+        below = float(self.self_error.view[members].max())
+        own = self._original_error(X, d, below)
+        err = max(own * SAMPLED_FACTOR + 2.0 * slack, dropped) if len(d) else dropped
+        return new_tris, err, offsets, bounds
+
+    def _original_error(self, X: np.ndarray, d: np.ndarray, below: float) -> float:
+        """The largest distance to the original mesh over the sample points X (s, 3) of a
+        simplified group, whose distances to the group's input surface are d (s,), the input's
+        clusters having errors of at most `below`.
+
+        Each point x has two upper bounds of its distance to the original surface: d(x) + below
+        (the triangle inequality through the nearest input point, itself within `below` of the
+        original), exact at level 1 where below is 0, and the exact distance to the original
+        triangles around its NEAREST_VERTICES nearest original vertices (a KD-tree over all
+        positions), the true distance wherever the nearest surface point lies on one of them,
+        whatever the level. The smaller counts. Points are taken by decreasing first bound and
+        the search stops where that bound cannot raise the maximum: typically a few hundred
+        KD-tree queries a group."""
+        if not len(d):
+            return 0.0
+        ub = d + below
+        if below == 0.0:
+            return float(ub.max())
+        order = np.argsort(-ub, kind="stable")
+        best = 0.0
+        i = 0
+        step = 64
+        while i < len(order) and ub[order[i]] > best:
+            idx = order[i : i + step]
+            idx = idx[ub[idx] > best]
+            best = max(best, float(np.minimum(ub[idx], self._incident(X[idx])).max()))
+            i += step
+            step *= 2
+        return best
+
+    def _incident(self, X: np.ndarray) -> np.ndarray:
+        """Upper bounds of the distances of points X (s, 3) to the original mesh: the exact
+        distance to the triangles around their nearest original vertices."""
+        tree, vt_off, vt_tri, ptri = self.original
+        _, near = tree.query(X, k=NEAREST_VERTICES)
+        return _incident_distances(X, near.reshape(len(X), -1), self.positions, vt_off, vt_tri,
+                                   ptri)
+
+    @property
+    def original(self):
+        """The original mesh for `_original_error`, built on first use and shared by the
+        threads: (KD-tree over the positions, vertex -> triangle offsets and triangles,
+        position triangles)."""
+        if self._original is None:
+            with self._original_lock:
+                if self._original is None:
+                    from scipy.spatial import cKDTree
+
+                    ptri = np.ascontiguousarray(self.wpos[self.mesh.triangles], np.int32)
+                    n = len(self.positions)
+                    corners = ptri.ravel()
+                    vt_off = np.zeros(n + 1, np.int64)
+                    np.cumsum(np.bincount(corners, minlength=n), out=vt_off[1:])
+                    vt_tri = (np.argsort(corners, kind="stable") // 3).astype(np.int32)
+                    self._original = (cKDTree(self.positions.astype(np.float64)), vt_off,
+                                      vt_tri, ptri)
+        return self._original
 
     def add_simplified(self, members: np.ndarray, level: int, result) -> np.ndarray:
-        """Record a simplified group and its new clusters (one level up); returns their ids."""
+        """Record a simplified group and its new clusters (one level up); returns their ids.
+        Its error: its own against the original surface, at least its members' (so errors
+        never decrease from child to parent)."""
         new_tris, err, offsets, bounds = result
-        error = float(self.self_error.view[members].max()) + err
+        error = max(float(self.self_error.view[members].max()), err)
         g = self.add_group(members, level, error)
         return self.add_clusters(new_tris, offsets, bounds, level + 1, g, self.group_sphere[g],
                                  error)
+
+
+def coarsest_target(triangles: int) -> int:
+    """The most triangles an asset's coarsest level should keep: max(128, 1% of the input).
+    Seams and creases are crossed (at a cost) to get there, not beyond."""
+    return max(128, triangles // 100)
 
 
 def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
@@ -574,8 +642,15 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         hand_over(b.store.view, b.tri_off.view, 0, b.level.n)
         report("cluster", 1, 1)
         report("simplify", 0, work)  # grouping, simplifying and re-splitting, level by level
+        # seams and creases are crossed only where needed: by a group some of whose clusters
+        # already failed to shrink without crossing, while the level holds more than the
+        # coarsest level's target
+        coarsest = coarsest_target(mesh.triangle_count)
+        stuck: set[int] = set()
+        permissive_round = False
         while len(pending) > 1:
             first = b.level.n
+            over = int(b.cluster_sizes(pending).sum()) > coarsest
             pos_tris, tri_cluster = _gather_level(b.store.view, b.tri_off.view, pending, b.wpos)
             part = partition_clusters(pos_tris, tri_cluster, len(pending), cfg.group_size)
             locked = _shared_positions(pos_tris, part[tri_cluster], len(b.positions))
@@ -586,8 +661,9 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
             # the biggest groups first, so that the level does not end waiting on one of them
             sizes = [int(b.cluster_sizes(m).sum()) for m in members]
             futures: list = [None] * ngroups
+            permissive = [over and any(int(c) in stuck for c in m) for m in members]
             for g in sorted(range(ngroups), key=lambda g: -sizes[g]):
-                futures[g] = pool.submit(b.simplify_group, members[g], locked)
+                futures[g] = pool.submit(b.simplify_group, members[g], locked, permissive[g])
             # each result is recorded as soon as it and those before it are in: group ids
             # follow the members' order, and the bookkeeping overlaps the other workers
             next_pending: list[np.ndarray] = []
@@ -598,6 +674,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
                 report("simplify", min(done_tris, work), work)
                 if res is None:  # terminal for now: try again with other neighbours
                     next_pending.append(m)
+                    stuck.update(m.tolist())
                     continue
                 progressed = True
                 next_pending.append(b.add_simplified(m, level, res))
@@ -605,12 +682,18 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
             hand_over(b.store.view, b.tri_off.view, first, b.level.n)
             level += 1
             if not progressed:
+                if over and not permissive_round:
+                    permissive_round = True  # every group failed: all may cross, once more
+                    continue
                 break
+            permissive_round = False
         # below a one-cluster root: halve it while it shrinks, down to min_root_triangles (the
-        # root is what every instance draws at least, however small on screen)
+        # root is what every instance draws at least, however small on screen); crossing seams
+        # and creases only while it is over the coarsest level's target
         none_locked = np.zeros(len(b.positions), bool)
         while len(pending) == 1 and b.cluster_sizes(pending)[0] > cfg.min_root_triangles:
-            res = b.simplify_group(pending, none_locked)
+            res = b.simplify_group(pending, none_locked,
+                                   int(b.cluster_sizes(pending)[0]) > coarsest)
             if res is None or len(res[2]) != 2:  # stuck, or not one cluster
                 break
             pending = b.add_simplified(pending, level, res)

@@ -46,6 +46,7 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
+from preprocess.config import DEFAULT_CREASE_DEGREES
 from preprocess.mesh import Mesh, MeshError, MeshWarning, column_bounds
 
 __all__ = ["SUPPORTED_SUFFIXES", "load_mesh", "mesh_from_arrays", "weld_positions"]
@@ -284,6 +285,113 @@ def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out, ok
 
 
+
+# --------------------------------------------------------------------------------------------------
+# Hard edges: normals computed with a crease angle (when the file has none)
+
+@nb.njit(cache=True, nogil=True)
+def _find(parent: np.ndarray, i: int) -> int:
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+@nb.njit(cache=True, nogil=True)
+def _crease_normals(tri: np.ndarray, P: np.ndarray, cos_crease: float) -> tuple:
+    """Corner normals of triangles `tri` (m, 3) int64 position ids over positions P (p, 3)
+    float64, with edges sharper than the crease kept hard.
+
+    Around each position, the incident triangles are joined across every edge they share with a
+    dihedral angle below the crease (cosine of the face normals >= cos_crease) and used by exactly
+    two triangles; each joined arc of the fan gets one normal, the area-weighted mean of its
+    triangles' normals. A crease therefore splits a position only where two or more crease edges
+    meet it (one sharp edge in a smooth fan, as scan noise makes, leaves the fan in one piece).
+
+    Returns (normals (m, 3, 3) float64 per corner, unit; splits: positions with more than one
+    arc)."""
+    m = tri.shape[0]
+    p = P.shape[0]
+    fn = np.empty((m, 3), np.float64)  # area-weighted (2 * area * unit)
+    fu = np.empty((m, 3), np.float64)
+    for t in range(m):
+        a, b, c = tri[t, 0], tri[t, 1], tri[t, 2]
+        ux, uy, uz = P[b, 0] - P[a, 0], P[b, 1] - P[a, 1], P[b, 2] - P[a, 2]
+        vx, vy, vz = P[c, 0] - P[a, 0], P[c, 1] - P[a, 1], P[c, 2] - P[a, 2]
+        nx, ny, nz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+        fn[t, 0], fn[t, 1], fn[t, 2] = nx, ny, nz
+        ln = np.sqrt(nx * nx + ny * ny + nz * nz)
+        s = 1.0 / ln if ln > 0 else 0.0
+        fu[t, 0], fu[t, 1], fu[t, 2] = nx * s, ny * s, nz * s
+    # edges by their smaller position: a counting sort, then pairs matched within a bucket
+    count = np.zeros(p + 1, np.int64)
+    for t in range(m):
+        for c in range(3):
+            count[min(tri[t, c], tri[t, (c + 1) % 3]) + 1] += 1
+    for i in range(p):
+        count[i + 1] += count[i]
+    fill = count[:-1].copy()
+    he = np.empty(3 * m, np.int64)  # half-edge id = 3 * t + c
+    for t in range(m):
+        for c in range(3):
+            k = min(tri[t, c], tri[t, (c + 1) % 3])
+            he[fill[k]] = 3 * t + c
+            fill[k] += 1
+    parent = np.arange(3 * m)  # corner id = 3 * t + c
+    for k in range(p):
+        lo, hi = count[k], count[k + 1]
+        if hi - lo < 2:
+            continue
+        other_end = np.empty(hi - lo, np.int64)
+        for i in range(lo, hi):
+            t, c = he[i] // 3, he[i] % 3
+            other_end[i - lo] = max(tri[t, c], tri[t, (c + 1) % 3])
+        order = np.argsort(other_end)  # the uses of one edge side by side
+        i = 0
+        while i < hi - lo:
+            j = i + 1
+            while j < hi - lo and other_end[order[j]] == other_end[order[i]]:
+                j += 1
+            if j - i == 2:  # two uses: manifold (border and non-manifold edges stay hard)
+                ti, tj = he[lo + order[i]] // 3, he[lo + order[i + 1]] // 3
+                d = fu[ti, 0] * fu[tj, 0] + fu[ti, 1] * fu[tj, 1] + fu[ti, 2] * fu[tj, 2]
+                if d >= cos_crease:
+                    for end in (k, other_end[order[i]]):  # both triangles' corners at each end
+                        x = 3 * ti + (0 if tri[ti, 0] == end else (1 if tri[ti, 1] == end else 2))
+                        y = 3 * tj + (0 if tri[tj, 0] == end else (1 if tri[tj, 1] == end else 2))
+                        rx, ry = _find(parent, x), _find(parent, y)
+                        if rx != ry:
+                            parent[max(rx, ry)] = min(rx, ry)
+            i = j
+    for i in range(3 * m):
+        parent[i] = _find(parent, i)
+    sums = np.zeros((3 * m, 3), np.float64)
+    for i in range(3 * m):
+        r = _find(parent, i)
+        t = i // 3
+        sums[r, 0] += fn[t, 0]
+        sums[r, 1] += fn[t, 1]
+        sums[r, 2] += fn[t, 2]
+    out = np.empty((m, 3, 3), np.float64)
+    first_root = np.full(p, -1, np.int64)
+    split = np.zeros(p, np.bool_)
+    for i in range(3 * m):
+        r = parent[i]
+        t, c = i // 3, i % 3
+        q = tri[t, c]
+        if first_root[q] < 0:
+            first_root[q] = r
+        elif first_root[q] != r:
+            split[q] = True
+        x, y, z = sums[r, 0], sums[r, 1], sums[r, 2]
+        ln = np.sqrt(x * x + y * y + z * z)
+        if ln > 0:
+            out[t, c, 0], out[t, c, 1], out[t, c, 2] = x / ln, y / ln, z / ln
+        else:  # opposite faces cancelled: this triangle's own normal
+            out[t, c, 0], out[t, c, 1], out[t, c, 2] = fu[t, 0], fu[t, 1], fu[t, 2]
+    return out, int(split.sum())
+
+
 def mesh_from_arrays(
     positions: np.ndarray,
     faces: np.ndarray,
@@ -293,6 +401,7 @@ def mesh_from_arrays(
     name: str = "mesh",
     source: str | None = None,
     drop_reversed: bool = False,
+    crease_angle: float = DEFAULT_CREASE_DEGREES,
 ) -> Mesh:
     """Weld raw triangle arrays into a validated `Mesh`.
 
@@ -308,6 +417,11 @@ def mesh_from_arrays(
         drop_reversed: also drop a triangle whose three positions an earlier one has in the
             reverse order (files: a duplicate; a two-sided sheet becomes one-sided). Without it
             both are kept.
+        crease_angle: degrees; where normals are computed (``normals`` None), an edge whose two
+            triangles meet at a larger angle stays hard (`_crease_normals`): a 90-degree CAD edge
+            keeps two normals instead of one rounded one. 180 computes smooth normals everywhere.
+            Default `DEFAULT_CREASE_DEGREES` (45): scan noise makes sharper edges than that
+            rarely, and a lone sharp edge in a smooth fan splits nothing.
 
     Returns:
         A `Mesh`: positions (p, 3) float32, triangles (t, 3) int32 wedge ids, wedge_position (w,)
@@ -369,6 +483,14 @@ def mesh_from_arrays(
         _warn(f"{src}: {reversed_repeats} faces repeat an earlier face with reversed winding: "
               f"both kept (a two-sided sheet), but their edges are locked in simplification")
     F, computed = _fix_winding(F, pos_of_vertex, welded, computed, src, drop_reversed)
+    if N_in is None and crease_angle < 180.0:
+        corner_normals, splits = _crease_normals(pos_of_vertex[F], welded.astype(np.float64),
+                                                 float(np.cos(np.radians(crease_angle))))
+        if splits:  # hard edges: one input vertex per corner, welded again by _wedges
+            pos_of_vertex = pos_of_vertex[F].ravel()
+            N_in = corner_normals.reshape(-1, 3)
+            UV_in = None if UV_in is None else UV_in[F].ravel().reshape(-1, 2)
+            F = np.arange(3 * F.shape[0], dtype=np.int64).reshape(-1, 3)
     wedge_of_vertex, wedge_vertex, vn32, vuv32 = _wedges(
         F, pos_of_vertex, computed, N_in, UV_in, src
     )
@@ -952,7 +1074,8 @@ def _warn(message: str) -> None:
     warnings.warn(message, MeshWarning, stacklevel=3)
 
 
-def load_mesh(path: str | os.PathLike) -> Mesh:
+def load_mesh(path: str | os.PathLike, *,
+              crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
     """Load a mesh file as one welded, validated `Mesh` named after the file's stem.
 
     Formats: OBJ, PLY, STL, glTF/GLB and OFF (by suffix, case-insensitive). The common forms of
@@ -967,7 +1090,8 @@ def load_mesh(path: str | os.PathLike) -> Mesh:
     Polygons are triangulated by trimesh on load (a fan per polygon).
 
     Normals are kept where the file has them (OBJ ``vn``, PLY ``nx ny nz``, glTF ``NORMAL``), else
-    computed (see `mesh_from_arrays`); STL face normals are not used. UVs are kept where present
+    computed with edges sharper than ``crease_angle`` degrees kept hard (see `mesh_from_arrays`);
+    STL face normals are not used. UVs are kept where present
     (OBJ ``vt``, PLY ``s t``/``u v``, glTF ``TEXCOORD_0``, which trimesh flips to a lower-left
     origin and only reads for primitives with a material). In a scene where only some geometry has
     UVs, the others get uv (0, 0); likewise missing normals are computed.
@@ -987,13 +1111,14 @@ def load_mesh(path: str | os.PathLike) -> Mesh:
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MeshWarning)
-        mesh = _load(path, fast=True)
+        mesh = _load(path, fast=True, crease_angle=crease_angle)
     for w in caught:
         warnings.warn(w.message, w.category, stacklevel=2)  # as the caller's
     return mesh
 
 
-def _load(path: str | os.PathLike, *, fast: bool) -> Mesh:
+def _load(path: str | os.PathLike, *, fast: bool,
+          crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
     """`load_mesh`; ``fast=False`` reads every format through trimesh (the reference that tests
     compare the fast readers with)."""
     p = Path(path)
@@ -1031,7 +1156,7 @@ def _load(path: str | os.PathLike, *, fast: bool) -> Mesh:
             meshes = None
     if meshes is None:
         meshes = _trimesh_parts(p, file_type, label)
-    return _merge_and_weld(meshes, name=p.stem, source=label)
+    return _merge_and_weld(meshes, name=p.stem, source=label, crease_angle=crease_angle)
 
 
 def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
@@ -1125,7 +1250,8 @@ def _flatten(scene) -> tuple[list[tuple], list[str]]:
 
 
 def _merge_and_weld(meshes: list[tuple], *, name: str, source: str,
-                    drop_reversed: bool = False) -> Mesh:
+                    drop_reversed: bool = False,
+                    crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
     any_n = any(m[2] is not None for m in meshes)
     any_uv = any(m[3] is not None for m in meshes)
     Vs, Fs, Ns, UVs = [], [], [], []
@@ -1149,7 +1275,7 @@ def _merge_and_weld(meshes: list[tuple], *, name: str, source: str,
         UV = np.concatenate(UVs) if any_uv else None
     with np.errstate(all="ignore"):
         return mesh_from_arrays(V, F, N, UV, name=name, source=source,
-                                drop_reversed=drop_reversed)
+                                drop_reversed=drop_reversed, crease_angle=crease_angle)
 
 
 def weld_positions(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1165,3 +1291,4 @@ def weld_positions(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     P32 = np.ascontiguousarray(points, dtype=np.float32)
     inverse, first = _group_keys(_float_bits(P32))
     return P32[first] + np.float32(0.0), inverse
+

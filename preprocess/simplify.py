@@ -167,8 +167,10 @@ def _add_seam_plane(Q, P, tp, t, a, b, weight):
 
 
 @_jit
-def _classify(P, tp, tw, m, n, off, adj, locked, Q):
+def _classify(P, tp, tw, m, n, off, adj, locked, Q, permissive):
     """Vertex kinds (n,) int8, and seam- and border-edge quadrics added to Q. See the header.
+    permissive: seams (attribute discontinuities: UV seams, creases) do not lock or restrict a
+    vertex (their planes still go into Q); `_simplify_core` makes crossing them dearer.
 
     One pass over each vertex's fan: per neighbour b, the triangle count and wedge agreement of
     edge (a, b), and the fan's successor map (the corner after a -> the corner before a, keyed by
@@ -280,6 +282,9 @@ def _classify(P, tp, tw, m, n, off, adj, locked, Q):
             continue
         if steps != deg:
             continue
+        if permissive:
+            n_seam = 0
+            n_wedges = 1
         if n_border == 2:
             if n_seam == 0 and n_wedges == 1:
                 kind[a] = _BORDER
@@ -482,10 +487,16 @@ def _radix_order(keys_f32, count, hist, order):
 
 @_jit
 def _simplify_core(
-    positions, triangles, wedge_position, wedge_attr, locked, target, max_err_sq, persist
+    positions, triangles, wedge_position, wedge_attr, locked, target, max_err_sq, persist,
+    permissive
 ):
     """Returns (tw (m2, 3) int32 wedge ids, tp (m2, 3) int32 position ids, modified (m2,) bool,
-    src (m2,) int32: the input triangle each output triangle was)."""
+    src (m2,) int32: the input triangle each output triangle was).
+
+    permissive: seams and creases may be crossed (see `_classify`); a collapse that moves a
+    position holding several wedges costs its squared length more than its quadric error, so
+    that collapses inside smooth regions go first; the moved wedges take the closest of the
+    target's (`_closest_wedge`)."""
     m = triangles.shape[0]
     n = positions.shape[0]
     P = positions.astype(np.float64)
@@ -509,7 +520,17 @@ def _simplify_core(
             on[t, 0] = nx / ln
             on[t, 1] = ny / ln
             on[t, 2] = nz / ln
-    kind = _classify(P, tp, tw, m, n, off, adj, locked, Q)
+    kind = _classify(P, tp, tw, m, n, off, adj, locked, Q, permissive)
+    multi = np.zeros(n, np.bool_)  # positions with several wedges (seams, creases)
+    if permissive:
+        first_w = np.full(n, -1, np.int32)
+        for t in range(m):
+            for c in range(3):
+                a = tp[t, c]
+                if first_w[a] < 0:
+                    first_w[a] = tw[t, c]
+                elif first_w[a] != tw[t, c]:
+                    multi[a] = True
 
     cap = 3 * m + 3  # at most one candidate per edge
     cand_u = np.empty(cap, np.int32)
@@ -564,6 +585,11 @@ def _simplify_core(
                     else:
                         continue
                     cost = _quadric_error(Q, u, P[v, 0], P[v, 1], P[v, 2])
+                    if multi[u]:
+                        dx = P[u, 0] - P[v, 0]
+                        dy = P[u, 1] - P[v, 1]
+                        dz = P[u, 2] - P[v, 2]
+                        cost += dx * dx + dy * dy + dz * dz
                     if cost < best:
                         best = cost
                         bu = u
@@ -609,7 +635,7 @@ def _simplify_core(
             if t2 >= 0:
                 wu2 = tw[t2, _corner(tp, t2, u)]
                 wv2 = tw[t2, _corner(tp, t2, v)]
-            if kind[u] == _MANIFOLD and wv1 != wv2:
+            if kind[u] == _MANIFOLD and wv1 != wv2 and not permissive:
                 continue
             if kind[u] == _SEAM and wu1 == wu2:
                 continue
@@ -714,6 +740,68 @@ def _point_triangle_d2(px, py, pz, G, t):
         ),
     )
     return r
+
+
+@_jit_inline
+def _point_triangle_d2_of(px, py, pz, P, a, b, c):
+    """Exact squared distance from p to the triangle (P[a], P[b], P[c]) (as `_point_triangle_d2`,
+    without a precomputed record)."""
+    ax = np.float64(P[a, 0])
+    ay = np.float64(P[a, 1])
+    az = np.float64(P[a, 2])
+    e0x = np.float64(P[b, 0]) - ax
+    e0y = np.float64(P[b, 1]) - ay
+    e0z = np.float64(P[b, 2]) - az
+    e1x = np.float64(P[c, 0]) - ax
+    e1y = np.float64(P[c, 1]) - ay
+    e1z = np.float64(P[c, 2]) - az
+    vx = px - ax
+    vy = py - ay
+    vz = pz - az
+    d00 = e0x * e0x + e0y * e0y + e0z * e0z
+    d01 = e0x * e1x + e0y * e1y + e0z * e1z
+    d11 = e1x * e1x + e1y * e1y + e1z * e1z
+    det = d00 * d11 - d01 * d01
+    if det > 1.0e-12 * d00 * d11:
+        d20 = vx * e0x + vy * e0y + vz * e0z
+        d21 = vx * e1x + vy * e1y + vz * e1z
+        b1 = (d11 * d20 - d01 * d21) / det
+        b2 = (d00 * d21 - d01 * d20) / det
+        if b1 >= 0.0 and b2 >= 0.0 and b1 + b2 <= 1.0:
+            qx = vx - b1 * e0x - b2 * e1x
+            qy = vy - b1 * e0y - b2 * e1y
+            qz = vz - b1 * e0z - b2 * e1z
+            return qx * qx + qy * qy + qz * qz
+    r = _point_segment_d2(px, py, pz, ax, ay, az, e0x, e0y, e0z)
+    r = min(r, _point_segment_d2(px, py, pz, ax, ay, az, e1x, e1y, e1z))
+    return min(r, _point_segment_d2(px, py, pz, ax + e0x, ay + e0y, az + e0z, e1x - e0x,
+                                    e1y - e0y, e1z - e0z))
+
+
+@_jit
+def _incident_distances(X, near, positions, vt_off, vt_tri, ptri):
+    """For each point X[i] (s, 3), the smallest exact distance to the triangles ptri (m, 3)
+    incident to its nearest vertices near[i] (s, k) (vertex -> triangles: vt_off, vt_tri; -1 or
+    an id past the last vertex: none found): an upper bound of its distance to the whole mesh,
+    equal to it wherever the nearest surface point lies on such a triangle (inf if none)."""
+    s = X.shape[0]
+    n = vt_off.shape[0] - 1
+    out = np.full(s, np.inf)
+    for i in range(s):
+        best = np.inf
+        px = X[i, 0]
+        py = X[i, 1]
+        pz = X[i, 2]
+        for j in range(near.shape[1]):
+            v = near[i, j]
+            if v < 0 or v >= n:
+                continue
+            for k in range(vt_off[v], vt_off[v + 1]):
+                t = vt_tri[k]
+                best = min(best, _point_triangle_d2_of(px, py, pz, positions, ptri[t, 0],
+                                                       ptri[t, 1], ptri[t, 2]))
+        out[i] = np.sqrt(best)
+    return out
 
 
 @_jit
@@ -1204,11 +1292,12 @@ def _measure(positions, in_pt, out_pt, modified, src, edge_samples, face_samples
 
 
 @_jit
-def _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist, rigorous):
+def _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist, rigorous,
+                       permissive=False):
     """`simplify` on checked, contiguous inputs with more than `target` triangles: the collapses,
     then the error (see `simplify`). Returns (new triangles (m2, 3) int32 wedge ids, error)."""
     out_w, out_p, modified, src = _simplify_core(
-        pos, tri, wpos, attr, lock, target, max_err_sq, persist
+        pos, tri, wpos, attr, lock, target, max_err_sq, persist, permissive
     )
     if not modified.any():
         return out_w, 0.0
@@ -1235,6 +1324,144 @@ def _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist, 
     bound = _measure(pos, in_pt, out_p, modified, src, _EDGE_SAMPLES, _FACE_SAMPLES,
                      _BOUND_TOLERANCE, slack)
     return out_w, bound + slack
+
+
+# Samples for the errors against the original surface (`_simplify_sampled`): denser than the
+# seeds above, since their maximum is the error itself (times preprocess.dag.SAMPLED_FACTOR);
+# then the triangles whose samples come within _REFINE_NEAR of the maximum are sampled again (at
+# most _REFINE_TRIANGLES of them) at the barycentric points of a 10-step grid
+_REFINE_NEAR = 0.7
+_REFINE_TRIANGLES = 32
+_REFINE_WEIGHTS = np.array([(i / 9, j / 9, (9 - i - j) / 9) for i in range(10)
+                            for j in range(10 - i)], np.float64)
+_DENSE_EDGE_SAMPLES = np.array([0.25, 0.5, 0.75], dtype=np.float64)
+_DENSE_FACE_SAMPLES = np.array(
+    [
+        [1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0],
+        [2.0 / 3.0, 1.0 / 6.0, 1.0 / 6.0],
+        [1.0 / 6.0, 2.0 / 3.0, 1.0 / 6.0],
+        [1.0 / 6.0, 1.0 / 6.0, 2.0 / 3.0],
+    ],
+    dtype=np.float64,
+)
+
+
+@_jit
+def _sample_distances(positions, in_pt, out_pt, modified, src, edge_samples, face_samples):
+    """Sample points of the modified output triangles and their exact distances to the input
+    triangles: (points (s, 3) float64, distances (s,) float64, owner (s,) int32: the sample's
+    row in corners, corners (k, 9) float64: the modified triangles' corners). The samples are
+    those of `_measure` (face samples, and edge samples on each edge from its a < b side), then
+    the refinement of the triangles nearest the maximum (see _REFINE_NEAR)."""
+    count = 0
+    k = 0
+    for t in range(out_pt.shape[0]):
+        if modified[t]:
+            k += 1
+            count += face_samples.shape[0]
+            for e in range(3):
+                if out_pt[t, e] < out_pt[t, (e + 1) % 3]:
+                    count += edge_samples.shape[0]
+    X = np.empty((count, 3), np.float64)
+    d = np.empty(count, np.float64)
+    owner = np.empty(count, np.int32)
+    corners = np.empty((k, 9), np.float64)
+    if count == 0:
+        return X, d, owner, corners
+    G, gp, boff, btri = _build_grid(positions, in_pt)
+    stamp = np.full(max(in_pt.shape[0], 1), -1, np.int32)
+    k = 0
+    row = 0
+    for t in range(out_pt.shape[0]):
+        if not modified[t]:
+            continue
+        for c in range(3):
+            for j in range(3):
+                corners[row, 3 * c + j] = positions[out_pt[t, c], j]
+        first = k
+        for s in range(face_samples.shape[0]):
+            for j in range(3):
+                X[k, j] = (face_samples[s, 0] * np.float64(positions[out_pt[t, 0], j])
+                           + face_samples[s, 1] * np.float64(positions[out_pt[t, 1], j])
+                           + face_samples[s, 2] * np.float64(positions[out_pt[t, 2], j]))
+            k += 1
+        for e in range(3):
+            i0 = out_pt[t, e]
+            i1 = out_pt[t, (e + 1) % 3]
+            if i0 > i1:
+                continue
+            for s in range(edge_samples.shape[0]):
+                w1 = edge_samples[s]
+                for j in range(3):
+                    X[k, j] = ((1.0 - w1) * np.float64(positions[i0, j])
+                               + w1 * np.float64(positions[i1, j]))
+                k += 1
+        hint = src[t]
+        for i in range(first, k):
+            d2, hint = _nearest(X[i, 0], X[i, 1], X[i, 2], hint, G, gp, boff, btri, stamp, i,
+                                -1.0)
+            d[i] = np.sqrt(d2)
+            owner[i] = row
+        row += 1
+    # the triangles whose samples came near the maximum are sampled again, densely: the peak of
+    # the distance often lies between the first samples of a coarse triangle
+    worst = d.max()
+    if worst <= 0.0:
+        return X, d, owner, corners
+    near = np.zeros(row, np.bool_)
+    for i in range(count):
+        if d[i] >= _REFINE_NEAR * worst:
+            near[owner[i]] = True
+    rows = np.flatnonzero(near)[:_REFINE_TRIANGLES]
+    w = _REFINE_WEIGHTS
+    extra = rows.shape[0] * w.shape[0]
+    X2 = np.empty((count + extra, 3), np.float64)
+    d2s = np.empty(count + extra, np.float64)
+    owner2 = np.empty(count + extra, np.int32)
+    X2[:count] = X
+    d2s[:count] = d
+    owner2[:count] = owner
+    k = count
+    hint = -1
+    for r in rows:
+        for s in range(w.shape[0]):
+            for j in range(3):
+                X2[k, j] = (w[s, 0] * corners[r, j] + w[s, 1] * corners[r, 3 + j]
+                            + w[s, 2] * corners[r, 6 + j])
+            dd, hint = _nearest(X2[k, 0], X2[k, 1], X2[k, 2], hint, G, gp, boff, btri, stamp,
+                                count + k, -1.0)
+            d2s[k] = np.sqrt(dd)
+            owner2[k] = r
+            k += 1
+    return X2, d2s, owner2, corners
+
+
+@_jit
+def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive):
+    """The collapses of `simplify`, then the dense samples of the changed triangles with their
+    distances to this input (`_sample_distances`): (new triangles (m2, 3) int32 wedge ids,
+    points (s, 3), distances (s,), slack: 1e-6 of the input's bounding-box diagonal)."""
+    out_w, out_p, modified, src = _simplify_core(
+        pos, tri, wpos, attr, lock, target, np.inf, persist, permissive
+    )
+    m = tri.shape[0]
+    in_pt = np.empty((m, 3), np.int32)
+    lo = np.full(3, np.inf, np.float32)
+    hi = np.full(3, -np.inf, np.float32)
+    for t in range(m):
+        for c in range(3):
+            p = wpos[tri[t, c]]
+            in_pt[t, c] = p
+            for j in range(3):
+                lo[j] = min(lo[j], pos[p, j])
+                hi[j] = max(hi[j], pos[p, j])
+    d2 = 0.0
+    for j in range(3):
+        e = np.float64(hi[j]) - np.float64(lo[j])
+        d2 += e * e
+    X, d, _, _ = _sample_distances(pos, in_pt, out_p, modified, src, _DENSE_EDGE_SAMPLES,
+                                   _DENSE_FACE_SAMPLES)
+    return out_w, X, d, _ERROR_SLACK * np.sqrt(d2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1367,7 +1594,7 @@ if __name__ == "__main__":  # benchmark: python -m preprocess.simplify
     ds = (time.perf_counter() - t0) / reps
     t0 = time.perf_counter()
     for _ in range(reps):
-        _simplify_core(pos, tris, wpos, attr, lock, len(tris) // 2, np.inf, False)
+        _simplify_core(pos, tris, wpos, attr, lock, len(tris) // 2, np.inf, False, False)
     dc = (time.perf_counter() - t0) / reps
     print(f"{len(tris)} -> {len(out)} triangles")
     print(f"  collapses only:          {dc * 1e3:.3f} ms ({len(tris) / dc / 1e6:.2f} M tris/s)")

@@ -701,7 +701,7 @@ class _Topology:
     def __init__(self, mesh: Mesh) -> None:
         self.n = int(mesh.positions.shape[0])
         ptri = np.asarray(mesh.position_triangles, np.int64)
-        keys, counts, forward, _ = _edges(ptri, self.n)
+        keys, counts, forward, inverse = _edges(ptri, self.n)
         self.border_vertex = np.zeros(self.n, bool)
         once = keys[counts == 1]
         self.border_vertex[once // self.n] = True
@@ -717,7 +717,26 @@ class _Topology:
                           float(np.finfo(np.float64).tiny))  # no absolute floor: tiny meshes
         self.border_edges = len(once)
         self.nonmanifold_edges = len(many)
-
+        # the radius of the area check: A / M, M the total mean curvature (the sum over interior
+        # edges of |dihedral angle| x length / 2): a sphere's radius for a sphere; for a tube of
+        # radius r, 2 r, whose area a surface within e of it can change by about e / r (a thin
+        # limb shrunk or flattened), and small pieces that may vanish count the same way. At
+        # most half the bounding-box diagonal (flat meshes: M ~ 0)
+        self.area_radius = self.radius
+        order = np.argsort(inverse, kind="stable")
+        key_of = inverse[order]
+        pairs = np.flatnonzero((key_of[1:] == key_of[:-1]) & (counts[key_of[:-1]] == 2))
+        if len(pairs):
+            p = pos[ptri]
+            fn = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+            fn /= np.maximum(np.linalg.norm(fn, axis=1, keepdims=True), 1e-300)
+            t1, t2 = order[pairs] // 3, order[pairs + 1] // 3
+            angle = np.arccos(np.clip(np.einsum("ij,ij->i", fn[t1], fn[t2]), -1.0, 1.0))
+            k = keys[key_of[pairs]]
+            length = np.linalg.norm(pos[k // self.n] - pos[k % self.n], axis=1)
+            curvature = 0.5 * float((angle * length).sum())
+            if curvature > 0:
+                self.area_radius = min(self.radius, self.area / curvature)
 
 def _edges(ptri: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Undirected edges of triangles (t, 3) position ids: (keys lo * n + hi, use counts, uses in
@@ -798,8 +817,10 @@ def check_cut(dag: LodDag, cut: np.ndarray, *, area_tolerance: float = 0.05,
         more than twice; and orientation is only enforced when the original is consistently
         oriented (else the number of flipped edges is reported).
     (c) area: |cut area / original area - 1| <= area_tolerance + 2 e / R, e the largest self error
-        in the cut and R half the original's bounding-box diagonal: a surface within e of the
-        original may lose about 2 e / R of its area, as a sphere of radius R shrunk by e does.
+        in the cut and R = A / M, A the original's area and M its total mean curvature, at most
+        half its bounding-box diagonal: a surface within e of the original may lose about
+        2 e M / A of its area (a sphere of radius R shrunk by e, a limb of radius R / 2
+        flattened, pieces smaller than e vanishing).
 
     Returns {"clusters", "triangles", "levels" (clusters per level), "area_ratio",
     "border_edges", "flipped_edges", "nonmanifold_edges"}.
@@ -848,11 +869,11 @@ def check_cut(dag: LodDag, cut: np.ndarray, *, area_tolerance: float = 0.05,
     area = float(_areas(dag.mesh.positions, ptri).sum())
     ratio = area / topo.area if topo.area > 0 else float("nan")
     error = float(np.asarray(dag.cluster_self_error, np.float64)[cut].max())
-    allowed = area_tolerance + 2.0 * error / topo.radius
+    allowed = area_tolerance + 2.0 * error / topo.area_radius
     if not abs(ratio - 1.0) <= allowed:
         _fail(f"the cut's area is {area:.6g}, {ratio:.4f} times the original's {topo.area:.6g} "
               f"(tolerance {allowed:.4g}: {area_tolerance} + 2 x max error {error:.4g} / radius "
-              f"{topo.radius:.4g})")
+              f"{topo.area_radius:.4g})")
     return {
         "clusters": len(cut),
         "triangles": len(rows),
@@ -981,12 +1002,69 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
     pos = np.asarray(dag.mesh.positions, np.float64)
     diag = float(np.linalg.norm(pos.max(axis=0) - pos.min(axis=0)))
     tol = 1e-5 * diag if tolerance is None else float(tolerance)
-    dist_fn = distance or _mesh_distance_function()
     cut = np.unique(np.asarray(cut, np.int64))
     cut = cut[np.asarray(dag.cluster_level)[cut] > 0]
     if not len(cut):
         return {"clusters": 0, "points": 0, "tolerance": tol, "max_distance": 0.0,
                 "max_ratio": 0.0}
+    points, point_cluster, measured = _measured_distances(dag, cut, samples_per_cluster,
+                                                          rng_seed, distance)
+    stored = np.asarray(dag.cluster_self_error, np.float64)[point_cluster]
+    over = measured - (stored + tol)
+    if (over > 0).any():
+        k = int(np.argmax(over))
+        i = point_cluster[k]
+        bad = np.unique(point_cluster[over > 0])
+        _fail(f"dishonest error: cluster {i} (level {dag.cluster_level[i]}) stores error "
+              f"{stored[k]:.6g} but its surface point {points[k].tolist()} lies {measured[k]:.6g} "
+              f"from the original mesh (tolerance {tol:.3g}); {len(bad)} clusters exceed, e.g. "
+              f"{bad[:_MAX_REPORTED].tolist()}")
+    nz = stored > 0
+    return {
+        "clusters": len(cut),
+        "points": len(points),
+        "tolerance": tol,
+        "max_distance": float(measured.max()),
+        "max_ratio": float((measured[nz] / stored[nz]).max()) if nz.any() else 0.0,
+    }
+
+
+def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: int = 0,
+                    distance=None) -> list[dict[str, Any]]:
+    """How close each level's stored error is to the real distance of its surface to the
+    original mesh: per level above 0, the largest stored error of its clusters and the largest
+    measured distance (`samples_per_cluster` points by area on each cluster plus its vertices,
+    against all of the original triangles), their ratio (1: as tight as measurable; below 1:
+    dishonest), and the median over clusters of stored / measured.
+
+    Returns [{"level", "clusters", "stored", "measured", "ratio", "median_ratio"}]."""
+    level = np.asarray(dag.cluster_level)
+    cut = np.flatnonzero(level > 0)
+    if not len(cut):
+        return []
+    _, point_cluster, measured = _measured_distances(dag, cut, samples_per_cluster, rng_seed,
+                                                     distance)
+    per_cluster = np.zeros(len(level))
+    np.maximum.at(per_cluster, point_cluster, measured)
+    stored = np.asarray(dag.cluster_self_error, np.float64)
+    rows = []
+    for lv in range(1, int(level.max()) + 1):
+        ids = np.flatnonzero(level == lv)
+        s, mz = stored[ids], per_cluster[ids]
+        ok = mz > 0
+        rows.append({"level": lv, "clusters": len(ids), "stored": float(s.max()),
+                     "measured": float(mz.max()),
+                     "ratio": float(s.max() / mz.max()) if mz.max() > 0 else float("inf"),
+                     "median_ratio": float(np.median(s[ok] / mz[ok])) if ok.any() else 0.0})
+    return rows
+
+
+def _measured_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int, rng_seed: int,
+                        distance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sample points on the clusters `cut` (samples_per_cluster by area on each, plus every
+    vertex once per cluster), the cluster of each, and its distance to the original mesh."""
+    pos = np.asarray(dag.mesh.positions, np.float64)
+    dist_fn = distance or _mesh_distance_function()
     rng = np.random.default_rng(rng_seed)
     off = np.asarray(dag.cluster_tri_offset, np.int64)
     rows = _triangle_index(dag, cut)
@@ -1012,24 +1090,7 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
     point_cluster = np.concatenate([cut[sample_owner], vkeys // len(pos)])
     measured = np.asarray(dist_fn(points, dag.mesh.positions,
                                   np.asarray(dag.mesh.position_triangles, np.int32)), np.float64)
-    stored = np.asarray(dag.cluster_self_error, np.float64)[point_cluster]
-    over = measured - (stored + tol)
-    if (over > 0).any():
-        k = int(np.argmax(over))
-        i = point_cluster[k]
-        bad = np.unique(point_cluster[over > 0])
-        _fail(f"dishonest error: cluster {i} (level {dag.cluster_level[i]}) stores error "
-              f"{stored[k]:.6g} but its surface point {points[k].tolist()} lies {measured[k]:.6g} "
-              f"from the original mesh (tolerance {tol:.3g}); {len(bad)} clusters exceed, e.g. "
-              f"{bad[:_MAX_REPORTED].tolist()}")
-    nz = stored > 0
-    return {
-        "clusters": len(cut),
-        "points": len(points),
-        "tolerance": tol,
-        "max_distance": float(measured.max()),
-        "max_ratio": float((measured[nz] / stored[nz]).max()) if nz.any() else 0.0,
-    }
+    return points, point_cluster, measured
 
 
 # --------------------------------------------------------------------------------------------------

@@ -314,6 +314,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
             args.instances = args.instances or 256
             args.frames = args.frames or 16
             return main_args(args)
+        if args.scenario and "quality" in args.scenario:
+            from renderer.bench import quality_suite
+
+            known = quality_suite.models()
+            bad = [m for m in args.models or [] if m not in known]
+            if bad:
+                raise ValueError(f"--models {bad[0]}: no such quality model (one of "
+                                 f"{', '.join(known)})")
+            qargv = ["--only", *args.models] if args.models else []
+            qargv += ["--json", args.json] if args.json else []
+            status = quality_suite.main(qargv)
+            args.scenario = [s for s in args.scenario if s != "quality"]
+            if status or not args.scenario:
+                return status
+            args.json = None if args.json is None else args.json.replace(".json", "-suite.json")
         asset = args.file
         if asset is None:
             from renderer.apps.loader import load_now
@@ -482,8 +497,12 @@ def main(argv: list[str] | None = None) -> int:
     _add_render_options(p, bench=True)
     p.set_defaults(instances=None, file=None)
     p.add_argument("--scenario", action="append", choices=["closeup", "scaling", "occluded",
-                                                           "streaming"],
-                   help="suite: run this scenario (repeat; default all)")
+                                                           "streaming", "quality"],
+                   help="suite: run this scenario (repeat; default all but quality, which "
+                        "builds its own models: what the LOD cut costs the picture)")
+    p.add_argument("--models", nargs="+", metavar="NAME",
+                   help="quality: these models (default all; `python tools/bench_quality.py "
+                        "--help` lists them and every option)")
     p.add_argument("--quick", action="store_true",
                    help="suite: a one-minute version (grids up to 256, 4 frames a run)")
     p.add_argument("--frames", type=_whole(1), help="frames on each camera path (suite 12, "

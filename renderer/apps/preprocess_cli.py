@@ -186,11 +186,11 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                    help=f"clusters per group (default: {d.group_size})")
     p.add_argument("--page-kib", type=int, default=PAGE_SIZE // 1024,
                    help=f"streaming page size in KiB (default: {PAGE_SIZE // 1024})")
+    p.add_argument("--crease-angle", type=float, default=d.crease_angle, metavar="DEG",
+                   help="where the file has no normals: edges sharper than this stay hard "
+                        f"(0..180; 180 smooths everything; default: {d.crease_angle:g})")
     p.add_argument("--threads", type=int, default=0,
                    help="worker threads, 0 = one per core (default: 0)")
-    p.add_argument("--prove-errors", action="store_true",
-                   help="try to prove each group's error bound by subdividing its triangles "
-                        "(slower; falls back to 1.5x the sampled maximum where it fails)")
     p.add_argument("--verify", action="store_true",
                    help="check the DAG invariants (limits, errors, crack-free cuts) before "
                         "writing; a failure writes nothing")
@@ -237,7 +237,8 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
     try:
         config = BuildConfig(max_triangles=args.max_triangles, max_vertices=args.max_vertices,
                              group_size=args.group_size, page_size=args.page_kib * 1024,
-                             threads=args.threads, prove_errors=args.prove_errors)
+                             threads=args.threads,
+                             crease_angle=args.crease_angle)
     except ValueError as e:
         return fail(str(e))
     if args.builtin:

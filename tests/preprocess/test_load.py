@@ -123,10 +123,18 @@ def test_stl_welds_triangle_soup(tmp_path):
     mesh = load_mesh(path)
     assert (mesh.triangle_count, mesh.vertex_count) == (12, 8)
     assert_closed_manifold(mesh)
-    # flat faces share corners: computed smooth normals point out of the corners (area-weighted,
-    # so not exactly diagonal: a corner touches one or two triangles of each face)
+    # 90-degree edges are creases: each corner keeps one flat normal per face (3 wedges)
+    assert len(mesh.wedge_position) == 24
     n = mesh.wedge_normal
+    assert np.allclose(np.abs(n).max(axis=1), 1.0) and np.allclose(np.abs(n).sum(axis=1), 1.0)
     p = mesh.positions[mesh.wedge_position]
+    assert (np.sign(n[np.abs(n) == 1]) == np.sign(p[np.abs(n) == 1])).all()  # outward
+    # smoothed (crease angle 180): flat faces share corners, normals point out of the corners
+    # (area-weighted, so not exactly diagonal: a corner touches one or two triangles of a face)
+    smooth = load_mesh(path, crease_angle=180)
+    assert len(smooth.wedge_position) == 8
+    n = smooth.wedge_normal
+    p = smooth.positions[smooth.wedge_position]
     np.testing.assert_array_equal(np.sign(n), np.sign(p))
 
 
@@ -276,7 +284,7 @@ def test_clean_input_comes_back_unchanged():
     rng = np.random.default_rng(0)
     pos = rng.random((50, 3)).astype(np.float32)
     faces = np.array([[i, (i + 1) % 50, (i + 7) % 50] for i in range(50)])
-    mesh = mesh_from_arrays(pos, faces)
+    mesh = mesh_from_arrays(pos, faces, crease_angle=180)  # smooth: one wedge per position
     np.testing.assert_array_equal(mesh.positions, pos)
     np.testing.assert_array_equal(mesh.triangles, faces)
     np.testing.assert_array_equal(mesh.wedge_position, np.arange(50))
@@ -705,13 +713,18 @@ def test_real_bunny(shared):
 
 
 def test_real_beast_quads_uvs_seams(shared):
-    mesh = load_mesh(shared("beast.obj"))
+    mesh = load_mesh(shared("beast.obj"), crease_angle=180)  # smooth normals
     assert_valid(mesh)
     assert mesh.triangle_count == 64_618
     assert mesh.wedge_uv is not None
     assert len(mesh.wedge_position) == 33_963  # the README's vertex count: (position, uv) pairs
     assert mesh.vertex_count == 32_311  # welded positions: seams share them
     assert mesh.vertex_count < len(mesh.wedge_position)
+    # the file has no normals: by default, edges sharper than 45 degrees are creases, which add
+    # wedges where two or more meet a position
+    creased = load_mesh(shared("beast.obj"))
+    assert creased.vertex_count == 32_311
+    assert 33_963 < len(creased.wedge_position) < 1.2 * 33_963
 
 
 def test_real_igea(shared):

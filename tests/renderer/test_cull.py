@@ -31,8 +31,8 @@ from renderer.scene import Scene, open_asset
 
 W, H = 160, 120
 # A decision of the twin (float64) whose value lies closer than this (relative; see
-# renderer/oracles/cpu_cull.py for how each margin is measured) to its threshold may come out the other
-# way on the GPU, which rounds every step to float32 (about 6e-8 relative, times the few
+# renderer/oracles/cpu_cull.py for how each margin is measured) to its threshold may come out the
+# other way on the GPU, which rounds every step to float32 (about 6e-8 relative, times the few
 # operations and the cancellation that the margins already account for). Only rows whose deciding
 # margin is below SLACK may differ, and they must stay rare (MAX_FLIPS per frame).
 SLACK = 1e-4

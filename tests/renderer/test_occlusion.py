@@ -139,9 +139,10 @@ def test_no_missing_pixel_along_a_camera_path(sphere_tess, options) -> None:
         removed.append(b.stats.triangles / max(a.stats.triangles, 1))
     # from the second frame on, occlusion removes work at ground level: the first frame has no
     # HZB yet; moving frames test against the previous view's HZB, and what they disocclude is
-    # caught by the post pass (drawn, never lost), so they remove less
+    # caught by the post pass (drawn, never lost), so they remove less (1.6x on the second frame
+    # since the tight errors of issue 15 draw the far spheres coarser; 2.3x before)
     assert removed[0] == pytest.approx(1.0)
-    assert removed[1] > 2.0 and min(removed[1:7]) > 1.1, removed
+    assert removed[1] > 1.4 and min(removed[1:7]) > 1.05, removed
 
 
 def test_post_pass_draws_what_the_old_hzb_hid(sphere_tess) -> None:
@@ -168,21 +169,22 @@ def test_full_occluded_list_falls_back_to_drawing(sphere_tess) -> None:
 
 
 @pytest.mark.parametrize("persistent", [False, True])
-def test_ground_level_view_of_a_32x32_field_rasterizes_5x_fewer_triangles(sphere_tess,
+def test_ground_level_view_of_a_32x32_field_rasterizes_4x_fewer_triangles(sphere_tess,
                                                                            persistent) -> None:
     # standing 1.5 units in front of the first row, eyes at the spheres' centres: the front row
     # hides the field behind it. Further back, more of the field shows between and above the
     # front spheres and the 2x2-texel test rejects less (BENCHMARKS.md has the figures)
     cam = Camera(eye=np.array([0.3, 0.0, 16 * 1.2 + 1.5]), target=np.array([0.3, 0.0, 0.0]),
                  near=0.01)
-    # at 320x240 (smaller images give the far field fewer pixels, coarser texels: 3.5x at
-    # 192x144, 17x at 512x512 for this view)
+    # at 320x240 (smaller images give the far field fewer pixels, coarser texels). The ratio also
+    # follows the LOD: since errors are measured against the original surface (issue 15) the far
+    # spheres draw coarser levels, so what the HZB hides weighs less: 4.1x here (5.6x before)
     on = field(sphere_tess, 1024, (320, 240), persistent=persistent)
     off = field(sphere_tess, 1024, (320, 240), occlusion=False, persistent=persistent)
     for _ in range(2):  # the second frame has the first one's HZB
         a, b = on.render(cam), off.render(cam)
     assert np.array_equal(a.triangle, b.triangle) and np.array_equal(a.instance, b.instance)
     ratio = b.stats.triangles / a.stats.triangles
-    assert ratio >= 5.0, (f"occlusion culling: {b.stats.triangles:,} -> {a.stats.triangles:,} "
+    assert ratio >= 3.5, (f"occlusion culling: {b.stats.triangles:,} -> {a.stats.triangles:,} "
                           f"triangles ({ratio:.1f}x)")
     assert a.stats.counters["occluded_instances"] > 500
