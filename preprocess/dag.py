@@ -310,13 +310,14 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
                pslot: np.ndarray, ratio: float, stuck_ratio: float,
                max_triangles: int, max_vertices: int, permissive: bool):
     """Merge, simplify and re-split one group, all in numba so that the worker threads never
-    wait for the GIL. Returns (ok, new triangles (global wedge ids) cluster after cluster,
-    sample points (s, 3) of the changed triangles, their distances (s,) to the group's input,
-    the slack, the largest distance of a
-    removed position to the output (`_dropped_distance`), cluster offsets, cluster bounds); ok is
-    False when the group cannot get below stuck_ratio of its triangles (it is then terminal for
-    this level). Attempts: cheap collapses; dearer ones; then, with `permissive`, across seams
-    and creases."""
+    wait for the GIL. Returns (ok, new triangles cluster after cluster: global wedge ids, or
+    -1 - j for the j-th fresh wedge, fresh wedges: (their source wedge (q,) int32, their
+    prefiltered normal (q, 3) float32), sample points (s, 3) of the changed triangles, their
+    distances (s,) to the group's input, the slack, the largest distance of a removed position to
+    the output (`_dropped_distance`), the shading term (`simplify._shading`), cluster offsets,
+    cluster bounds); ok is False when the group cannot get below stuck_ratio of its triangles
+    (it is then terminal for this level). Attempts: cheap collapses; dearer ones; then, with
+    `permissive`, across seams and creases."""
     tris = _gather(store, tri_off, members)
     local, wedges, local_wp, pos_ids = _localize(tris, wpos, wslot, pslot)
     m = tris.shape[0]
@@ -336,26 +337,45 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
     X = np.zeros((0, 3), np.float64)
     d = np.zeros(0, np.float64)
     slack = 0.0
+    shade = 0.0
+    normal = np.zeros((wedges.shape[0], 3), np.float32)
+    fresh = np.zeros(wedges.shape[0], np.bool_)
     if m > target:
         for attempt in range(3 if permissive else 2):
-            new_local, X, d, slack = _simplify_sampled(
+            new_local, X, d, slack, normal, fresh, shade = _simplify_sampled(
                 pos, local, local_wp, attr, lock, target, attempt > 0, attempt > 1)
             if new_local.shape[0] <= stuck_ratio * m:
                 break
     k = new_local.shape[0]
     if k == 0 or k > stuck_ratio * m:
-        return (False, new_local, X, d, slack, 0.0, np.zeros(1, np.int64),
-                np.zeros((0, 4), np.float32))
+        return (False, new_local, np.zeros(0, np.int32), np.zeros((0, 3), np.float32), X, d,
+                slack, 0.0, shade, np.zeros(1, np.int64), np.zeros((0, 4), np.float32))
     dropped = _dropped_distance(pos, new_local, local_wp)
     order, offsets = cluster_triangles(pos, new_local, local_wp, max_triangles, max_vertices)
+    # fresh wedges used by the output, numbered in order of first use
+    fresh_id = np.full(wedges.shape[0], -1, np.int32)
+    q = 0
+    for t in range(k):
+        for c in range(3):
+            w = new_local[t, c]
+            if fresh[w] and fresh_id[w] < 0:
+                fresh_id[w] = q
+                q += 1
+    fresh_src = np.empty(q, np.int32)
+    fresh_normal = np.empty((q, 3), np.float32)
+    for w in range(wedges.shape[0]):
+        if fresh_id[w] >= 0:
+            fresh_src[fresh_id[w]] = wedges[w]
+            for j in range(3):
+                fresh_normal[fresh_id[w], j] = normal[w, j]
     ordered = np.empty((k, 3), np.int32)
     out = np.empty((k, 3), np.int32)
     for t in range(k):
         for c in range(3):
             w = new_local[order[t], c]
             ordered[t, c] = w
-            out[t, c] = wedges[w]
-    return (True, out, X, d, slack, dropped, offsets,
+            out[t, c] = -1 - fresh_id[w] if fresh_id[w] >= 0 else wedges[w]
+    return (True, out, fresh_src, fresh_normal, X, d, slack, dropped, shade, offsets,
             _cluster_bounds(pos, ordered, local_wp, offsets))
 
 
@@ -465,8 +485,12 @@ class _Builder:
         self.mesh = mesh
         self.config = config
         self.positions = np.ascontiguousarray(mesh.positions, np.float32)
-        self.wpos = np.ascontiguousarray(mesh.wedge_position, np.int32)
-        self.attrs = np.ascontiguousarray(mesh.wedge_attributes(), np.float32)
+        # the wedges: the mesh's, then the fresh ones of coarse levels (prefiltered normals)
+        attrs = np.ascontiguousarray(mesh.wedge_attributes(), np.float32)
+        self.wedge_rows = _Rows((), np.int32, 2 * len(mesh.wedge_position) + 1024)
+        self.wedge_rows.extend(np.asarray(mesh.wedge_position, np.int32))
+        self.attr_rows = _Rows((attrs.shape[1],), np.float32, 2 * len(attrs) + 1024)
+        self.attr_rows.extend(attrs)
         m = mesh.triangle_count
         self.store = _Rows((3,), np.int32, 2 * m + 1024)  # every cluster's (t, 3) wedge ids
         self.tri_off = _Rows((), np.int64, m // 32 + 64)
@@ -484,6 +508,16 @@ class _Builder:
         self.scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-thread _localize
         self._original = None
         self._original_lock = threading.Lock()
+
+    @property
+    def wpos(self) -> np.ndarray:
+        """(k,) int32: the position of each wedge (the mesh's, then the fresh ones)."""
+        return self.wedge_rows.view
+
+    @property
+    def attrs(self) -> np.ndarray:
+        """(k, 3 or 5) float32: each wedge's normal (and uv)."""
+        return self.attr_rows.view
 
     def cluster_sizes(self, clusters: np.ndarray) -> np.ndarray:
         off = self.tri_off.view
@@ -522,21 +556,24 @@ class _Builder:
         bounds), or None when it cannot shrink enough. permissive: if it cannot otherwise, it
         may cross seams and creases."""
         cfg = self.config
+        wpos, attrs = self.wpos, self.attrs  # this level's wedges (fresh ones may follow)
         scratch = self.scratch.get(threading.get_ident())
-        if scratch is None:
-            scratch = (np.full(len(self.wpos), -1, np.int32),
+        if scratch is None or len(scratch[0]) < len(wpos):  # sized by the wedges, which grow
+            scratch = (np.full(2 * len(wpos), -1, np.int32),
                        np.full(len(self.positions), -1, np.int32))
             self.scratch[threading.get_ident()] = scratch
-        ok, new_tris, X, d, slack, dropped, offsets, bounds = _group_job(
-            self.store.view, self.tri_off.view, members, self.wpos, self.positions, self.attrs,
+        (ok, new_tris, fresh_src, fresh_normal, X, d, slack, dropped, shade, offsets,
+         bounds) = _group_job(
+            self.store.view, self.tri_off.view, members, wpos, self.positions, attrs,
             locked, *scratch, cfg.simplify_ratio, cfg.stuck_ratio,
             cfg.max_triangles, cfg.max_vertices, permissive)
         if not ok:
             return None
         below = float(self.self_error.view[members].max())
         own = self._original_error(X, d, below)
-        err = max(own * SAMPLED_FACTOR + 2.0 * slack, dropped) if len(d) else dropped
-        return new_tris, err, offsets, bounds
+        err = max(own * SAMPLED_FACTOR + 2.0 * slack if len(d) else 0.0, dropped,
+                  cfg.shading_weight * shade)
+        return new_tris, err, offsets, bounds, fresh_src, fresh_normal
 
     def _original_error(self, X: np.ndarray, d: np.ndarray, below: float) -> float:
         """The largest distance to the original mesh over the sample points X (s, 3) of a
@@ -600,7 +637,14 @@ class _Builder:
         """Record a simplified group and its new clusters (one level up); returns their ids.
         Its error: its own against the original surface, at least its members' (so errors
         never decrease from child to parent)."""
-        new_tris, err, offsets, bounds = result
+        new_tris, err, offsets, bounds, fresh_src, fresh_normal = result
+        if len(fresh_src):  # number the fresh wedges: the source's position and uv, a new normal
+            base = self.wedge_rows.n
+            rows = self.attrs[fresh_src].copy()
+            rows[:, :3] = fresh_normal
+            self.wedge_rows.extend(self.wpos[fresh_src])
+            self.attr_rows.extend(rows)
+            new_tris = np.where(new_tris < 0, base - 1 - new_tris, new_tris).astype(np.int32)
         error = max(float(self.self_error.view[members].max()), err)
         g = self.add_group(members, level, error)
         return self.add_clusters(new_tris, offsets, bounds, level + 1, g, self.group_sphere[g],
@@ -615,17 +659,19 @@ def coarsest_target(triangles: int) -> int:
 
 def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
               progress: Progress | None = None,
-              on_clusters: Callable[[np.ndarray, np.ndarray, int, int], None] | None = None
+              on_clusters: Callable[..., None] | None = None
               ) -> LodDag:
     """Build the cluster LOD DAG of a mesh (see module docstring).
 
-    on_clusters(triangles, tri_offset, first, end), called on this thread: clusters first..end-1
-    are final (rows tri_offset[i]:tri_offset[i + 1] of triangles, wedge ids; the arrays may be
-    replaced by bigger ones later, these rows never change)."""
+    on_clusters(triangles, tri_offset, first, end, wedge_position, wedge_normal), called on this
+    thread: clusters first..end-1 are final (rows tri_offset[i]:tri_offset[i + 1] of triangles,
+    wedge ids into wedge_position (k,) and wedge_normal (k, 3), the wedges so far: the mesh's and
+    the fresh ones of the coarse levels; the arrays may be replaced by bigger ones later, these
+    rows never change)."""
     cfg = config or BuildConfig()
     b = _Builder(mesh, cfg)
     report = progress or (lambda stage, done, total: None)
-    hand_over = on_clusters or (lambda triangles, tri_offset, first, end: None)
+    hand_over = on_clusters or (lambda *args: None)
     threads = cfg.threads or os.cpu_count() or 1
 
     level = 0
@@ -639,7 +685,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         ordered, bounds = _level0(np.ascontiguousarray(mesh.triangles, np.int32), order,
                                   offsets, b.wpos, b.positions)
         pending = b.add_clusters(ordered, offsets, bounds, 0, -1, None, 0.0)
-        hand_over(b.store.view, b.tri_off.view, 0, b.level.n)
+        hand_over(b.store.view, b.tri_off.view, 0, b.level.n, b.wpos, b.attrs[:, :3])
         report("cluster", 1, 1)
         report("simplify", 0, work)  # grouping, simplifying and re-splitting, level by level
         # seams and creases are crossed only where needed: by a group some of whose clusters
@@ -679,7 +725,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
                 progressed = True
                 next_pending.append(b.add_simplified(m, level, res))
             pending = np.concatenate(next_pending)
-            hand_over(b.store.view, b.tri_off.view, first, b.level.n)
+            hand_over(b.store.view, b.tri_off.view, first, b.level.n, b.wpos, b.attrs[:, :3])
             level += 1
             if not progressed:
                 if over and not permissive_round:
@@ -697,7 +743,8 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
             if res is None or len(res[2]) != 2:  # stuck, or not one cluster
                 break
             pending = b.add_simplified(pending, level, res)
-            hand_over(b.store.view, b.tri_off.view, int(pending[0]), b.level.n)
+            hand_over(b.store.view, b.tri_off.view, int(pending[0]), b.level.n, b.wpos,
+                      b.attrs[:, :3])
             level += 1
     b.add_group(pending, level, ROOT_ERROR)
     report("simplify", work, work)
@@ -708,6 +755,12 @@ def _finish(b: _Builder, mesh: Mesh) -> LodDag:
     members = np.concatenate(b.groups).astype(np.int32)
     goff = np.zeros(len(b.groups) + 1, np.int64)
     np.cumsum([len(g) for g in b.groups], out=goff[1:])
+    if len(b.wpos) > len(mesh.wedge_position):  # the fresh wedges of the coarse levels join
+        attrs = b.attrs
+        mesh = Mesh(positions=mesh.positions, triangles=mesh.triangles,
+                    wedge_position=b.wpos.copy(), wedge_normal=attrs[:, :3].copy(),
+                    wedge_uv=None if mesh.wedge_uv is None else attrs[:, 3:5].copy(),
+                    name=mesh.name)
     return LodDag(
         mesh=mesh,
         triangles=b.store.view,

@@ -283,10 +283,18 @@ class VertexEncoder:
         self.pool = ThreadPoolExecutor(max_workers=1) if background else None
         self.runs: list = []
 
-    def add(self, triangles: np.ndarray, tri_offset: np.ndarray, first: int, end: int) -> None:
-        """Encode clusters first..end-1 (rows tri_offset[i]:tri_offset[i + 1] of triangles)."""
+    def add(self, triangles: np.ndarray, tri_offset: np.ndarray, first: int, end: int,
+            wedge_position: np.ndarray | None = None, wedge_normal: np.ndarray | None = None
+            ) -> None:
+        """Encode clusters first..end-1 (rows tri_offset[i]:tri_offset[i + 1] of triangles),
+        whose wedges are the mesh's or, when given, wedge_position (k,) and wedge_normal (k, 3)
+        (the mesh's followed by the fresh wedges of coarse levels, `build_dag`)."""
         if end <= first:
             return
+        if wedge_position is not None and len(wedge_position) > len(self.wedge_position):
+            self.wedge_position = np.ascontiguousarray(wedge_position, np.int32)
+            self.wedge_normal = np.ascontiguousarray(wedge_normal, np.float32)
+            self.slot = np.full(2 * len(self.wedge_position), -1, np.int32)  # a new scratch
         rows = triangles[tri_offset[first] : tri_offset[end]]
         offsets = tri_offset[first : end + 1] - tri_offset[first]
         args = (rows, offsets, self.slot, self.positions, self.wedge_position, self.wedge_normal,

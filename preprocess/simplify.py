@@ -491,7 +491,14 @@ def _simplify_core(
     permissive
 ):
     """Returns (tw (m2, 3) int32 wedge ids, tp (m2, 3) int32 position ids, modified (m2,) bool,
-    src (m2,) int32: the input triangle each output triangle was).
+    src (m2,) int32: the input triangle each output triangle was, nacc (k, 3) float64: per wedge,
+    the area-weighted sum of the normals of the input surface it came to stand for, grew (k,)
+    bool: wedges that took in others).
+
+    Normal prefiltering: each input wedge starts with its normal times a third of the area of
+    its triangles; a collapse adds each of u's wedges into the wedge of v it maps to. So a
+    surviving wedge carries the area-weighted normal of the surface collapsed into it (over the
+    levels, of the original surface: `_simplify_sampled` turns it into the coarse normal).
 
     permissive: seams and creases may be crossed (see `_classify`); a collapse that moves a
     position holding several wedges costs its squared length more than its quadric error, so
@@ -521,6 +528,17 @@ def _simplify_core(
             on[t, 1] = ny / ln
             on[t, 2] = nz / ln
     kind = _classify(P, tp, tw, m, n, off, adj, locked, Q, permissive)
+    k_w = wedge_attr.shape[0]
+    nacc = np.zeros((k_w, 3), np.float64)
+    grew = np.zeros(k_w, np.bool_)
+    wstamp = np.full(k_w, -1, np.int64)
+    for t in range(m):
+        nx, ny, nz = _cross(P, tp[t, 0], tp[t, 1], tp[t, 2])
+        third = np.sqrt(nx * nx + ny * ny + nz * nz) / 6.0  # a third of the area
+        for c in range(3):
+            w = tw[t, c]
+            for j in range(3):
+                nacc[w, j] += third * wedge_attr[w, j]
     multi = np.zeros(n, np.bool_)  # positions with several wedges (seams, creases)
     if permissive:
         first_w = np.full(n, -1, np.int32)
@@ -639,6 +657,15 @@ def _simplify_core(
                 continue
             if kind[u] == _SEAM and wu1 == wu2:
                 continue
+            for j in range(3):
+                nacc[wv1, j] += nacc[wu1, j]
+            grew[wv1] = True
+            wstamp[wu1] = sid
+            if wu2 != wu1:
+                for j in range(3):
+                    nacc[wv2, j] += nacc[wu2, j]
+                grew[wv2] = True
+                wstamp[wu2] = sid
             for k in range(off[u], off[u + 1]):
                 t = adj[k]
                 for c in range(3):
@@ -654,6 +681,11 @@ def _simplify_core(
                     nw = wv2
                 else:
                     nw = _closest_wedge(wedge_attr, w, wv1, wv2)
+                    if wstamp[w] != sid:  # a third wedge of u (permissive): into the closest
+                        wstamp[w] = sid
+                        for j in range(3):
+                            nacc[nw, j] += nacc[w, j]
+                        grew[nw] = True
                 tp[t, iu] = v
                 tw[t, iu] = nw
                 modified[t] = True
@@ -678,7 +710,7 @@ def _simplify_core(
                 k += 1
         m = k
         _build_fans(tp, m, n, off, adj, cur)
-    return tw[:m].copy(), tp[:m].copy(), modified[:m].copy(), src[:m].copy()
+    return tw[:m].copy(), tp[:m].copy(), modified[:m].copy(), src[:m].copy(), nacc, grew
 
 
 # --------------------------------------------------------------------------------------------
@@ -1296,7 +1328,7 @@ def _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist, 
                        permissive=False):
     """`simplify` on checked, contiguous inputs with more than `target` triangles: the collapses,
     then the error (see `simplify`). Returns (new triangles (m2, 3) int32 wedge ids, error)."""
-    out_w, out_p, modified, src = _simplify_core(
+    out_w, out_p, modified, src, _, _ = _simplify_core(
         pos, tri, wpos, attr, lock, target, max_err_sq, persist, permissive
     )
     if not modified.any():
@@ -1350,7 +1382,8 @@ _DENSE_FACE_SAMPLES = np.array(
 def _sample_distances(positions, in_pt, out_pt, modified, src, edge_samples, face_samples):
     """Sample points of the modified output triangles and their exact distances to the input
     triangles: (points (s, 3) float64, distances (s,) float64, owner (s,) int32: the sample's
-    row in corners, corners (k, 9) float64: the modified triangles' corners). The samples are
+    row, near (s,) int32: its nearest input triangle, row_tri (k,) int32: the output triangle of
+    each row, one per modified triangle). The samples are
     those of `_measure` (face samples, and edge samples on each edge from its a < b side), then
     the refinement of the triangles nearest the maximum (see _REFINE_NEAR)."""
     count = 0
@@ -1365,9 +1398,11 @@ def _sample_distances(positions, in_pt, out_pt, modified, src, edge_samples, fac
     X = np.empty((count, 3), np.float64)
     d = np.empty(count, np.float64)
     owner = np.empty(count, np.int32)
+    near_tri = np.empty(count, np.int32)
     corners = np.empty((k, 9), np.float64)
+    row_tri = np.empty(k, np.int32)
     if count == 0:
-        return X, d, owner, corners
+        return X, d, owner, near_tri, row_tri
     G, gp, boff, btri = _build_grid(positions, in_pt)
     stamp = np.full(max(in_pt.shape[0], 1), -1, np.int32)
     k = 0
@@ -1375,6 +1410,7 @@ def _sample_distances(positions, in_pt, out_pt, modified, src, edge_samples, fac
     for t in range(out_pt.shape[0]):
         if not modified[t]:
             continue
+        row_tri[row] = t
         for c in range(3):
             for j in range(3):
                 corners[row, 3 * c + j] = positions[out_pt[t, c], j]
@@ -1402,12 +1438,13 @@ def _sample_distances(positions, in_pt, out_pt, modified, src, edge_samples, fac
                                 -1.0)
             d[i] = np.sqrt(d2)
             owner[i] = row
+            near_tri[i] = hint
         row += 1
     # the triangles whose samples came near the maximum are sampled again, densely: the peak of
     # the distance often lies between the first samples of a coarse triangle
     worst = d.max()
     if worst <= 0.0:
-        return X, d, owner, corners
+        return X, d, owner, near_tri, row_tri
     near = np.zeros(row, np.bool_)
     for i in range(count):
         if d[i] >= _REFINE_NEAR * worst:
@@ -1418,9 +1455,11 @@ def _sample_distances(positions, in_pt, out_pt, modified, src, edge_samples, fac
     X2 = np.empty((count + extra, 3), np.float64)
     d2s = np.empty(count + extra, np.float64)
     owner2 = np.empty(count + extra, np.int32)
+    near2 = np.empty(count + extra, np.int32)
     X2[:count] = X
     d2s[:count] = d
     owner2[:count] = owner
+    near2[:count] = near_tri
     k = count
     hint = -1
     for r in rows:
@@ -1432,19 +1471,128 @@ def _sample_distances(positions, in_pt, out_pt, modified, src, edge_samples, fac
                                 count + k, -1.0)
             d2s[k] = np.sqrt(dd)
             owner2[k] = r
+            near2[k] = hint
             k += 1
-    return X2, d2s, owner2, corners
+    return X2, d2s, owner2, near2, row_tri
+
+
+@_jit
+def _shading(X, owner, near, row_tri, positions, in_pt, in_w, in_normal, out_pt, out_w,
+             out_normal, src):
+    """The shading term of a simplification: the largest, over the sample points X (s, 3), of
+    the angle (radians) between the output surface's interpolated normal at the point and the
+    input surface's at its nearest input triangle `near` (the point's projection, clamped into
+    the triangle), times the size of the point's output triangle (row_tri[owner]), sqrt(2 x its
+    area) (a long sliver along a cylinder spreads its error thin); points
+    on an edge of their triangle are left out (at a crease, the nearest input triangle may lie on
+    either side), and where the nearest input triangle faces away (the far side of a thin part)
+    the input triangle the output triangle came from (src) stands in.
+
+    What it stands for: a normal off by an angle a over a triangle of size s changes the lit
+    image about as much as moving an edge by a * s (both project to pixels the same way), so it
+    is compared with tau like a distance; `BuildConfig.shading_weight` scales it."""
+    worst = 0.0
+    for i in range(X.shape[0]):
+        t = row_tri[owner[i]]
+        a = out_pt[t, 0]
+        b = out_pt[t, 1]
+        c = out_pt[t, 2]
+        # barycentrics of X on its own output triangle, and the triangle's longest edge
+        e0 = np.empty(3)
+        e1 = np.empty(3)
+        v = np.empty(3)
+        for j in range(3):
+            e0[j] = np.float64(positions[b, j]) - np.float64(positions[a, j])
+            e1[j] = np.float64(positions[c, j]) - np.float64(positions[a, j])
+            v[j] = X[i, j] - np.float64(positions[a, j])
+        fo = np.cross(e0, e1)
+        size = np.sqrt(np.sqrt(np.sum(fo * fo)))  # sqrt(2 x area): small for a sliver
+        w1, w2 = _barycentric(e0, e1, v)
+        if min(w1, w2, 1.0 - w1 - w2) < 0.05:
+            continue  # on an edge: at a crease its nearest input triangle may be either side's
+        nout = np.zeros(3)
+        for j in range(3):
+            nout[j] = ((1.0 - w1 - w2) * out_normal[out_w[t, 0], j]
+                       + w1 * out_normal[out_w[t, 1], j] + w2 * out_normal[out_w[t, 2], j])
+        ti = near[i]
+        # a thin part's far side can be nearest: then compare with the triangle it came from
+        if ti >= 0:
+            fi = np.cross(_edge(positions, in_pt, ti, 1), _edge(positions, in_pt, ti, 2))
+            if np.sum(fo * fi) <= 0.0:
+                ti = src[t]
+        else:
+            ti = src[t]
+        a = in_pt[ti, 0]
+        for j in range(3):
+            e0[j] = np.float64(positions[in_pt[ti, 1], j]) - np.float64(positions[a, j])
+            e1[j] = np.float64(positions[in_pt[ti, 2], j]) - np.float64(positions[a, j])
+            v[j] = X[i, j] - np.float64(positions[a, j])
+        w1, w2 = _barycentric(e0, e1, v)
+        w1 = min(max(w1, 0.0), 1.0)
+        w2 = min(max(w2, 0.0), 1.0 - w1)
+        nin = np.zeros(3)
+        for j in range(3):
+            nin[j] = ((1.0 - w1 - w2) * in_normal[in_w[ti, 0], j]
+                      + w1 * in_normal[in_w[ti, 1], j] + w2 * in_normal[in_w[ti, 2], j])
+        cx = nout[1] * nin[2] - nout[2] * nin[1]
+        cy = nout[2] * nin[0] - nout[0] * nin[2]
+        cz = nout[0] * nin[1] - nout[1] * nin[0]
+        angle = np.arctan2(np.sqrt(cx * cx + cy * cy + cz * cz), np.sum(nout * nin))
+        worst = max(worst, angle * size)
+    return worst
+
+
+@_jit_inline
+def _edge(positions, pt, t, c):
+    """Corner c of triangle t minus corner 0, float64 (3,)."""
+    e = np.empty(3)
+    for j in range(3):
+        e[j] = np.float64(positions[pt[t, c], j]) - np.float64(positions[pt[t, 0], j])
+    return e
+
+
+@_jit_inline
+def _barycentric(e0, e1, v):
+    """(w1, w2) of the point a + v in the plane of triangle (a, a + e0, a + e1), projected; (0, 0)
+    for a degenerate triangle."""
+    d00 = np.sum(e0 * e0)
+    d01 = np.sum(e0 * e1)
+    d11 = np.sum(e1 * e1)
+    det = d00 * d11 - d01 * d01
+    if not det > 1.0e-30 * d00 * d11 or det <= 0.0:
+        return 0.0, 0.0
+    d20 = np.sum(v * e0)
+    d21 = np.sum(v * e1)
+    return (d11 * d20 - d01 * d21) / det, (d00 * d21 - d01 * d20) / det
 
 
 @_jit
 def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive):
-    """The collapses of `simplify`, then the dense samples of the changed triangles with their
-    distances to this input (`_sample_distances`): (new triangles (m2, 3) int32 wedge ids,
-    points (s, 3), distances (s,), slack: 1e-6 of the input's bounding-box diagonal)."""
-    out_w, out_p, modified, src = _simplify_core(
+    """The collapses of `simplify`, the prefiltered normals, then the dense samples of the
+    changed triangles with their distances to this input (`_sample_distances`) and the shading
+    term (`_shading`): (new triangles (m2, 3) int32 wedge ids, points (s, 3), distances (s,),
+    slack: 1e-6 of the input's bounding-box diagonal, normals (k, 3) float32 per wedge: the
+    prefiltered normal where `fresh`, else the input's, fresh (k,) bool: wedges that took in
+    others and whose position is not locked by the caller (a locked position is shared with
+    other groups, which keep its normal), shading term)."""
+    out_w, out_p, modified, src, nacc, grew = _simplify_core(
         pos, tri, wpos, attr, lock, target, np.inf, persist, permissive
     )
     m = tri.shape[0]
+    k_w = attr.shape[0]
+    in_normal = np.empty((k_w, 3), np.float32)
+    out_normal = np.empty((k_w, 3), np.float32)
+    fresh = np.zeros(k_w, np.bool_)
+    for w in range(k_w):
+        for j in range(3):
+            in_normal[w, j] = attr[w, j]
+            out_normal[w, j] = attr[w, j]
+        if grew[w] and not lock[wpos[w]]:
+            ln = np.sqrt(nacc[w, 0] ** 2 + nacc[w, 1] ** 2 + nacc[w, 2] ** 2)
+            if ln > 0.0:
+                fresh[w] = True
+                for j in range(3):
+                    out_normal[w, j] = nacc[w, j] / ln
     in_pt = np.empty((m, 3), np.int32)
     lo = np.full(3, np.inf, np.float32)
     hi = np.full(3, -np.inf, np.float32)
@@ -1459,9 +1607,17 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive):
     for j in range(3):
         e = np.float64(hi[j]) - np.float64(lo[j])
         d2 += e * e
-    X, d, _, _ = _sample_distances(pos, in_pt, out_p, modified, src, _DENSE_EDGE_SAMPLES,
-                                   _DENSE_FACE_SAMPLES)
-    return out_w, X, d, _ERROR_SLACK * np.sqrt(d2)
+    # sampled: the moved triangles, and those whose normals changed
+    sampled = modified.copy()
+    for t in range(out_w.shape[0]):
+        for c in range(3):
+            if fresh[out_w[t, c]]:
+                sampled[t] = True
+    X, d, owner, near, row_tri = _sample_distances(pos, in_pt, out_p, sampled, src,
+                                                   _DENSE_EDGE_SAMPLES, _DENSE_FACE_SAMPLES)
+    shade = _shading(X, owner, near, row_tri, pos, in_pt, tri, in_normal, out_p, out_w,
+                     out_normal, src)
+    return out_w, X, d, _ERROR_SLACK * np.sqrt(d2), out_normal, fresh, shade
 
 
 # --------------------------------------------------------------------------------------------

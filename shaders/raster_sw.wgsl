@@ -8,7 +8,8 @@
 // interpolated linearly in screen space (NDC depth is affine in screen space).
 // The edge functions are i32: a triangle spanning up to MAX_SPAN sub-pixel units is exact at
 // 1/256 pixel (125 pixels); a larger one (rare: big triangles go to the hardware rasterizer) is
-// rasterized at 1/16 pixel (up to 2000 pixels), and a larger one still is skipped.
+// rasterized at 1/16 pixel (up to 2000 pixels), grown by the snapping's reach so that it leaves no
+// crack beside finer-snapped neighbours, and a larger one still is skipped.
 #include "layout.wgsl"
 #include "cluster.wgsl"
 #include "visbuffer.wgsl"
@@ -131,6 +132,16 @@ fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, world: mat4x4<f32>
     var row01 = -d01.x * a0.y + d01.y * a0.x + b01;
     var row12 = -d12.x * a1.y + d12.y * a1.x + b12;
     var row20 = -d20.x * a2.y + d20.y * a2.x + b20;
+    if sub_bits == 4u {
+        // snapped to 1/16 pixel, each corner moved by less than one unit, so a shared edge no
+        // longer meets its neighbour's (snapped to 1/256, or drawn by the hardware): grow every
+        // edge by what such a move can change its function, |d.x| + |d.y| (+ 2 for the product
+        // of two moves). The triangle then overlaps its neighbours by under 1/16 pixel, where
+        // the depth test decides, instead of leaving pixels between them empty.
+        row01 += abs(d01.x) + abs(d01.y) + 2;
+        row12 += abs(d12.x) + abs(d12.y) + 2;
+        row20 += abs(d20.x) + abs(d20.y) + 2;
+    }
     let area2 = f32(d01.x * (a2.y - a0.y) - d01.y * (a2.x - a0.x));
     let payload = (idx << TRIANGLE_BITS) | t;
     for (var y = y0; y <= y1; y++) {

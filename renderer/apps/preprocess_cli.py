@@ -189,6 +189,10 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--crease-angle", type=float, default=d.crease_angle, metavar="DEG",
                    help="where the file has no normals: edges sharper than this stay hard "
                         f"(0..180; 180 smooths everything; default: {d.crease_angle:g})")
+    p.add_argument("--shading-weight", type=float, default=d.shading_weight, metavar="W",
+                   help="weight of the shading term in LOD errors: 0 counts geometry only, more "
+                        f"keeps finer levels where normals change (0..100; default: "
+                        f"{d.shading_weight:g})")
     p.add_argument("--threads", type=int, default=0,
                    help="worker threads, 0 = one per core (default: 0)")
     p.add_argument("--verify", action="store_true",
@@ -238,7 +242,8 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
         config = BuildConfig(max_triangles=args.max_triangles, max_vertices=args.max_vertices,
                              group_size=args.group_size, page_size=args.page_kib * 1024,
                              threads=args.threads,
-                             crease_angle=args.crease_angle)
+                             crease_angle=args.crease_angle,
+                             shading_weight=args.shading_weight)
     except ValueError as e:
         return fail(str(e))
     if args.builtin:

@@ -114,7 +114,8 @@ def build(name: str, cache: Path, key: str, *, shared: Path = SHARED,
 def targets(pooled_rows: list[dict]) -> list[str]:
     """The issue's targets: the demo scene at tau = 1 at most 2.5 triangles per covered pixel;
     on the hard-edged models at tau = 1 at most 2% of pixels more than 30 degrees off, no
-    pinholes at tau = 1 and 4 (all views pooled)."""
+    pinholes at tau = 1 and 4 (all views pooled; a pinhole is an empty pixel further inside
+    than a tau-pixel error can move an edge, as the issue measured them)."""
     top = max((r["tau"] for r in pooled_rows if r["tau"] is not None), default=None)
     out = [f"{r['asset']:<16} level 0 only at every distance, tau {top:g} included: no LOD "
            "drawn, so its figures below say nothing about LOD"
@@ -131,9 +132,13 @@ def targets(pooled_rows: list[dict]) -> list[str]:
             ok = r["normal_off"] <= TARGET_NORMAL_OFF
             out.append(f"{r['asset']:<16} tau 1: {100 * r['normal_off']:.2f}% normals off "
                        f"(<= 2%: {'met' if ok else 'NOT met'})")
-        ok = r["pinholes"] == 0
-        out.append(f"{r['asset']:<16} tau {r['tau']:g}: {r['pinholes']} pinholes "
-                   f"(0: {'met' if ok else 'NOT met'})")
+        # a pinhole, as the issue counts them: an empty pixel further inside the reference's
+        # solid region than ceil(tau) + 1 px, where no allowed error moves an edge (the nearer
+        # ones are the silhouette moving within tau: the "pinholes" column counts them too)
+        ok = r["pinholes_deep"] == 0
+        out.append(f"{r['asset']:<16} tau {r['tau']:g}: {r['pinholes_deep']} pinholes deeper "
+                   f"than the error ({r['pinholes']} empty pixels under a solid reference; "
+                   f"0: {'met' if ok else 'NOT met'})")
     return out
 
 

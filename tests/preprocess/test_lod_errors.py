@@ -1,0 +1,118 @@
+"""LOD errors measured against the original surface (tight and honest), and prefiltered normals
+at coarse levels (`preprocess.dag._Builder._original_error`, `preprocess.simplify._simplify_core`
+normal accumulation, `preprocess.verify.error_tightness`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from preprocess.config import BuildConfig
+from preprocess.dag import build_dag
+from preprocess.load import mesh_from_arrays
+from preprocess.verify import check_honest_error, error_tightness
+
+
+def bumpy_sphere(n: int = 40, amplitude: float = 0.02, seed: int = 4):
+    """A unit geodesic sphere with high-frequency radial noise: its vertex normals scatter around
+    the radial direction, which a filtered (far) view of it shows."""
+    from assets.shapes import geodesic_sphere_arrays
+
+    p, f = geodesic_sphere_arrays(n)
+    rng = np.random.default_rng(seed)
+    p = p.astype(np.float64) * (1.0 + amplitude * rng.standard_normal(len(p)))[:, None]
+    return mesh_from_arrays(p.astype(np.float32), f, crease_angle=180, name="bumpy")
+
+
+def blob(n: int = 40):
+    """A unit sphere deformed by a few smooth waves: curved everywhere, no noise, so that the
+    distance from the simplified surface to the original and back agree."""
+    from assets.shapes import geodesic_sphere_arrays
+
+    p, f = geodesic_sphere_arrays(n)
+    p = p.astype(np.float64)
+    r = 1.0 + 0.15 * np.sin(3 * p[:, 0]) * np.cos(2 * p[:, 1]) + 0.1 * np.sin(4 * p[:, 2])
+    return mesh_from_arrays((p * r[:, None]).astype(np.float32), f, crease_angle=180,
+                            name="blob")
+
+
+@pytest.fixture(scope="module")
+def bumpy_dag():
+    return build_dag(bumpy_sphere())
+
+
+def test_errors_are_honest_and_tight() -> None:
+    """Per level, the largest stored error (geometry only: shading weight 0) against the largest
+    distance found by 1024 random samples per cluster (plus its vertices) on the whole original
+    mesh, on a smooth surface (on a noisy one the error also holds the distance of the removed
+    bumps to the result, which this one-sided measure does not see): never below it (honest,
+    also checked point by point), and close to it (1.08-1.19 measured). Summed errors (before
+    issue 15) stored 2-5x on such meshes; the bound leaves room for the monotonic max with the
+    children and for the samples' own maximum, 1.1x and above what random samples find."""
+    dag = build_dag(blob(), BuildConfig(shading_weight=0.0))
+    rows = error_tightness(dag, samples_per_cluster=1024, rng_seed=1)
+    assert len(rows) >= 6
+    ratios = [r["ratio"] for r in rows]
+    assert min(ratios) >= 1.0, ratios
+    # the coarsest levels hold a few clusters whose measured distance one-sidedly misses the
+    # surface they dropped (it is in the error: removed positions' distance): judge the others
+    body = ratios[: len(ratios) - 2]
+    assert np.median(body) < 1.35 and max(body) < 1.8, ratios
+    check_honest_error(dag, np.flatnonzero(np.asarray(dag.cluster_level) > 0),
+                       samples_per_cluster=256, rng_seed=2)
+
+
+def test_errors_with_shading_are_honest_and_never_decrease(bumpy_dag) -> None:
+    """The shading term adds to the distance: errors stay above the measured distance, and
+    grow along every child -> parent edge."""
+    dag = bumpy_dag
+    check_honest_error(dag, np.flatnonzero(np.asarray(dag.cluster_level) > 0),
+                       samples_per_cluster=128, rng_seed=3)
+    own = np.asarray(dag.cluster_self_error)
+    parent = np.asarray(dag.group_error)[np.asarray(dag.cluster_group)]
+    assert (parent >= own).all()
+
+
+def test_coarse_normals_are_prefiltered(bumpy_dag) -> None:
+    """A coarse vertex carries the area-weighted normal of the surface it stands for: on the
+    bumpy sphere, coarse wedge normals lie much closer to the radial direction (the filtered
+    surface's normal) than the original vertices' normals, which they would copy without
+    prefiltering."""
+    dag = bumpy_dag
+    mesh = dag.mesh
+    level = np.asarray(dag.cluster_level)
+    off = np.asarray(dag.cluster_tri_offset)
+
+    def spread(lv: int) -> float:
+        ids = np.flatnonzero(level == lv)
+        w = np.unique(np.concatenate([np.asarray(dag.triangles)[off[i] : off[i + 1]].ravel()
+                                      for i in ids]))
+        radial = mesh.positions[mesh.wedge_position[w]].astype(np.float64)
+        radial /= np.linalg.norm(radial, axis=1, keepdims=True)
+        cos = np.einsum("ij,ij->i", radial, mesh.wedge_normal[w])
+        return float(np.degrees(np.arccos(np.clip(cos, -1, 1))).mean())
+
+    fine = spread(0)
+    coarse = spread(4)
+    assert fine > 10.0  # the noise tilts the original normals
+    assert coarse < 0.6 * fine, (fine, coarse)
+    assert len(mesh.wedge_position) > dag.mesh.vertex_count  # fresh wedges were added
+
+
+def test_the_pages_hold_the_prefiltered_normals(tmp_path) -> None:
+    """The fresh wedges travel into the pages: every cluster's decoded normals are its wedges'."""
+    from preprocess.build import build_file
+    from preprocess.tess.pages import decode_cluster, page_clusters
+
+    res = build_file(bumpy_sphere(16), tmp_path / "b.tess")
+    meta = res.packed.meta
+    mesh = res.dag.mesh
+    checked = 0
+    for page in res.packed.pages:
+        for rec in page_clusters(page):
+            tris = res.dag.cluster_triangles(int(rec["cluster"]))
+            d = decode_cluster(page, rec, meta["step"], (meta["uv_min"], meta["uv_max"]))
+            wedges = tris.ravel()[np.sort(np.unique(tris.ravel(), return_index=True)[1])]
+            assert np.abs(d["normals"] - mesh.wedge_normal[wedges]).max() < 2e-4
+            checked += 1
+    assert checked == res.dag.cluster_count
