@@ -4,7 +4,7 @@ one root group remains. See `preprocess.lod` for the data and the cut rule it gu
 
 Errors are measured against the original surface, not summed level after level: a group's error
 is the largest distance of its simplified surface to the original mesh, found over dense sample
-points (`_Builder._original_error`) times SAMPLED_FACTOR, or, where more, the largest distance of
+points (`_original_distance`) times SAMPLED_FACTOR, or, where more, the largest distance of
 a position the simplification removed to the simplified surface (surface dropped with nothing in
 its place, `_dropped_distance`); and at least its members' errors, so that errors never decrease
 from child to parent (what makes the cut well defined). The dense-sampling checks of
@@ -34,14 +34,20 @@ from preprocess.tess.limits import ROOT_ERROR
 
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
-from preprocess.simplify import _distances, _incident_distances, _simplify_sampled
+from preprocess.simplify import (
+    _distances,
+    _point_triangle_d2_of,
+    _simplify_sampled,
+    surface_walk,
+    vertex_triangles,
+)
 
 # a group's error is this times the largest distance to the original surface found over its
-# sample points (`_Builder._original_error`): the margin for the farthest point falling between
+# sample points (`_original_distance`): the margin for the farthest point falling between
 # samples (the dense-sampling checks of preprocess.verify hold it to the true distance)
 SAMPLED_FACTOR = 1.1
-# nearest original vertices of a sample point whose triangles are searched for its distance
-NEAREST_VERTICES = 4
+# the longest walk over the original surface from a sample's start to its nearest triangle
+WALK_STEPS = 256
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 _TINY_RADIUS = float(np.finfo(np.float32).tiny)  # the smallest normal float32, 1.2e-38
@@ -308,7 +314,8 @@ def _dropped_distance(pos: np.ndarray, new_local: np.ndarray, local_wp: np.ndarr
 def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos: np.ndarray,
                positions: np.ndarray, attrs: np.ndarray, locked: np.ndarray, wslot: np.ndarray,
                pslot: np.ndarray, ratio: float, stuck_ratio: float,
-               max_triangles: int, max_vertices: int, permissive: bool):
+               max_triangles: int, max_vertices: int, permissive: bool, below: float,
+               ptri: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray):
     """Merge, simplify and re-split one group, all in numba so that the worker threads never
     wait for the GIL. Returns (ok, new triangles cluster after cluster: global wedge ids, or
     -1 - j for the j-th fresh wedge, fresh wedges: (their source wedge (q,) int32, their
@@ -340,16 +347,21 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
     shade = 0.0
     normal = np.zeros((wedges.shape[0], 3), np.float32)
     fresh = np.zeros(wedges.shape[0], np.bool_)
+    near = np.zeros(0, np.int32)
+    in_pt = np.zeros((0, 3), np.int32)
     if m > target:
         for attempt in range(3 if permissive else 2):
-            new_local, X, d, slack, normal, fresh, shade = _simplify_sampled(
-                pos, local, local_wp, attr, lock, target, attempt > 0, attempt > 1)
+            (new_local, X, d, slack, normal, fresh, shade, near, in_pt, _, _,
+             _) = _simplify_sampled(pos, local, local_wp, attr, lock, target, attempt > 0,
+                                        attempt > 1)
             if new_local.shape[0] <= stuck_ratio * m:
                 break
     k = new_local.shape[0]
     if k == 0 or k > stuck_ratio * m:
-        return (False, new_local, np.zeros(0, np.int32), np.zeros((0, 3), np.float32), X, d,
+        return (False, new_local, np.zeros(0, np.int32), np.zeros((0, 3), np.float32), 0.0,
                 slack, 0.0, shade, np.zeros(1, np.int64), np.zeros((0, 4), np.float32))
+    own = _original_distance(X, d, below, near, in_pt, pos_ids, positions, ptri, vt_off,
+                             vt_tri)
     dropped = _dropped_distance(pos, new_local, local_wp)
     order, offsets = cluster_triangles(pos, new_local, local_wp, max_triangles, max_vertices)
     # fresh wedges used by the output, numbered in order of first use
@@ -375,8 +387,48 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
             w = new_local[order[t], c]
             ordered[t, c] = w
             out[t, c] = -1 - fresh_id[w] if fresh_id[w] >= 0 else wedges[w]
-    return (True, out, fresh_src, fresh_normal, X, d, slack, dropped, shade, offsets,
+    return (True, out, fresh_src, fresh_normal, own, slack, dropped, shade, offsets,
             _cluster_bounds(pos, ordered, local_wp, offsets))
+
+
+@nb.njit(cache=True, nogil=True)
+def _original_distance(X: np.ndarray, d: np.ndarray, below: float, near: np.ndarray,
+                       in_pt: np.ndarray, pos_ids: np.ndarray, positions: np.ndarray,
+                       ptri: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray) -> float:
+    """The largest distance to the original mesh over the sample points X (s, 3) of a
+    simplified group, whose distances to the group's input surface are d (s,) (at input
+    triangles near (s,) of in_pt, local position ids: pos_ids maps them to the original's), the
+    input's clusters having errors of at most `below`.
+
+    Each point x has two upper bounds of its distance to the original surface: d(x) + below
+    (the triangle inequality through the nearest input point, itself within `below` of the
+    original), exact at level 1 where below is 0, and the distance to the original triangle a
+    walk over the original surface ends on (`simplify.surface_walk`), the true distance unless
+    the walk stops in a fold, whatever the level. The walk starts at the nearer to x of the last
+    walk's end and a triangle at a corner of x's nearest input triangle (every input vertex is
+    an original one). The smaller bound counts; a point whose first bound cannot raise the
+    maximum is not walked. (The samples include `simplify._sample_distances`' second, dense
+    round on the triangles nearest the maximum.)"""
+    if below == 0.0:
+        return d.max() if d.shape[0] else 0.0
+    best = 0.0
+    last = -1
+    for i in range(X.shape[0]):  # in order: neighbouring points, short walks
+        bound = d[i] + below
+        if bound <= best:
+            continue  # it cannot raise the maximum
+        px, py, pz = X[i, 0], X[i, 1], X[i, 2]
+        start = vt_tri[vt_off[pos_ids[in_pt[near[i], 0]]]]
+        if last >= 0 and last != start:
+            a = _point_triangle_d2_of(px, py, pz, positions, ptri[last, 0], ptri[last, 1],
+                                      ptri[last, 2])
+            b = _point_triangle_d2_of(px, py, pz, positions, ptri[start, 0], ptri[start, 1],
+                                      ptri[start, 2])
+            if a < b:
+                start = last
+        w2, last = surface_walk(px, py, pz, start, positions, ptri, vt_off, vt_tri, WALK_STEPS)
+        best = max(best, min(bound, np.sqrt(w2)))
+    return best
 
 
 @nb.njit(cache=True, nogil=True)
@@ -506,8 +558,10 @@ class _Builder:
         self.group_sphere: list[np.ndarray] = []
         self.group_error: list[float] = []
         self.scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-thread _localize
-        self._original = None
-        self._original_lock = threading.Lock()
+        # the original surface, which group errors are measured against: position triangles and
+        # the triangles around each position (where walks start and step)
+        ptri = np.ascontiguousarray(np.asarray(mesh.wedge_position)[mesh.triangles], np.int32)
+        self.original = (ptri, *vertex_triangles(ptri, len(self.positions)))
 
     @property
     def wpos(self) -> np.ndarray:
@@ -552,7 +606,7 @@ class _Builder:
 
     def simplify_group(self, members: np.ndarray, locked: np.ndarray, permissive: bool = False):
         """Merge, simplify and re-split one group: (new triangles in cluster order, its own
-        error against the original surface (`_original_error`), cluster offsets, cluster
+        error against the original surface (`_original_distance`), cluster offsets, cluster
         bounds), or None when it cannot shrink enough. permissive: if it cannot otherwise, it
         may cross seams and creases."""
         cfg = self.config
@@ -562,76 +616,16 @@ class _Builder:
             scratch = (np.full(2 * len(wpos), -1, np.int32),
                        np.full(len(self.positions), -1, np.int32))
             self.scratch[threading.get_ident()] = scratch
-        (ok, new_tris, fresh_src, fresh_normal, X, d, slack, dropped, shade, offsets,
+        (ok, new_tris, fresh_src, fresh_normal, own, slack, dropped, shade, offsets,
          bounds) = _group_job(
             self.store.view, self.tri_off.view, members, wpos, self.positions, attrs,
             locked, *scratch, cfg.simplify_ratio, cfg.stuck_ratio,
-            cfg.max_triangles, cfg.max_vertices, permissive)
+            cfg.max_triangles, cfg.max_vertices, permissive,
+            float(self.self_error.view[members].max()), *self.original)
         if not ok:
             return None
-        below = float(self.self_error.view[members].max())
-        own = self._original_error(X, d, below)
-        err = max(own * SAMPLED_FACTOR + 2.0 * slack if len(d) else 0.0, dropped,
-                  cfg.shading_weight * shade)
+        err = max(own * SAMPLED_FACTOR + 2.0 * slack, dropped, cfg.shading_weight * shade)
         return new_tris, err, offsets, bounds, fresh_src, fresh_normal
-
-    def _original_error(self, X: np.ndarray, d: np.ndarray, below: float) -> float:
-        """The largest distance to the original mesh over the sample points X (s, 3) of a
-        simplified group, whose distances to the group's input surface are d (s,), the input's
-        clusters having errors of at most `below`.
-
-        Each point x has two upper bounds of its distance to the original surface: d(x) + below
-        (the triangle inequality through the nearest input point, itself within `below` of the
-        original), exact at level 1 where below is 0, and the exact distance to the original
-        triangles around its NEAREST_VERTICES nearest original vertices (a KD-tree over all
-        positions), the true distance wherever the nearest surface point lies on one of them,
-        whatever the level. The smaller counts. Points are taken by decreasing first bound and
-        the search stops where that bound cannot raise the maximum: typically a few hundred
-        KD-tree queries a group."""
-        if not len(d):
-            return 0.0
-        ub = d + below
-        if below == 0.0:
-            return float(ub.max())
-        order = np.argsort(-ub, kind="stable")
-        best = 0.0
-        i = 0
-        step = 64
-        while i < len(order) and ub[order[i]] > best:
-            idx = order[i : i + step]
-            idx = idx[ub[idx] > best]
-            best = max(best, float(np.minimum(ub[idx], self._incident(X[idx])).max()))
-            i += step
-            step *= 2
-        return best
-
-    def _incident(self, X: np.ndarray) -> np.ndarray:
-        """Upper bounds of the distances of points X (s, 3) to the original mesh: the exact
-        distance to the triangles around their nearest original vertices."""
-        tree, vt_off, vt_tri, ptri = self.original
-        _, near = tree.query(X, k=NEAREST_VERTICES)
-        return _incident_distances(X, near.reshape(len(X), -1), self.positions, vt_off, vt_tri,
-                                   ptri)
-
-    @property
-    def original(self):
-        """The original mesh for `_original_error`, built on first use and shared by the
-        threads: (KD-tree over the positions, vertex -> triangle offsets and triangles,
-        position triangles)."""
-        if self._original is None:
-            with self._original_lock:
-                if self._original is None:
-                    from scipy.spatial import cKDTree
-
-                    ptri = np.ascontiguousarray(self.wpos[self.mesh.triangles], np.int32)
-                    n = len(self.positions)
-                    corners = ptri.ravel()
-                    vt_off = np.zeros(n + 1, np.int64)
-                    np.cumsum(np.bincount(corners, minlength=n), out=vt_off[1:])
-                    vt_tri = (np.argsort(corners, kind="stable") // 3).astype(np.int32)
-                    self._original = (cKDTree(self.positions.astype(np.float64)), vt_off,
-                                      vt_tri, ptri)
-        return self._original
 
     def add_simplified(self, members: np.ndarray, level: int, result) -> np.ndarray:
         """Record a simplified group and its new clusters (one level up); returns their ids.

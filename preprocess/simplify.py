@@ -811,29 +811,53 @@ def _point_triangle_d2_of(px, py, pz, P, a, b, c):
 
 
 @_jit
-def _incident_distances(X, near, positions, vt_off, vt_tri, ptri):
-    """For each point X[i] (s, 3), the smallest exact distance to the triangles ptri (m, 3)
-    incident to its nearest vertices near[i] (s, k) (vertex -> triangles: vt_off, vt_tri; -1 or
-    an id past the last vertex: none found): an upper bound of its distance to the whole mesh,
-    equal to it wherever the nearest surface point lies on such a triangle (inf if none)."""
-    s = X.shape[0]
-    n = vt_off.shape[0] - 1
-    out = np.full(s, np.inf)
-    for i in range(s):
-        best = np.inf
-        px = X[i, 0]
-        py = X[i, 1]
-        pz = X[i, 2]
-        for j in range(near.shape[1]):
-            v = near[i, j]
-            if v < 0 or v >= n:
-                continue
+def vertex_triangles(ptri, n):
+    """(offsets (n + 1,) int64, triangles) of the triangles around each of n positions, for the
+    triangles ptri (m, 3) of position ids."""
+    off = np.zeros(n + 1, np.int64)
+    for t in range(ptri.shape[0]):
+        for c in range(3):
+            off[ptri[t, c] + 1] += 1
+    for i in range(n):
+        off[i + 1] += off[i]
+    fill = off[:-1].copy()
+    tris = np.empty(off[n], np.int32)
+    for t in range(ptri.shape[0]):
+        for c in range(3):
+            v = ptri[t, c]
+            tris[fill[v]] = t
+            fill[v] += 1
+    return off, tris
+
+
+@_jit
+def surface_walk(px, py, pz, start, positions, ptri, vt_off, vt_tri, max_steps):
+    """(squared distance, triangle): from triangle `start` of the mesh (ptri (m, 3), the
+    triangles around each position: vt_off, vt_tri from `vertex_triangles`), step to the nearest
+    to p of the triangles sharing a vertex with the current one while that brings it nearer, at
+    most max_steps times. (Vertex neighbours, not edge ones: near a vertex the triangles around
+    it are all equally far, and an edge walk would stop on that plateau.) The distance to the
+    triangle it ends on is an upper bound of p's distance to the mesh, equal to it unless the
+    walk stopped in a local minimum (a fold of the surface); coherent points cost a few steps."""
+    t = start
+    best = _point_triangle_d2_of(px, py, pz, positions, ptri[t, 0], ptri[t, 1], ptri[t, 2])
+    for _ in range(max_steps):
+        nxt = -1
+        for c in range(3):
+            v = ptri[t, c]
             for k in range(vt_off[v], vt_off[v + 1]):
-                t = vt_tri[k]
-                best = min(best, _point_triangle_d2_of(px, py, pz, positions, ptri[t, 0],
-                                                       ptri[t, 1], ptri[t, 2]))
-        out[i] = np.sqrt(best)
-    return out
+                u = vt_tri[k]
+                if u == t:
+                    continue
+                d2 = _point_triangle_d2_of(px, py, pz, positions, ptri[u, 0], ptri[u, 1],
+                                           ptri[u, 2])
+                if d2 < best:
+                    best = d2
+                    nxt = u
+        if nxt < 0:
+            break
+        t = nxt
+    return best, t
 
 
 @_jit
@@ -1483,10 +1507,10 @@ def _shading(X, owner, near, row_tri, positions, in_pt, in_w, in_normal, out_pt,
     the angle (radians) between the output surface's interpolated normal at the point and the
     input surface's at its nearest input triangle `near` (the point's projection, clamped into
     the triangle), times the size of the point's output triangle (row_tri[owner]), sqrt(2 x its
-    area) (a long sliver along a cylinder spreads its error thin); points
-    on an edge of their triangle are left out (at a crease, the nearest input triangle may lie on
-    either side), and where the nearest input triangle faces away (the far side of a thin part)
-    the input triangle the output triangle came from (src) stands in.
+    area) (a long sliver along a cylinder spreads its error thin); points on an edge of their
+    triangle are left out (at a crease, the nearest input triangle may lie on either side), and
+    where the nearest input triangle faces away (the far side of a thin part) the input triangle
+    the output triangle came from (src) stands in.
 
     What it stands for: a normal off by an angle a over a triangle of size s changes the lit
     image about as much as moving an edge by a * s (both project to pixels the same way), so it
@@ -1494,76 +1518,73 @@ def _shading(X, owner, near, row_tri, positions, in_pt, in_w, in_normal, out_pt,
     worst = 0.0
     for i in range(X.shape[0]):
         t = row_tri[owner[i]]
-        a = out_pt[t, 0]
-        b = out_pt[t, 1]
-        c = out_pt[t, 2]
-        # barycentrics of X on its own output triangle, and the triangle's longest edge
-        e0 = np.empty(3)
-        e1 = np.empty(3)
-        v = np.empty(3)
-        for j in range(3):
-            e0[j] = np.float64(positions[b, j]) - np.float64(positions[a, j])
-            e1[j] = np.float64(positions[c, j]) - np.float64(positions[a, j])
-            v[j] = X[i, j] - np.float64(positions[a, j])
-        fo = np.cross(e0, e1)
-        size = np.sqrt(np.sqrt(np.sum(fo * fo)))  # sqrt(2 x area): small for a sliver
-        w1, w2 = _barycentric(e0, e1, v)
-        if min(w1, w2, 1.0 - w1 - w2) < 0.05:
+        w0, w1, w2, fx, fy, fz = _weights(positions, out_pt, t, X[i, 0], X[i, 1], X[i, 2])
+        if min(w0, w1, w2) < 0.05:
             continue  # on an edge: at a crease its nearest input triangle may be either side's
-        nout = np.zeros(3)
-        for j in range(3):
-            nout[j] = ((1.0 - w1 - w2) * out_normal[out_w[t, 0], j]
-                       + w1 * out_normal[out_w[t, 1], j] + w2 * out_normal[out_w[t, 2], j])
+        size = np.sqrt(np.sqrt(fx * fx + fy * fy + fz * fz))  # sqrt(2 x area): small for slivers
+        ox = w0 * out_normal[out_w[t, 0], 0] + w1 * out_normal[out_w[t, 1], 0] + w2 * out_normal[
+            out_w[t, 2], 0]
+        oy = w0 * out_normal[out_w[t, 0], 1] + w1 * out_normal[out_w[t, 1], 1] + w2 * out_normal[
+            out_w[t, 2], 1]
+        oz = w0 * out_normal[out_w[t, 0], 2] + w1 * out_normal[out_w[t, 1], 2] + w2 * out_normal[
+            out_w[t, 2], 2]
         ti = near[i]
-        # a thin part's far side can be nearest: then compare with the triangle it came from
-        if ti >= 0:
-            fi = np.cross(_edge(positions, in_pt, ti, 1), _edge(positions, in_pt, ti, 2))
-            if np.sum(fo * fi) <= 0.0:
+        if ti >= 0:  # a thin part's far side can be nearest: then the triangle it came from
+            _, _, _, gx, gy, gz = _weights(positions, in_pt, ti, X[i, 0], X[i, 1], X[i, 2])
+            if fx * gx + fy * gy + fz * gz <= 0.0:
                 ti = src[t]
         else:
             ti = src[t]
-        a = in_pt[ti, 0]
-        for j in range(3):
-            e0[j] = np.float64(positions[in_pt[ti, 1], j]) - np.float64(positions[a, j])
-            e1[j] = np.float64(positions[in_pt[ti, 2], j]) - np.float64(positions[a, j])
-            v[j] = X[i, j] - np.float64(positions[a, j])
-        w1, w2 = _barycentric(e0, e1, v)
-        w1 = min(max(w1, 0.0), 1.0)
-        w2 = min(max(w2, 0.0), 1.0 - w1)
-        nin = np.zeros(3)
-        for j in range(3):
-            nin[j] = ((1.0 - w1 - w2) * in_normal[in_w[ti, 0], j]
-                      + w1 * in_normal[in_w[ti, 1], j] + w2 * in_normal[in_w[ti, 2], j])
-        cx = nout[1] * nin[2] - nout[2] * nin[1]
-        cy = nout[2] * nin[0] - nout[0] * nin[2]
-        cz = nout[0] * nin[1] - nout[1] * nin[0]
-        angle = np.arctan2(np.sqrt(cx * cx + cy * cy + cz * cz), np.sum(nout * nin))
+        v0, v1, v2, _, _, _ = _weights(positions, in_pt, ti, X[i, 0], X[i, 1], X[i, 2])
+        v1 = min(max(v1, 0.0), 1.0)  # the projection, clamped into the triangle
+        v2 = min(max(v2, 0.0), 1.0 - v1)
+        v0 = 1.0 - v1 - v2
+        ix = v0 * in_normal[in_w[ti, 0], 0] + v1 * in_normal[in_w[ti, 1], 0] + v2 * in_normal[
+            in_w[ti, 2], 0]
+        iy = v0 * in_normal[in_w[ti, 0], 1] + v1 * in_normal[in_w[ti, 1], 1] + v2 * in_normal[
+            in_w[ti, 2], 1]
+        iz = v0 * in_normal[in_w[ti, 0], 2] + v1 * in_normal[in_w[ti, 1], 2] + v2 * in_normal[
+            in_w[ti, 2], 2]
+        cx = oy * iz - oz * iy
+        cy = oz * ix - ox * iz
+        cz = ox * iy - oy * ix
+        angle = np.arctan2(np.sqrt(cx * cx + cy * cy + cz * cz), ox * ix + oy * iy + oz * iz)
         worst = max(worst, angle * size)
     return worst
 
 
 @_jit_inline
-def _edge(positions, pt, t, c):
-    """Corner c of triangle t minus corner 0, float64 (3,)."""
-    e = np.empty(3)
-    for j in range(3):
-        e[j] = np.float64(positions[pt[t, c], j]) - np.float64(positions[pt[t, 0], j])
-    return e
-
-
-@_jit_inline
-def _barycentric(e0, e1, v):
-    """(w1, w2) of the point a + v in the plane of triangle (a, a + e0, a + e1), projected; (0, 0)
-    for a degenerate triangle."""
-    d00 = np.sum(e0 * e0)
-    d01 = np.sum(e0 * e1)
-    d11 = np.sum(e1 * e1)
+def _weights(positions, pt, t, px, py, pz):
+    """(w0, w1, w2, n): the barycentric weights of p's projection on the plane of triangle t of
+    pt (unclamped; (1, 0, 0) for a degenerate triangle) and the triangle's area-weighted normal
+    n = e0 x e1."""
+    a = pt[t, 0]
+    ax = np.float64(positions[a, 0])
+    ay = np.float64(positions[a, 1])
+    az = np.float64(positions[a, 2])
+    e0x = np.float64(positions[pt[t, 1], 0]) - ax
+    e0y = np.float64(positions[pt[t, 1], 1]) - ay
+    e0z = np.float64(positions[pt[t, 1], 2]) - az
+    e1x = np.float64(positions[pt[t, 2], 0]) - ax
+    e1y = np.float64(positions[pt[t, 2], 1]) - ay
+    e1z = np.float64(positions[pt[t, 2], 2]) - az
+    vx = px - ax
+    vy = py - ay
+    vz = pz - az
+    d00 = e0x * e0x + e0y * e0y + e0z * e0z
+    d01 = e0x * e1x + e0y * e1y + e0z * e1z
+    d11 = e1x * e1x + e1y * e1y + e1z * e1z
     det = d00 * d11 - d01 * d01
+    nx = e0y * e1z - e0z * e1y
+    ny = e0z * e1x - e0x * e1z
+    nz = e0x * e1y - e0y * e1x
     if not det > 1.0e-30 * d00 * d11 or det <= 0.0:
-        return 0.0, 0.0
-    d20 = np.sum(v * e0)
-    d21 = np.sum(v * e1)
-    return (d11 * d20 - d01 * d21) / det, (d00 * d21 - d01 * d20) / det
+        return 1.0, 0.0, 0.0, nx, ny, nz
+    d20 = vx * e0x + vy * e0y + vz * e0z
+    d21 = vx * e1x + vy * e1y + vz * e1z
+    w1 = (d11 * d20 - d01 * d21) / det
+    w2 = (d00 * d21 - d01 * d20) / det
+    return 1.0 - w1 - w2, w1, w2, nx, ny, nz
 
 
 @_jit
@@ -1574,7 +1595,10 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive):
     slack: 1e-6 of the input's bounding-box diagonal, normals (k, 3) float32 per wedge: the
     prefiltered normal where `fresh`, else the input's, fresh (k,) bool: wedges that took in
     others and whose position is not locked by the caller (a locked position is shared with
-    other groups, which keep its normal), shading term)."""
+    other groups, which keep its normal), shading term, near (s,) int32: each sample's nearest
+    input triangle, in_pt (m, 3) int32: the input's position triangles, owner (s,) and row_tri:
+    each sample's output triangle is row_tri[owner], out_p (m2, 3) int32: the output's position
+    triangles)."""
     out_w, out_p, modified, src, nacc, grew = _simplify_core(
         pos, tri, wpos, attr, lock, target, np.inf, persist, permissive
     )
@@ -1617,7 +1641,8 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive):
                                                    _DENSE_EDGE_SAMPLES, _DENSE_FACE_SAMPLES)
     shade = _shading(X, owner, near, row_tri, pos, in_pt, tri, in_normal, out_p, out_w,
                      out_normal, src)
-    return out_w, X, d, _ERROR_SLACK * np.sqrt(d2), out_normal, fresh, shade
+    return (out_w, X, d, _ERROR_SLACK * np.sqrt(d2), out_normal, fresh, shade, near, in_pt,
+            owner, row_tri, out_p)
 
 
 # --------------------------------------------------------------------------------------------
