@@ -40,9 +40,10 @@ class BuildConfig:
     # angle between coarse and finer normals, radians, times the coarse triangle's size):
     # 0 counts geometry only; more keeps finer levels where normals change. On the `make demo`
     # scene at tau 1 (BENCHMARKS.md): 0 draws 0.82 triangles per covered pixel at 20.4 dB PSNR
-    # against a 4x4 supersampled full-detail frame, 0.4 2.07 at 21.7, 0.5 3.42 at 22.6 (full
-    # detail: 918 at 21.6)
-    shading_weight: float = 0.4
+    # against a 4x4 supersampled full-detail frame, 0.4 2.33 at 21.9, 0.7 6.5 at 23.7, 1.0 10.2
+    # at 24.3 (full detail: 918 at 21.6; before issue 15: 9.74 at 22.9). 0.7 keeps the picture
+    # at least as it was with a third fewer triangles; 0.4 meets a 2.5-per-pixel budget softer
+    shading_weight: float = 0.7
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_triangles <= MAX_CLUSTER_TRIANGLES:

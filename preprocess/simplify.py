@@ -1348,15 +1348,9 @@ def _measure(positions, in_pt, out_pt, modified, src, edge_samples, face_samples
 
 
 @_jit
-def _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist, rigorous,
-                       permissive=False):
-    """`simplify` on checked, contiguous inputs with more than `target` triangles: the collapses,
-    then the error (see `simplify`). Returns (new triangles (m2, 3) int32 wedge ids, error)."""
-    out_w, out_p, modified, src, _, _ = _simplify_core(
-        pos, tri, wpos, attr, lock, target, max_err_sq, persist, permissive
-    )
-    if not modified.any():
-        return out_w, 0.0
+def _input_triangles(pos, tri, wpos):
+    """(the input's position triangles (m, 3) int32, the slack: _ERROR_SLACK times the input's
+    bounding-box diagonal)."""
     m = tri.shape[0]
     in_pt = np.empty((m, 3), np.int32)
     lo = np.full(3, np.inf, np.float32)
@@ -1372,7 +1366,20 @@ def _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist, 
     for j in range(3):
         e = np.float64(hi[j]) - np.float64(lo[j])
         d2 += e * e
-    slack = _ERROR_SLACK * np.sqrt(d2)
+    return in_pt, _ERROR_SLACK * np.sqrt(d2)
+
+
+@_jit
+def _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist, rigorous,
+                       permissive=False):
+    """`simplify` on checked, contiguous inputs with more than `target` triangles: the collapses,
+    then the error (see `simplify`). Returns (new triangles (m2, 3) int32 wedge ids, error)."""
+    out_w, out_p, modified, src, _, _ = _simplify_core(
+        pos, tri, wpos, attr, lock, target, max_err_sq, persist, permissive
+    )
+    if not modified.any():
+        return out_w, 0.0
+    in_pt, slack = _input_triangles(pos, tri, wpos)
     if not rigorous:
         sampled = _measure(pos, in_pt, out_p, modified, src, _EDGE_SAMPLES, _FACE_SAMPLES, -1.0,
                            slack)
@@ -1602,7 +1609,6 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive):
     out_w, out_p, modified, src, nacc, grew = _simplify_core(
         pos, tri, wpos, attr, lock, target, np.inf, persist, permissive
     )
-    m = tri.shape[0]
     k_w = attr.shape[0]
     in_normal = np.empty((k_w, 3), np.float32)
     out_normal = np.empty((k_w, 3), np.float32)
@@ -1617,20 +1623,7 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive):
                 fresh[w] = True
                 for j in range(3):
                     out_normal[w, j] = nacc[w, j] / ln
-    in_pt = np.empty((m, 3), np.int32)
-    lo = np.full(3, np.inf, np.float32)
-    hi = np.full(3, -np.inf, np.float32)
-    for t in range(m):
-        for c in range(3):
-            p = wpos[tri[t, c]]
-            in_pt[t, c] = p
-            for j in range(3):
-                lo[j] = min(lo[j], pos[p, j])
-                hi[j] = max(hi[j], pos[p, j])
-    d2 = 0.0
-    for j in range(3):
-        e = np.float64(hi[j]) - np.float64(lo[j])
-        d2 += e * e
+    in_pt, slack = _input_triangles(pos, tri, wpos)
     # sampled: the moved triangles, and those whose normals changed
     sampled = modified.copy()
     for t in range(out_w.shape[0]):
@@ -1641,7 +1634,7 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive):
                                                    _DENSE_EDGE_SAMPLES, _DENSE_FACE_SAMPLES)
     shade = _shading(X, owner, near, row_tri, pos, in_pt, tri, in_normal, out_p, out_w,
                      out_normal, src)
-    return (out_w, X, d, _ERROR_SLACK * np.sqrt(d2), out_normal, fresh, shade, near, in_pt,
+    return (out_w, X, d, slack, out_normal, fresh, shade, near, in_pt,
             owner, row_tri, out_p)
 
 
