@@ -53,6 +53,13 @@ class BuildResult:
                          int(np.count_nonzero(self.packed.page_flags & PAGE_ROOT)))
         if self.verified is not None:
             text += "\n  verified      limits, DAG, BVH, crack-free cuts, honest errors"
+            honest = self.verified.get("honest")
+            if honest and honest.get("level_ratios"):
+                ratios = " ".join(f"{r:.2f}" for r in honest["level_ratios"])
+                text += (f"\n  errors        stored (shading term included) / measured distance "
+                         f"to the original, per level from 1 "
+                         f"({honest['points'] // max(honest['clusters'], 1)} samples a cluster): "
+                         f"{ratios}")
         return text
 
 

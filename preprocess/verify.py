@@ -996,8 +996,10 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
     default `preprocess.simplify.max_distance_to_mesh`, or an exact KD-tree search when that is
     missing.
 
-    Returns {"clusters", "points", "tolerance", "max_distance", "max_ratio"}: max_ratio is the
-    largest measured distance / stored error over clusters with a nonzero error.
+    Returns {"clusters", "points", "tolerance", "max_distance", "max_ratio", "level_ratios"}:
+    max_ratio is the largest measured distance / stored error over clusters with a nonzero error;
+    level_ratios, per level, the largest stored error / the largest measured distance (how
+    tight, as `error_tightness` with these samples).
     """
     pos = np.asarray(dag.mesh.positions, np.float64)
     diag = float(np.linalg.norm(pos.max(axis=0) - pos.min(axis=0)))
@@ -1026,7 +1028,27 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
         "tolerance": tol,
         "max_distance": float(measured.max()),
         "max_ratio": float((measured[nz] / stored[nz]).max()) if nz.any() else 0.0,
+        "level_ratios": _level_ratios(dag, point_cluster, measured),
     }
+
+
+def _level_ratios(dag: LodDag, point_cluster: np.ndarray, measured: np.ndarray) -> list[float]:
+    """Per level above 0 (in order), the largest stored error over the largest measured
+    distance of the level's sampled clusters (inf where nothing was measured above 0)."""
+    level = np.asarray(dag.cluster_level)
+    stored = np.asarray(dag.cluster_self_error, np.float64)
+    per_cluster = np.zeros(len(level))
+    np.maximum.at(per_cluster, point_cluster, measured)
+    seen = np.zeros(len(level), bool)
+    seen[point_cluster] = True
+    out = []
+    for lv in range(1, int(level.max()) + 1):
+        ids = np.flatnonzero((level == lv) & seen)
+        if not len(ids):
+            continue
+        m = per_cluster[ids].max()
+        out.append(float(stored[ids].max() / m) if m > 0 else float("inf"))
+    return out
 
 
 def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: int = 0,

@@ -116,3 +116,15 @@ def test_the_pages_hold_the_prefiltered_normals(tmp_path) -> None:
             assert np.abs(d["normals"] - mesh.wedge_normal[wedges]).max() < 2e-4
             checked += 1
     assert checked == res.dag.cluster_count
+
+
+def test_verify_reports_the_tightness_per_level(tmp_path) -> None:
+    """`preprocess --verify` prints, per level, the stored error over the measured distance:
+    never below 1 (honest), and near it when the shading term is off."""
+    from preprocess.build import build_file
+
+    res = build_file(blob(24), tmp_path / "b.tess", BuildConfig(shading_weight=0.0), verify=True)
+    ratios = res.verified["honest"]["level_ratios"]
+    assert len(ratios) >= 4 and min(ratios) >= 1.0 and np.median(ratios) < 1.6, ratios
+    line = [x for x in res.summary().splitlines() if x.strip().startswith("errors")]
+    assert len(line) == 1 and f"{ratios[0]:.2f}" in line[0]
