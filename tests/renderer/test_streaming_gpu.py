@@ -126,12 +126,16 @@ def test_residency_aware_rule_matches_the_gpu(rock) -> None:
     assert checked >= 5
 
 
-def test_camera_path_over_a_scene_four_times_the_pool(rock) -> None:
+def test_camera_path_over_a_scene_three_times_the_pool(rock) -> None:
     from scipy.ndimage import binary_dilation
 
     path, _ = rock
     copies = 4
-    r, ref = streaming(path, copies, upload_mb=1.0), resident(path, copies)
+    # a pool of 1.3 rocks' pages for 4 rocks: the last view, close to one rock with two more
+    # in sight, must fit it to converge (a pool of one rock did until issue 15's shading term
+    # kept finer levels near the camera)
+    fraction = 1.3 / copies
+    r, ref = streaming(path, copies, pool_fraction=fraction, upload_mb=1.0), resident(path, copies)
     for rr in (r, ref):
         for k in range(copies):
             m = np.eye(4, dtype=np.float32)
@@ -139,7 +143,9 @@ def test_camera_path_over_a_scene_four_times_the_pool(rock) -> None:
             m[2, 3] = 2.2 * (k // 2) - 1.1
             rr.add_instance(k, m)
     cams = []
-    for k in range(18):  # close to each rock in turn (each wants most of its pages), then a stop
+    # close to each rock in turn (each wants most of its pages), then a stop long enough for the
+    # last view's pages to arrive at 1 MB a frame
+    for k in range(26):
         i = min(k, 13) // 3 % copies
         centre = np.array([2.2 * (i % 2) - 1.1, 0.0, 2.2 * (i // 2) - 1.1])
         a = 0.7 * min(k, 13)
@@ -151,7 +157,7 @@ def test_camera_path_over_a_scene_four_times_the_pool(rock) -> None:
         res, want = r.render(cam), ref.render(cam)
         assert not res.stats.overflow, res.stats.overflow
         st = r.streamer
-        assert st.resident_count <= st.slots == int(0.25 * 4 * ref.scene.assets[0].page_count)
+        assert st.resident_count <= st.slots == int(fraction * 4 * ref.scene.assets[0].page_count)
         now = {name: b.size for name, b in r.frame.buffers.items()}
         assert sizes is None or now == sizes, "buffers changed size"
         sizes = now
