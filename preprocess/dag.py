@@ -324,7 +324,8 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
     the output (`_dropped_distance`), the shading term (`simplify._shading`), cluster offsets,
     cluster bounds); ok is False when the group cannot get below stuck_ratio of its triangles
     (it is then terminal for this level). Attempts: cheap collapses; dearer ones; then, with
-    `permissive`, across seams and creases."""
+    `permissive`, across seams and creases, and last the smallest pieces that touch no other
+    group may vanish (`_drop_small_pieces`)."""
     tris = _gather(store, tri_off, members)
     local, wedges, local_wp, pos_ids = _localize(tris, wpos, wslot, pslot)
     m = tris.shape[0]
@@ -356,6 +357,9 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
                                         attempt > 1)
             if new_local.shape[0] <= stuck_ratio * m:
                 break
+        if permissive and new_local.shape[0] > stuck_ratio * m:
+            new_local = _drop_small_pieces(pos, new_local, local_wp, lock,
+                                           int(stuck_ratio * m))
     k = new_local.shape[0]
     if k == 0 or k > stuck_ratio * m:
         return (False, new_local, np.zeros(0, np.int32), np.zeros((0, 3), np.float32), 0.0,
@@ -389,6 +393,74 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
             out[t, c] = -1 - fresh_id[w] if fresh_id[w] >= 0 else wedges[w]
     return (True, out, fresh_src, fresh_normal, own, slack, dropped, shade, offsets,
             _cluster_bounds(pos, ordered, local_wp, offsets))
+
+
+@nb.njit(cache=True, nogil=True)
+def _drop_small_pieces(pos: np.ndarray, tris: np.ndarray, local_wp: np.ndarray,
+                       lock: np.ndarray, goal: int) -> np.ndarray:
+    """tris (k, 3) wedge ids without their smallest connected pieces (by bounding-box diagonal)
+    among those with no locked position (so no other group shares them: nothing can crack),
+    until at most `goal` triangles are left; the largest piece always stays. What a piece that
+    vanishes costs is in the error: its positions' distance to what is left
+    (`_dropped_distance`), at least its size. Many-shelled assets (a game model's small
+    separate parts) otherwise stop simplifying where each shell reached its own minimum."""
+    k = tris.shape[0]
+    n = pos.shape[0]
+    parent = np.arange(n)
+    for t in range(k):
+        a = local_wp[tris[t, 0]]
+        for c in range(1, 3):
+            b = local_wp[tris[t, c]]
+            while parent[a] != a:
+                a = parent[a]
+            while parent[b] != b:
+                b = parent[b]
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    root = np.empty(n, np.int64)
+    for p in range(n):
+        r = p
+        while parent[r] != r:
+            r = parent[r]
+        root[p] = r
+    count = np.zeros(n, np.int64)
+    locked_piece = np.zeros(n, np.bool_)
+    lo = np.full((n, 3), np.inf)
+    hi = np.full((n, 3), -np.inf)
+    for t in range(k):
+        count[root[local_wp[tris[t, 0]]]] += 1
+        for c in range(3):
+            p = local_wp[tris[t, c]]
+            r = root[p]
+            locked_piece[r] = locked_piece[r] or lock[p]
+            for j in range(3):
+                lo[r, j] = min(lo[r, j], pos[p, j])
+                hi[r, j] = max(hi[r, j], pos[p, j])
+    size = np.full(n, np.inf)
+    biggest = -1
+    for r in range(n):
+        if count[r] > 0:
+            size[r] = np.sqrt(np.sum((hi[r] - lo[r]) ** 2))
+            if biggest < 0 or size[r] > size[biggest]:
+                biggest = r
+            if locked_piece[r]:
+                size[r] = np.inf  # shared with other groups: stays
+    size[biggest] = np.inf
+    drop = np.zeros(n, np.bool_)
+    left = k
+    for r in np.argsort(size):
+        if left <= goal or not np.isfinite(size[r]):
+            break
+        drop[r] = True
+        left -= count[r]
+    out = np.empty((left, 3), np.int32)
+    i = 0
+    for t in range(k):
+        if not drop[root[local_wp[tris[t, 0]]]]:
+            for c in range(3):
+                out[i, c] = tris[t, c]
+            i += 1
+    return out
 
 
 @nb.njit(cache=True, nogil=True)
