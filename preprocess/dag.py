@@ -39,6 +39,7 @@ from preprocess.simplify import (
     _point_triangle_d2_of,
     _simplify_sampled,
     surface_walk,
+    triangle_neighbours,
     vertex_triangles,
 )
 
@@ -315,7 +316,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
                positions: np.ndarray, attrs: np.ndarray, locked: np.ndarray, wslot: np.ndarray,
                pslot: np.ndarray, ratio: float, stuck_ratio: float,
                max_triangles: int, max_vertices: int, permissive: bool, below: float,
-               ptri: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray):
+               ptri: np.ndarray, nbr: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray):
     """Merge, simplify and re-split one group, all in numba so that the worker threads never
     wait for the GIL. Returns (ok, new triangles cluster after cluster: global wedge ids, or
     -1 - j for the j-th fresh wedge, fresh wedges: (their source wedge (q,) int32, their
@@ -364,7 +365,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
     if k == 0 or k > stuck_ratio * m:
         return (False, new_local, np.zeros(0, np.int32), np.zeros((0, 3), np.float32), 0.0,
                 slack, 0.0, shade, np.zeros(1, np.int64), np.zeros((0, 4), np.float32))
-    own = _original_distance(X, d, below, near, in_pt, pos_ids, positions, ptri, vt_off,
+    own = _original_distance(X, d, below, near, in_pt, pos_ids, positions, ptri, nbr, vt_off,
                              vt_tri)
     dropped = _dropped_distance(pos, new_local, local_wp)
     order, offsets = cluster_triangles(pos, new_local, local_wp, max_triangles, max_vertices)
@@ -466,7 +467,8 @@ def _drop_small_pieces(pos: np.ndarray, tris: np.ndarray, local_wp: np.ndarray,
 @nb.njit(cache=True, nogil=True)
 def _original_distance(X: np.ndarray, d: np.ndarray, below: float, near: np.ndarray,
                        in_pt: np.ndarray, pos_ids: np.ndarray, positions: np.ndarray,
-                       ptri: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray) -> float:
+                       ptri: np.ndarray, nbr: np.ndarray, vt_off: np.ndarray,
+                       vt_tri: np.ndarray) -> float:
     """The largest distance to the original mesh over the sample points X (s, 3) of a
     simplified group, whose distances to the group's input surface are d (s,) (at input
     triangles near (s,) of in_pt, local position ids: pos_ids maps them to the original's), the
@@ -498,7 +500,8 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: float, near: np.ndar
                                       ptri[start, 2])
             if a < b:
                 start = last
-        w2, last = surface_walk(px, py, pz, start, positions, ptri, vt_off, vt_tri, WALK_STEPS)
+        w2, last = surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri,
+                                WALK_STEPS)
         best = max(best, min(bound, np.sqrt(w2)))
     return best
 
@@ -630,10 +633,11 @@ class _Builder:
         self.group_sphere: list[np.ndarray] = []
         self.group_error: list[float] = []
         self.scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-thread _localize
-        # the original surface, which group errors are measured against: position triangles and
-        # the triangles around each position (where walks start and step)
+        # the original surface, which group errors are measured against: position triangles, their
+        # edge neighbours and the triangles around each position (where walks start and step)
         ptri = np.ascontiguousarray(np.asarray(mesh.wedge_position)[mesh.triangles], np.int32)
-        self.original = (ptri, *vertex_triangles(ptri, len(self.positions)))
+        self.original = (ptri, triangle_neighbours(ptri, len(self.positions)),
+                         *vertex_triangles(ptri, len(self.positions)))
 
     @property
     def wpos(self) -> np.ndarray:

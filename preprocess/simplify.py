@@ -831,29 +831,79 @@ def vertex_triangles(ptri, n):
 
 
 @_jit
-def surface_walk(px, py, pz, start, positions, ptri, vt_off, vt_tri, max_steps):
-    """(squared distance, triangle): from triangle `start` of the mesh (ptri (m, 3), the
-    triangles around each position: vt_off, vt_tri from `vertex_triangles`), step to the nearest
-    to p of the triangles sharing a vertex with the current one while that brings it nearer, at
-    most max_steps times. (Vertex neighbours, not edge ones: near a vertex the triangles around
-    it are all equally far, and an edge walk would stop on that plateau.) The distance to the
-    triangle it ends on is an upper bound of p's distance to the mesh, equal to it unless the
-    walk stopped in a local minimum (a fold of the surface); coherent points cost a few steps."""
+def triangle_neighbours(ptri, n):
+    """(m, 3) int32: the triangle across edge (c, c + 1) of each triangle of ptri (m, 3) position
+    ids over n positions, -1 where that edge is on an open border or used more than twice."""
+    m = ptri.shape[0]
+    count = np.zeros(n + 1, np.int64)
+    for t in range(m):
+        for c in range(3):
+            count[min(ptri[t, c], ptri[t, (c + 1) % 3]) + 1] += 1
+    for i in range(n):
+        count[i + 1] += count[i]
+    fill = count[:-1].copy()
+    he = np.empty(3 * m, np.int64)
+    for t in range(m):
+        for c in range(3):
+            k = min(ptri[t, c], ptri[t, (c + 1) % 3])
+            he[fill[k]] = 3 * t + c
+            fill[k] += 1
+    out = np.full((m, 3), -1, np.int32)
+    for k in range(n):
+        lo = count[k]
+        hi = count[k + 1]
+        for i in range(lo, hi):
+            ti = he[i] // 3
+            ci = he[i] % 3
+            b = max(ptri[ti, ci], ptri[ti, (ci + 1) % 3])
+            other = -1
+            uses = 1
+            for j in range(lo, hi):
+                if j != i:
+                    tj = he[j] // 3
+                    cj = he[j] % 3
+                    if max(ptri[tj, cj], ptri[tj, (cj + 1) % 3]) == b:
+                        uses += 1
+                        other = tj
+            if uses == 2:
+                out[ti, ci] = other
+    return out
+
+
+@_jit
+def surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri, max_steps):
+    """(squared distance, triangle): from triangle `start` of the mesh (ptri (m, 3); its edge
+    neighbours nbr (m, 3) from `triangle_neighbours`; the triangles around each position: vt_off,
+    vt_tri from `vertex_triangles`), step to a neighbour nearer p while there is one, at most
+    max_steps times: across an edge (3 tests) while that brings it nearer, else to the nearest
+    of the triangles sharing a vertex (near a vertex the triangles around it are all equally
+    far, a plateau that edge steps alone would stop on). The distance to the triangle it ends
+    on is an upper bound of p's distance to the mesh, equal to it unless the walk stopped in a
+    local minimum (a fold of the surface); coherent points cost a few steps."""
     t = start
     best = _point_triangle_d2_of(px, py, pz, positions, ptri[t, 0], ptri[t, 1], ptri[t, 2])
     for _ in range(max_steps):
         nxt = -1
         for c in range(3):
-            v = ptri[t, c]
-            for k in range(vt_off[v], vt_off[v + 1]):
-                u = vt_tri[k]
-                if u == t:
-                    continue
+            u = nbr[t, c]
+            if u >= 0:
                 d2 = _point_triangle_d2_of(px, py, pz, positions, ptri[u, 0], ptri[u, 1],
                                            ptri[u, 2])
                 if d2 < best:
                     best = d2
                     nxt = u
+        if nxt < 0:
+            for c in range(3):
+                v = ptri[t, c]
+                for k in range(vt_off[v], vt_off[v + 1]):
+                    u = vt_tri[k]
+                    if u == t:
+                        continue
+                    d2 = _point_triangle_d2_of(px, py, pz, positions, ptri[u, 0], ptri[u, 1],
+                                               ptri[u, 2])
+                    if d2 < best:
+                        best = d2
+                        nxt = u
         if nxt < 0:
             break
         t = nxt
