@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
 import numpy as np
 

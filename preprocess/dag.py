@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
 import numpy as np
 import pymetis
@@ -39,9 +40,8 @@ from preprocess.simplify import (
     _point_triangle_d2_of,
     _simplify_sampled,
     surface_walk,
-    triangle_neighbours,
-    vertex_triangles,
 )
+from preprocess.topology import edge_neighbours, vertex_triangles
 
 # a group's error is this times the largest distance to the original surface found over its
 # sample points (`_original_distance`): the margin for the farthest point falling between
@@ -636,7 +636,7 @@ class _Builder:
         # the original surface, which group errors are measured against: position triangles, their
         # edge neighbours and the triangles around each position (where walks start and step)
         ptri = np.ascontiguousarray(np.asarray(mesh.wedge_position)[mesh.triangles], np.int32)
-        self.original = (ptri, triangle_neighbours(ptri, len(self.positions)),
+        self.original = (ptri, edge_neighbours(ptri, len(self.positions))[0],
                          *vertex_triangles(ptri, len(self.positions)))
 
     @property

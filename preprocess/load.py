@@ -43,11 +43,13 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
 import numpy as np
 
 from preprocess.config import DEFAULT_CREASE_DEGREES
 from preprocess.mesh import Mesh, MeshError, MeshWarning, column_bounds
+from preprocess.topology import edge_neighbours, find
 
 __all__ = ["SUPPORTED_SUFFIXES", "load_mesh", "mesh_from_arrays", "weld_positions"]
 
@@ -290,14 +292,6 @@ def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # Hard edges: normals computed with a crease angle (when the file has none)
 
 @nb.njit(cache=True, nogil=True)
-def _find(parent: np.ndarray, i: int) -> int:
-    while parent[i] != i:
-        parent[i] = parent[parent[i]]
-        i = parent[i]
-    return i
-
-
-@nb.njit(cache=True, nogil=True)
 def _crease_normals(tri: np.ndarray, P: np.ndarray, cos_crease: float) -> tuple:
     """Corner normals of triangles `tri` (m, 3) int64 position ids over positions P (p, 3)
     float64, with edges sharper than the crease kept hard.
@@ -323,51 +317,27 @@ def _crease_normals(tri: np.ndarray, P: np.ndarray, cos_crease: float) -> tuple:
         ln = np.sqrt(nx * nx + ny * ny + nz * nz)
         s = 1.0 / ln if ln > 0 else 0.0
         fu[t, 0], fu[t, 1], fu[t, 2] = nx * s, ny * s, nz * s
-    # edges by their smaller position: a counting sort, then pairs matched within a bucket
-    count = np.zeros(p + 1, np.int64)
-    for t in range(m):
-        for c in range(3):
-            count[min(tri[t, c], tri[t, (c + 1) % 3]) + 1] += 1
-    for i in range(p):
-        count[i + 1] += count[i]
-    fill = count[:-1].copy()
-    he = np.empty(3 * m, np.int64)  # half-edge id = 3 * t + c
-    for t in range(m):
-        for c in range(3):
-            k = min(tri[t, c], tri[t, (c + 1) % 3])
-            he[fill[k]] = 3 * t + c
-            fill[k] += 1
+    neighbour, _ = edge_neighbours(tri, p)  # -1 on border and non-manifold edges: stay hard
     parent = np.arange(3 * m)  # corner id = 3 * t + c
-    for k in range(p):
-        lo, hi = count[k], count[k + 1]
-        if hi - lo < 2:
-            continue
-        other_end = np.empty(hi - lo, np.int64)
-        for i in range(lo, hi):
-            t, c = he[i] // 3, he[i] % 3
-            other_end[i - lo] = max(tri[t, c], tri[t, (c + 1) % 3])
-        order = np.argsort(other_end)  # the uses of one edge side by side
-        i = 0
-        while i < hi - lo:
-            j = i + 1
-            while j < hi - lo and other_end[order[j]] == other_end[order[i]]:
-                j += 1
-            if j - i == 2:  # two uses: manifold (border and non-manifold edges stay hard)
-                ti, tj = he[lo + order[i]] // 3, he[lo + order[i + 1]] // 3
-                d = fu[ti, 0] * fu[tj, 0] + fu[ti, 1] * fu[tj, 1] + fu[ti, 2] * fu[tj, 2]
-                if d >= cos_crease:
-                    for end in (k, other_end[order[i]]):  # both triangles' corners at each end
-                        x = 3 * ti + (0 if tri[ti, 0] == end else (1 if tri[ti, 1] == end else 2))
-                        y = 3 * tj + (0 if tri[tj, 0] == end else (1 if tri[tj, 1] == end else 2))
-                        rx, ry = _find(parent, x), _find(parent, y)
-                        if rx != ry:
-                            parent[max(rx, ry)] = min(rx, ry)
-            i = j
+    for ti in range(m):
+        for c in range(3):
+            tj = neighbour[ti, c]
+            if tj <= ti:  # no neighbour, or the pair seen from tj already
+                continue
+            d = fu[ti, 0] * fu[tj, 0] + fu[ti, 1] * fu[tj, 1] + fu[ti, 2] * fu[tj, 2]
+            if d < cos_crease:
+                continue
+            for end in (tri[ti, c], tri[ti, (c + 1) % 3]):  # both triangles' corners at each end
+                x = 3 * ti + (0 if tri[ti, 0] == end else (1 if tri[ti, 1] == end else 2))
+                y = 3 * tj + (0 if tri[tj, 0] == end else (1 if tri[tj, 1] == end else 2))
+                rx, ry = find(parent, x), find(parent, y)
+                if rx != ry:
+                    parent[max(rx, ry)] = min(rx, ry)
     for i in range(3 * m):
-        parent[i] = _find(parent, i)
+        parent[i] = find(parent, i)
     sums = np.zeros((3 * m, 3), np.float64)
     for i in range(3 * m):
-        r = _find(parent, i)
+        r = parent[i]
         t = i // 3
         sums[r, 0] += fn[t, 0]
         sums[r, 1] += fn[t, 1]
@@ -599,63 +569,22 @@ def _orient(tri: np.ndarray, P: np.ndarray) -> tuple:
     where it keeps the one enclosing a positive volume (facing out). A non-orientable part (a
     Moebius strip) leaves edges that disagree.
 
-    Edges are found by a counting sort on their smaller end, each bucket matched through a mark
-    per larger end: O(m + p), about 0.1 s for 1M triangles, where trimesh.repair.fix_winding
-    took 103 s.
+    Edges come from `topology.edge_neighbours`: O(m + p), about 0.1 s for 1M triangles, where
+    trimesh.repair.fix_winding took 103 s.
     """
     m = tri.shape[0]
     p = P.shape[0]
     flip = np.zeros(m, np.bool_)
-    start = np.zeros(p + 1, np.int64)
-    for t in range(m):
-        for c in range(3):
-            start[min(tri[t, c], tri[t, (c + 1) % 3]) + 1] += 1
-    for v in range(p):
-        start[v + 1] += start[v]
-    fill = start[:-1].copy()
-    other = np.empty(3 * m, np.int32)  # the larger end of each edge use
-    use = np.empty(3 * m, np.int32)  # 3 * triangle + corner where the edge starts
-    for t in range(m):
-        for c in range(3):
-            a, b = tri[t, c], tri[t, (c + 1) % 3]
-            k = fill[min(a, b)]
-            other[k] = max(a, b)
-            use[k] = 3 * t + c
-            fill[min(a, b)] += 1
-    mark = np.full(p, -1, np.int64)  # per larger end: the bucket entry that saw it first
-    uses = np.zeros(3 * m, np.int32)
-    second = np.zeros(3 * m, np.int32)
-    neighbour = np.full((m, 3), -1, np.int32)  # across the edge starting at each corner
-    agree = np.zeros((m, 3), np.bool_)  # ... and whether the two run it in opposite directions
+    neighbour, agree = edge_neighbours(tri, p)  # agree: the two run the edge opposite ways
     closed = np.ones(m, np.bool_)  # no edge used once or more than twice
     same = 0
-    for v in range(p):
-        for k in range(start[v], start[v + 1]):
-            f = mark[other[k]]
-            if f < 0:
-                mark[other[k]] = k
-                uses[k] = 1
-            else:
-                uses[f] += 1
-                second[f] = k
-        for k in range(start[v], start[v + 1]):
-            f = mark[other[k]]
-            if uses[f] != 2:  # a border or a non-manifold edge: not walked across
-                closed[use[k] // 3] = False
-                continue
-            if f != k:
-                continue
-            k2 = second[k]
-            t1, c1, t2, c2 = use[k] // 3, use[k] % 3, use[k2] // 3, use[k2] % 3
-            opposite = (tri[t1, c1] == v) != (tri[t2, c2] == v)
-            neighbour[t1, c1] = t2
-            neighbour[t2, c2] = t1
-            agree[t1, c1] = opposite
-            agree[t2, c2] = opposite
-            if not opposite:
+    for t in range(m):
+        for c in range(3):
+            if neighbour[t, c] < 0:
+                closed[t] = False
+            elif not agree[t, c]:
                 same += 1
-        for k in range(start[v], start[v + 1]):
-            mark[other[k]] = -1
+    same //= 2  # each disagreeing edge seen from both of its triangles
     if same == 0:
         return 0, flip, 0
     state = np.full(m, -1, np.int8)

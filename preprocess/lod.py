@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba
 import numpy as np
 

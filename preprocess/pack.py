@@ -14,6 +14,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
 import numpy as np
 

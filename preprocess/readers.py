@@ -46,6 +46,7 @@ import re
 import warnings
 from pathlib import Path
 
+import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
 import numpy as np
 

@@ -2,9 +2,12 @@
 
 Why this module exists. Every coarser DAG level is made by simplifying a group of clusters (about
 1,000-4,000 triangles) to about half its triangles while the vertices shared with other groups stay
-locked, so neighbouring groups still meet without cracks. The error reported here becomes the LOD
-error the runtime trusts to pick a cut, so it must be an upper bound of the real distance, not a
-quadric estimate (a quadric's planes extend to infinity and under-estimate at folds and corners).
+locked, so neighbouring groups still meet without cracks. The LOD error the runtime trusts to pick
+a cut must be an upper bound of the real distance to the original, not a quadric estimate (a
+quadric's planes extend to infinity and under-estimate at folds and corners): the DAG builder
+takes this module's collapses, prefiltered normals, dense samples with their distances to the
+group's input (`_simplify_sampled`) and shading term (`_shading`), and bounds the distance to the
+original surface from them (`preprocess.dag._original_distance`, with `surface_walk`).
 
 How. A Garland-Heckbert half-edge collapser in the style of meshoptimizer:
 - topology is by position (`wedge_position[triangles]`); a collapse moves position u onto an
@@ -20,15 +23,17 @@ How. A Garland-Heckbert half-edge collapser in the style of meshoptimizer:
 - a collapse is rejected when it breaks the link condition (non-manifold result), would create a
   duplicate triangle, or turns a triangle normal by more than about 78 degrees (or makes it
   degenerate);
-- after the last pass the error is *measured* against the input triangles (hash grid, exact
-  point-triangle distances): 1.5 times the exact maximum over sample points, an estimate that
-  dense-sampling tests confirm, not a proof. With rigorous=True an attempted proof by
-  sub-triangles that each stay within reach of one input triangle comes first; it fails in most
-  groups of curved meshes, and then the result is the same estimate (see `simplify`).
+- the public `simplify` measures its result against its own input after the last pass (hash
+  grid, exact point-triangle distances): 1.5 times the exact maximum over sample points, an
+  estimate that dense-sampling tests confirm, not a proof. With rigorous=True an attempted proof
+  by sub-triangles that each stay within reach of one input triangle comes first; it fails in
+  most groups of curved meshes, and then the result is the same estimate (see `simplify`). The
+  DAG builder measures against the original instead (above).
 """
 
 from __future__ import annotations
 
+import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba
 import numpy as np
 
@@ -811,70 +816,10 @@ def _point_triangle_d2_of(px, py, pz, P, a, b, c):
 
 
 @_jit
-def vertex_triangles(ptri, n):
-    """(offsets (n + 1,) int64, triangles) of the triangles around each of n positions, for the
-    triangles ptri (m, 3) of position ids."""
-    off = np.zeros(n + 1, np.int64)
-    for t in range(ptri.shape[0]):
-        for c in range(3):
-            off[ptri[t, c] + 1] += 1
-    for i in range(n):
-        off[i + 1] += off[i]
-    fill = off[:-1].copy()
-    tris = np.empty(off[n], np.int32)
-    for t in range(ptri.shape[0]):
-        for c in range(3):
-            v = ptri[t, c]
-            tris[fill[v]] = t
-            fill[v] += 1
-    return off, tris
-
-
-@_jit
-def triangle_neighbours(ptri, n):
-    """(m, 3) int32: the triangle across edge (c, c + 1) of each triangle of ptri (m, 3) position
-    ids over n positions, -1 where that edge is on an open border or used more than twice."""
-    m = ptri.shape[0]
-    count = np.zeros(n + 1, np.int64)
-    for t in range(m):
-        for c in range(3):
-            count[min(ptri[t, c], ptri[t, (c + 1) % 3]) + 1] += 1
-    for i in range(n):
-        count[i + 1] += count[i]
-    fill = count[:-1].copy()
-    he = np.empty(3 * m, np.int64)
-    for t in range(m):
-        for c in range(3):
-            k = min(ptri[t, c], ptri[t, (c + 1) % 3])
-            he[fill[k]] = 3 * t + c
-            fill[k] += 1
-    out = np.full((m, 3), -1, np.int32)
-    for k in range(n):
-        lo = count[k]
-        hi = count[k + 1]
-        for i in range(lo, hi):
-            ti = he[i] // 3
-            ci = he[i] % 3
-            b = max(ptri[ti, ci], ptri[ti, (ci + 1) % 3])
-            other = -1
-            uses = 1
-            for j in range(lo, hi):
-                if j != i:
-                    tj = he[j] // 3
-                    cj = he[j] % 3
-                    if max(ptri[tj, cj], ptri[tj, (cj + 1) % 3]) == b:
-                        uses += 1
-                        other = tj
-            if uses == 2:
-                out[ti, ci] = other
-    return out
-
-
-@_jit
 def surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri, max_steps):
     """(squared distance, triangle): from triangle `start` of the mesh (ptri (m, 3); its edge
-    neighbours nbr (m, 3) from `triangle_neighbours`; the triangles around each position: vt_off,
-    vt_tri from `vertex_triangles`), step to a neighbour nearer p while there is one, at most
+    neighbours nbr (m, 3) and the triangles around each position vt_off, vt_tri from
+    `preprocess.topology`), step to a neighbour nearer p while there is one, at most
     max_steps times: across an edge (3 tests) while that brings it nearer, else to the nearest
     of the triangles sharing a vertex (near a vertex the triangles around it are all equally
     far, a plateau that edge steps alone would stop on). The distance to the triangle it ends
@@ -1756,7 +1701,7 @@ def simplify(
       verify.check_honest_error) hold it to the true distance;
     - rigorous=False: 1.5 times the exact maximum over sample points (edge midpoints and
       centroid; vertices are input vertices), what the proof falls back to, without trying it
-      (the DAG builder's default, `BuildConfig.prove_errors`). The sampled maximum alone
+      (what the DAG builder used before it measured against the original). The sampled maximum alone
       under-estimates the true maximum, by up to ~20% on noisy meshes.
     Both add 1e-6 times the input bounding-box diagonal. error is 0.0 when nothing collapsed.
     """

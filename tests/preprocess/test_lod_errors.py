@@ -1,5 +1,5 @@
 """LOD errors measured against the original surface (tight and honest), and prefiltered normals
-at coarse levels (`preprocess.dag._Builder._original_error`, `preprocess.simplify._simplify_core`
+at coarse levels (`preprocess.dag._original_distance`, `preprocess.simplify._simplify_core`
 normal accumulation, `preprocess.verify.error_tightness`)."""
 
 from __future__ import annotations
