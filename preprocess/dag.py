@@ -41,7 +41,7 @@ from preprocess.simplify import (
     _simplify_sampled,
     surface_walk,
 )
-from preprocess.topology import edge_neighbours, vertex_triangles
+from preprocess.topology import edge_neighbours, find, vertex_triangles
 
 # a group's error is this times the largest distance to the original surface found over its
 # sample points (`_original_distance`): the margin for the farthest point falling between
@@ -409,21 +409,14 @@ def _drop_small_pieces(pos: np.ndarray, tris: np.ndarray, local_wp: np.ndarray,
     n = pos.shape[0]
     parent = np.arange(n)
     for t in range(k):
-        a = local_wp[tris[t, 0]]
         for c in range(1, 3):
-            b = local_wp[tris[t, c]]
-            while parent[a] != a:
-                a = parent[a]
-            while parent[b] != b:
-                b = parent[b]
+            a = find(parent, local_wp[tris[t, 0]])
+            b = find(parent, local_wp[tris[t, c]])
             if a != b:
                 parent[max(a, b)] = min(a, b)
     root = np.empty(n, np.int64)
     for p in range(n):
-        r = p
-        while parent[r] != r:
-            r = parent[r]
-        root[p] = r
+        root[p] = find(parent, p)
     count = np.zeros(n, np.int64)
     locked_piece = np.zeros(n, np.bool_)
     lo = np.full((n, 3), np.inf)
