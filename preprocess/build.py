@@ -146,7 +146,8 @@ def compile_seconds(modules: dict[str, float]) -> float:
 
 def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
                config: BuildConfig | None = None, *, progress: Progress | None = None,
-               verify: bool = False, load_seconds: float | None = None) -> BuildResult:
+               verify: bool = False, load_seconds: float | None = None,
+               texture: str | os.PathLike | None = None) -> BuildResult:
     """Load (unless given a Mesh), build, verify if asked, and write a `.tess` file atomically.
 
     progress(stage, done, total) is where a caller cancels (by raising): the stages of
@@ -164,7 +165,7 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
             seconds["load"] = load_seconds
     else:
         t = time.perf_counter()
-        mesh = load_mesh(source, crease_angle=cfg.crease_angle)
+        mesh = load_mesh(source, crease_angle=cfg.crease_angle, texture=texture)
         seconds["load"] = time.perf_counter() - t
     dag, bvh, packed = build_asset(mesh, cfg, progress=progress, seconds=seconds)
     report = progress or (lambda stage, done, total: None)

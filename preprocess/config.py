@@ -9,6 +9,7 @@ from preprocess.tess.limits import (
     MAX_CLUSTER_TRIANGLES,
     MAX_CLUSTER_VERTICES,
     MAX_PAGE_SIZE,
+    MAX_TEXTURE_SIZE,
     MIN_PAGE_SIZE,
     PAGE_SIZE,
 )
@@ -44,6 +45,9 @@ class BuildConfig:
     # at 24.3 (full detail: 918 at 21.6; before issue 15: 9.74 at 22.9). 0.7 keeps the picture
     # at least as it was with a third fewer triangles; 0.4 meets a 2.5-per-pixel budget softer
     shading_weight: float = 0.7
+    # textures larger than this many texels a side keep their mips from the first that fits
+    # (0: all); memory is 4/3 x 4 bytes a texel (preprocess.textures)
+    max_texture_size: int = MAX_TEXTURE_SIZE
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_triangles <= MAX_CLUSTER_TRIANGLES:
@@ -66,5 +70,8 @@ class BuildConfig:
             raise ValueError(f"shading weight must be 0..100, not {self.shading_weight}")
         if not 0 <= self.crease_angle <= 180:  # also refuses nan
             raise ValueError(f"crease angle must be 0..180 degrees, not {self.crease_angle}")
+        if not 0 <= self.max_texture_size <= 16384:
+            raise ValueError(f"max texture size must be 0 (no limit) to 16384, not "
+                             f"{self.max_texture_size}")
         if not 0 <= self.threads <= 1024:
             raise ValueError(f"threads must be 0 (one per core) to 1024, not {self.threads}")

@@ -819,11 +819,7 @@ def _finish(b: _Builder, mesh: Mesh) -> LodDag:
     goff = np.zeros(len(b.groups) + 1, np.int64)
     np.cumsum([len(g) for g in b.groups], out=goff[1:])
     if len(b.wpos) > len(mesh.wedge_position):  # the fresh wedges of the coarse levels join
-        attrs = b.attrs
-        mesh = Mesh(positions=mesh.positions, triangles=mesh.triangles,
-                    wedge_position=b.wpos.copy(), wedge_normal=attrs[:, :3].copy(),
-                    wedge_uv=None if mesh.wedge_uv is None else attrs[:, 3:5].copy(),
-                    name=mesh.name)
+        mesh = mesh.with_wedges(b.wpos.copy(), b.attrs)
     return LodDag(
         mesh=mesh,
         triangles=b.store.view,

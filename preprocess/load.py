@@ -48,6 +48,14 @@ import numba as nb
 import numpy as np
 
 from preprocess.config import DEFAULT_CREASE_DEGREES
+from preprocess.materials import (
+    Material,
+    Texture,
+    alpha_modes,
+    default_material,
+    image_rgba,
+    srgb_to_linear,
+)
 from preprocess.mesh import Mesh, MeshError, MeshWarning, column_bounds
 from preprocess.topology import edge_neighbours, find
 
@@ -368,6 +376,8 @@ def mesh_from_arrays(
     normals: np.ndarray | None = None,
     uvs: np.ndarray | None = None,
     *,
+    colors: np.ndarray | None = None,
+    vertex_material: np.ndarray | None = None,
     name: str = "mesh",
     source: str | None = None,
     drop_reversed: bool = False,
@@ -382,6 +392,9 @@ def mesh_from_arrays(
             wedge per position then, unless uvs split it). Rows need not be unit length; zero-length
             or non-finite rows are replaced by the computed normal of their position.
         uvs: (n, 2) float per input vertex, or None.
+        colors: (n, 4) float linear RGBA per input vertex (0..1), or None.
+        vertex_material: (n,) int material index per input vertex (all of a triangle's corners
+            share it: a material border splits positions into wedges like a UV seam), or None.
         name: the `Mesh.name`.
         source: how error messages name the input (defaults to ``name``), e.g. the file name.
         drop_reversed: also drop a triangle whose three positions an earlier one has in the
@@ -436,6 +449,16 @@ def mesh_from_arrays(
         UV_in = np.asarray(uvs, dtype=np.float64)
         if UV_in.shape != (n, 2):
             raise MeshError(f"{src}: uvs must have shape ({n}, 2), got {UV_in.shape}")
+    C_in = None
+    if colors is not None:
+        C_in = np.asarray(colors, dtype=np.float64)
+        if C_in.shape != (n, 4):
+            raise MeshError(f"{src}: colours must have shape ({n}, 4), got {C_in.shape}")
+    M_in = None
+    if vertex_material is not None:
+        M_in = np.asarray(vertex_material, dtype=np.int64)
+        if M_in.shape != (n,):
+            raise MeshError(f"{src}: vertex materials must have shape ({n},), got {M_in.shape}")
 
     # Weld positions by exact float32 value (-0.0 folded into +0.0).
     pbits = _float_bits(P32)
@@ -460,9 +483,11 @@ def mesh_from_arrays(
             pos_of_vertex = pos_of_vertex[F].ravel()
             N_in = corner_normals.reshape(-1, 3)
             UV_in = None if UV_in is None else UV_in[F].ravel().reshape(-1, 2)
+            C_in = None if C_in is None else C_in[F].ravel().reshape(-1, 4)
+            M_in = None if M_in is None else M_in[F].ravel()
             F = np.arange(3 * F.shape[0], dtype=np.int64).reshape(-1, 3)
     wedge_of_vertex, wedge_vertex, vn32, vuv32 = _wedges(
-        F, pos_of_vertex, computed, N_in, UV_in, src
+        F, pos_of_vertex, computed, N_in, UV_in, src, extra=(C_in, M_in)
     )
     triangles = wedge_of_vertex[F]  # int32: the Mesh's type, half the memory to touch
     # Positions: those used, in order of first appearance among the wedges.
@@ -475,6 +500,9 @@ def mesh_from_arrays(
         wedge_position=np.ascontiguousarray(pos_used, dtype=np.int32),
         wedge_normal=np.ascontiguousarray(vn32, dtype=np.float32),
         wedge_uv=None if vuv32 is None else np.ascontiguousarray(vuv32, dtype=np.float32),
+        wedge_color=(None if C_in is None else
+                     np.ascontiguousarray(np.clip(C_in[wedge_vertex], 0, 1), np.float32)),
+        wedge_material=None if M_in is None else M_in[wedge_vertex].astype(np.int32),
         name=name,
     )
     _check_grid(mesh, src)
@@ -724,8 +752,11 @@ def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _wedges(F: np.ndarray, pos_of_vertex: np.ndarray, computed: np.ndarray,
-            N_in: np.ndarray | None, UV_in: np.ndarray | None, src: str) -> tuple:
-    """The wedges: distinct (position, normal, uv) among the input vertices still used.
+            N_in: np.ndarray | None, UV_in: np.ndarray | None, src: str,
+            extra: tuple = (None, None)) -> tuple:
+    """The wedges: distinct (position, normal, uv, colour, material) among the input vertices
+    still used (``extra``: the colours (n, 4) and materials (n,) or None; a wedge's are those of
+    its first input vertex, `wedge_vertex`).
 
     Returns (wedge id per input vertex (n,) int32, -1 where unused; the input vertex of each
     wedge (w,) int64; wedge normals (w, 3) float32; wedge uvs (w, 2) float32 or None), wedges
@@ -737,7 +768,8 @@ def _wedges(F: np.ndarray, pos_of_vertex: np.ndarray, computed: np.ndarray,
     used_vertex = np.flatnonzero(used_mask)  # sorted input vertex ids
     vpos = pos_of_vertex[used_vertex]
     wedge_uv = None
-    if N_in is None and UV_in is None:
+    C_in, M_in = extra
+    if N_in is None and UV_in is None and C_in is None and M_in is None:
         # One wedge per position, in order of first use; its normal is the computed one.
         wedge_of_used, wedge_first = _first_use(vpos, computed.shape[0])
         wedge_normal = computed[vpos[wedge_first]].astype(np.float32)
@@ -754,6 +786,13 @@ def _wedges(F: np.ndarray, pos_of_vertex: np.ndarray, computed: np.ndarray,
             if not np.isfinite(vuv32).all():
                 raise MeshError(f"{src}: texture coordinates contain NaN or infinite values")
             cols += [*_float_bits(vuv32).T]
+        if C_in is not None:
+            c = C_in[used_vertex]
+            if not np.isfinite(c).all():
+                raise MeshError(f"{src}: vertex colours contain NaN or infinite values")
+            cols += [*_float_bits(c.astype(np.float32)).T]
+        if M_in is not None:
+            cols.append(M_in[used_vertex].astype(np.uint32))
         wedge_of_used, wedge_first = _group_rows(cols)
         wedge_normal = vn32[wedge_first]
         if UV_in is not None:
@@ -877,7 +916,17 @@ def _gltf_extension_ok(name: str) -> bool:
         import importlib.util
 
         return importlib.util.find_spec("DracoPy") is not None
-    return name in _GLTF_HARMLESS or name.startswith("KHR_materials_")
+    return name in _GLTF_HARMLESS or (name.startswith("KHR_materials_")
+                                      and name not in _GLTF_MATERIAL_DRAWN)
+
+
+# material extensions drawn with the core model and named in a warning (what they add is left out)
+_GLTF_MATERIAL_DRAWN = frozenset({"KHR_materials_emissive_strength", "KHR_materials_unlit",
+                                  "KHR_materials_transmission", "KHR_materials_clearcoat",
+                                  "KHR_materials_sheen", "KHR_materials_specular",
+                                  "KHR_materials_ior", "KHR_materials_volume",
+                                  "KHR_materials_iridescence", "KHR_materials_anisotropy",
+                                  "KHR_materials_pbrSpecularGlossiness", "KHR_texture_transform"})
 
 
 def _check_gltf(path: Path, file_type: str, label: str) -> None:
@@ -907,15 +956,71 @@ def _check_gltf(path: Path, file_type: str, label: str) -> None:
     if _DRACO in required and not _gltf_extension_ok(_DRACO):
         raise MeshError(f"{label}: Draco-compressed meshes ({_DRACO}) are not supported "
                         f"(install DracoPy to read them)")
-    missing = [e for e in required if not _gltf_extension_ok(e)]
+    missing = [e for e in required if not _gltf_extension_ok(e)
+               and e not in _GLTF_MATERIAL_DRAWN]
     if missing:
         raise MeshError(f"{label}: requires glTF extensions that are not supported: "
                         f"{', '.join(missing)}")
     ignored = [str(e) for e in tree.get("extensionsUsed") or []
-               if str(e) not in required and not _gltf_extension_ok(str(e))]
+               if str(e) not in required and not _gltf_extension_ok(str(e))
+               and str(e) not in _GLTF_MATERIAL_DRAWN]
     if ignored:
         _warn(f"{label}: glTF extensions not supported, ignored: {', '.join(ignored)}")
+    drawn = [str(e) for e in tree.get("extensionsUsed") or [] if str(e) in _GLTF_MATERIAL_DRAWN]
+    if drawn:
+        _warn(f"{label}: glTF extensions not supported, drawn with the core material model: "
+              f"{', '.join(drawn)}")
     _check_gltf_buffers(tree, path, binary, label)
+    _check_gltf_materials(tree, path, label)
+
+
+_GLTF_TEXTURE_ROLES = (("pbrMetallicRoughness", "baseColorTexture", "base colour"),
+                       ("pbrMetallicRoughness", "metallicRoughnessTexture", "metallic-roughness"),
+                       (None, "normalTexture", "normal"), (None, "emissiveTexture", "emissive"),
+                       (None, "occlusionTexture", "occlusion"))
+
+
+def _check_gltf_materials(tree: dict, path: Path, label: str) -> None:
+    """`MeshWarning`s for what the materials ask and Tessera leaves out: image files missing on
+    disk (drawn without them), textures reading a second uv set, samplers that do not repeat,
+    and an emissive factor without a texture that lights a whole surface."""
+    images = tree.get("images") or []
+    textures = tree.get("textures") or []
+    samplers = tree.get("samplers") or []
+    missing: dict[str, list[str]] = {}
+    for mi, mat in enumerate(tree.get("materials") or []):
+        if not isinstance(mat, dict):
+            continue
+        name = str(mat.get("name") or f"#{mi}")
+        for outer, key, role in _GLTF_TEXTURE_ROLES:
+            holder = mat.get(outer) or {} if outer else mat
+            info = holder.get(key) if isinstance(holder, dict) else None
+            if not isinstance(info, dict):
+                continue
+            if int(info.get("texCoord", 0) or 0) != 0:
+                _warn(f"{label}: material {name!r}: its {role} texture reads uv set "
+                      f"{info.get('texCoord')}; drawn with the first")
+            ti = info.get("index")
+            tex = textures[ti] if isinstance(ti, int) and 0 <= ti < len(textures) else {}
+            si = tex.get("sampler") if isinstance(tex, dict) else None
+            samp = samplers[si] if isinstance(si, int) and 0 <= si < len(samplers) else {}
+            wraps = {samp.get("wrapS", 10497), samp.get("wrapT", 10497)} - {10497}
+            if wraps:
+                _warn(f"{label}: material {name!r}: its {role} texture clamps or mirrors; "
+                      f"drawn repeating")
+            src = tex.get("source") if isinstance(tex, dict) else None
+            img = images[src] if isinstance(src, int) and 0 <= src < len(images) else None
+            uri = img.get("uri") if isinstance(img, dict) else None
+            if isinstance(uri, str) and not uri.startswith("data:"):
+                if not (path.parent / urllib.parse.unquote(uri)).is_file():
+                    missing.setdefault(uri, []).append(f"{name} {role}")
+        emissive = mat.get("emissiveFactor")
+        if (isinstance(emissive, list) and any(float(x) > 0 for x in emissive[:3])
+                and "emissiveTexture" not in mat):
+            _warn(f"{label}: material {name!r}: emissive factor {tuple(emissive[:3])} without an "
+                  f"emissive texture: the whole surface glows (as the file says)")
+    for uri, uses in missing.items():
+        _warn(f"{label}: texture {uri!r} not found ({', '.join(uses)}); drawn without it")
 
 
 def _glb_json(f: io.BufferedReader, size: int, label: str) -> tuple[bytes, int]:
@@ -1004,7 +1109,8 @@ def _warn(message: str) -> None:
 
 
 def load_mesh(path: str | os.PathLike, *,
-              crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
+              crease_angle: float = DEFAULT_CREASE_DEGREES,
+              texture: str | os.PathLike | None = None) -> Mesh:
     """Load a mesh file as one welded, validated `Mesh` named after the file's stem.
 
     Formats: OBJ, PLY, STL, glTF/GLB and OFF (by suffix, case-insensitive). The common forms of
@@ -1025,6 +1131,12 @@ def load_mesh(path: str | os.PathLike, *,
     origin and only reads for primitives with a material). In a scene where only some geometry has
     UVs, the others get uv (0, 0); likewise missing normals are computed.
 
+    Materials (see `preprocess.materials`): glTF metallic-roughness materials with their
+    textures, OBJ + MTL (``Kd``, ``map_Kd``), vertex colours (PLY ``red green blue [alpha]``, 8-bit
+    sRGB; glTF ``COLOR_0``, linear). Each material's triangles keep their material id (a material
+    border is a seam). ``texture``: an image file used as the base-colour texture of every
+    material without one (an OBJ with uvs that names no MTL, as scans often come).
+
     Raises:
         MeshError: one line naming the file: missing file, unsupported or unreadable format, a
             file cut short or holding less than its header promises, no triangles (a point cloud
@@ -1040,14 +1152,20 @@ def load_mesh(path: str | os.PathLike, *,
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MeshWarning)
-        mesh = _load(path, fast=True, crease_angle=crease_angle)
+        image = None
+        if texture is not None:
+            from preprocess.materials import read_image_file
+
+            image = read_image_file(Path(texture), Path(path).name)
+        mesh = _load(path, fast=True, crease_angle=crease_angle, texture=image)
     for w in caught:
         warnings.warn(w.message, w.category, stacklevel=2)  # as the caller's
     return mesh
 
 
 def _load(path: str | os.PathLike, *, fast: bool,
-          crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
+          crease_angle: float = DEFAULT_CREASE_DEGREES,
+          texture: np.ndarray | None = None) -> Mesh:
     """`load_mesh`; ``fast=False`` reads every format through trimesh (the reference that tests
     compare the fast readers with)."""
     p = Path(path)
@@ -1085,7 +1203,8 @@ def _load(path: str | os.PathLike, *, fast: bool,
             meshes = None
     if meshes is None:
         meshes = _trimesh_parts(p, file_type, label)
-    return _merge_and_weld(meshes, name=p.stem, source=label, crease_angle=crease_angle)
+    return _merge_and_weld(meshes, name=p.stem, source=label, crease_angle=crease_angle,
+                           base_color_texture=texture)
 
 
 def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
@@ -1108,7 +1227,7 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
                 f"{label}: cannot read as {file_type.upper()}: {_one_line(exc)}"
             ) from None
         try:
-            parts = _flatten(scene)
+            parts = _flatten(scene, label)
         except Exception as exc:
             raise MeshError(f"{label}: cannot read the scene: {_one_line(exc)}") from None
 
@@ -1118,20 +1237,28 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
             raise MeshError(f"{label}: not a triangle mesh: it contains no faces (only "
                             f"{'/'.join(sorted(kinds))})")
         raise MeshError(f"{label}: no mesh found (empty or not a valid {file_type.upper()} file)")
+    if file_type == "obj":
+        from preprocess.readers import has_material_library
+
+        if not has_material_library(p.read_bytes(), p):  # trimesh's placeholder materials
+            return [(*part[:5], None) for part in parts[0]]
     return parts[0]
 
 
-def _flatten(scene) -> tuple[list[tuple], list[str]]:
+def _flatten(scene, label: str = "mesh") -> tuple[list[tuple], list[str]]:
     """The triangle geometry of a trimesh Scene in world space.
 
     Returns ``(meshes, other_kinds)``: each mesh is ``(positions (n, 3) float64, faces (m, 3)
-    int64, normals (n, 3) float64 or None, uvs (n, 2) float64 or None)``; ``other_kinds`` names the
+    int64, normals (n, 3) float64 or None, uvs (n, 2) float64 or None, colours (n, 4) float64
+    linear RGBA or None, material: a trimesh material or None)``; ``other_kinds`` names the
     non-triangle geometry seen ("points", "lines") for the error message.
     """
     import trimesh
 
     meshes: list[tuple] = []
     others: set[str] = set()
+    gltf = scene.metadata.get("file_type") in ("gltf", "glb") if hasattr(scene, "metadata") \
+        else False
     for node in scene.graph.nodes_geometry:
         transform, geom_name = scene.graph[node]
         geom = scene.geometry.get(geom_name)
@@ -1156,6 +1283,8 @@ def _flatten(scene) -> tuple[list[tuple], list[str]]:
                 uv = None
             else:
                 uv = uv[:, :2]
+        colors = _vertex_colors(geom, len(V), linear=gltf, label=label)
+        material = getattr(geom.visual, "material", None)
         T = np.asarray(transform, dtype=np.float64)
         if not np.array_equal(T, np.eye(4)):
             L = T[:3, :3]
@@ -1174,18 +1303,131 @@ def _flatten(scene) -> tuple[list[tuple], list[str]]:
                 N = N @ (np.sign(det) * cof).T
             if det < 0:
                 faces = faces[:, ::-1]
-        meshes.append((V, faces, N, uv))
+        meshes.append((V, faces, N, uv, colors, material))
     return meshes, sorted(others)
+
+
+def _vertex_colors(geom, n: int, *, linear: bool, label: str) -> np.ndarray | None:
+    """(n, 4) float64 linear RGBA vertex colours of a trimesh geometry, or None. glTF's COLOR_0
+    is linear (``linear``); PLY and OBJ colours are 8-bit sRGB by convention."""
+    visual = geom.visual
+    raw = None
+    if getattr(visual, "kind", None) == "vertex":  # ColorVisuals: uint8 RGBA
+        raw = np.asarray(visual.vertex_colors)
+    elif getattr(visual, "kind", None) == "face":
+        _warn(f"{label}: per-face colours are not supported; drawn without them")
+    elif hasattr(visual, "vertex_attributes") and "color" in visual.vertex_attributes:
+        raw = np.asarray(visual.vertex_attributes["color"])  # glTF COLOR_0 beside a material
+    if raw is None or raw.ndim != 2 or raw.shape[0] != n or raw.shape[1] not in (3, 4):
+        return None
+    if raw.dtype.kind == "f":
+        c = raw.astype(np.float64)
+    else:
+        c = raw.astype(np.float64) / float(np.iinfo(raw.dtype).max)
+    if c.shape[1] == 3:
+        c = np.concatenate([c, np.ones((n, 1))], axis=1)
+    c = np.clip(np.nan_to_num(c, nan=1.0), 0.0, 1.0)
+    if not linear:
+        c[:, :3] = srgb_to_linear(c[:, :3])
+    return c
+
+
+def _materials_of(parts: list[tuple], label: str) -> tuple[list[Material], list[Texture],
+                                                           list[int]]:
+    """The distinct materials of the parts (trimesh's, converted), their textures, and each
+    part's material index. A part without material gets the default material when another part
+    has one; a file without any material has the empty list."""
+    if not any(len(p) > 5 and p[5] is not None for p in parts):
+        return [], [], [0] * len(parts)
+    materials: list[Material] = []
+    textures: list[Texture] = []
+    seen_mat: dict[int, int] = {}
+    seen_tex: dict[tuple[int, bool], int] = {}
+
+    def texture(img, srgb: bool, what: str) -> int:
+        if img is None:
+            return -1
+        key = (id(img), srgb)
+        if key not in seen_tex:
+            seen_tex[key] = len(textures)
+            textures.append(Texture(image_rgba(img, label, what), srgb,
+                                    getattr(img, "filename", None) or what))
+        return seen_tex[key]
+
+    index = []
+    for part in parts:
+        m = part[5] if len(part) > 5 else None
+        key = id(m)
+        if key not in seen_mat:
+            seen_mat[key] = len(materials)
+            materials.append(default_material() if m is None
+                             else _material_from_trimesh(m, texture, label))
+        index.append(seen_mat[key])
+    return materials, textures, index
+
+
+def _material_from_trimesh(m, texture, label: str) -> Material:
+    """A `Material` from trimesh's PBRMaterial (glTF) or SimpleMaterial (OBJ + MTL)."""
+    name = str(getattr(m, "name", None) or "material")
+    if hasattr(m, "baseColorTexture"):  # PBRMaterial
+        bcf = m.baseColorFactor
+        base = (tuple(float(x) / 255.0 for x in np.asarray(bcf).reshape(-1)[:4])
+                if bcf is not None else (1.0, 1.0, 1.0, 1.0))
+        emissive = (tuple(float(x) for x in np.asarray(m.emissiveFactor).reshape(-1)[:3])
+                    if m.emissiveFactor is not None else (0.0, 0.0, 0.0))
+        mode = str(m.alphaMode or "OPAQUE").upper()
+        if mode not in alpha_modes:
+            mode = "OPAQUE"
+        if mode == "BLEND":
+            _warn(f"{label}: material {name!r}: alpha blending is not supported; drawn opaque")
+        return Material(
+            name=name, base_color=base,
+            base_color_texture=texture(m.baseColorTexture, True, f"{name} base colour"),
+            metallic=1.0 if m.metallicFactor is None else float(m.metallicFactor),
+            roughness=1.0 if m.roughnessFactor is None else float(m.roughnessFactor),
+            metallic_roughness_texture=texture(m.metallicRoughnessTexture, False,
+                                               f"{name} metallic-roughness"),
+            normal_texture=texture(m.normalTexture, False, f"{name} normal"),
+            emissive=emissive,
+            emissive_texture=texture(m.emissiveTexture, True, f"{name} emissive"),
+            occlusion_texture=texture(m.occlusionTexture, False, f"{name} occlusion"),
+            double_sided=bool(m.doubleSided),
+            alpha_mode=mode,
+            alpha_cutoff=0.5 if m.alphaCutoff is None else float(m.alphaCutoff))
+    # SimpleMaterial: MTL Kd (a linear factor, as glTF importers read it) and map_Kd
+    diffuse = getattr(m, "diffuse", None)
+    base = (tuple(float(x) / 255.0 for x in np.asarray(diffuse).reshape(-1)[:4])
+            if diffuse is not None else (1.0, 1.0, 1.0, 1.0))
+    return Material(name=name, base_color=base,
+                    base_color_texture=texture(getattr(m, "image", None), True,
+                                               f"{name} map_Kd"),
+                    metallic=0.0, roughness=0.6)
 
 
 def _merge_and_weld(meshes: list[tuple], *, name: str, source: str,
                     drop_reversed: bool = False,
-                    crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
+                    crease_angle: float = DEFAULT_CREASE_DEGREES,
+                    base_color_texture: np.ndarray | None = None) -> Mesh:
+    """One `Mesh` of the parts (`_flatten`'s tuples; the fast readers give the first four
+    fields): their vertices concatenated, each part's material and vertex colours kept per
+    vertex, so that a material border becomes a seam of wedges."""
+    materials, textures, part_material = _materials_of(meshes, source)
+    if base_color_texture is not None:
+        if not materials:
+            materials = [default_material()]
+            part_material = [0] * len(meshes)
+        textures.append(Texture(base_color_texture, True, "texture"))
+        for mat in materials:
+            if mat.base_color_texture < 0:
+                mat.base_color_texture = len(textures) - 1
+                mat.base_color = (1.0, 1.0, 1.0, mat.base_color[3])
     any_n = any(m[2] is not None for m in meshes)
     any_uv = any(m[3] is not None for m in meshes)
-    Vs, Fs, Ns, UVs = [], [], [], []
+    any_c = any(len(m) > 4 and m[4] is not None for m in meshes)
+    Vs, Fs, Ns, UVs, Cs, Ms = [], [], [], [], [], []
     offset = 0
-    for V, F, N, uv in meshes:
+    for part, mat in zip(meshes, part_material, strict=True):
+        V, F, N, uv = part[:4]
         Vs.append(V)
         F = np.asarray(F, dtype=np.int64)
         Fs.append(F + offset if offset else F)  # no copy for the first (often only) part
@@ -1193,18 +1435,35 @@ def _merge_and_weld(meshes: list[tuple], *, name: str, source: str,
             Ns.append(N if N is not None else np.zeros_like(V))
         if any_uv:
             UVs.append(uv if uv is not None else np.zeros((V.shape[0], 2)))
+        if any_c:
+            c = part[4] if len(part) > 4 else None
+            Cs.append(c if c is not None else np.ones((V.shape[0], 4)))
+        if len(materials) > 1:
+            Ms.append(np.full(V.shape[0], mat, np.int32))
         offset += V.shape[0]
-    if len(meshes) == 1:
-        V, F = Vs[0], Fs[0]
-        N = Ns[0] if any_n else None
-        UV = UVs[0] if any_uv else None
-    else:
-        V, F = np.concatenate(Vs), np.concatenate(Fs)
-        N = np.concatenate(Ns) if any_n else None
-        UV = np.concatenate(UVs) if any_uv else None
+
+    def join(arrays: list, present: bool):
+        if not present:
+            return None
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
     with np.errstate(all="ignore"):
-        return mesh_from_arrays(V, F, N, UV, name=name, source=source,
-                                drop_reversed=drop_reversed, crease_angle=crease_angle)
+        mesh = mesh_from_arrays(join(Vs, True), join(Fs, True), join(Ns, any_n),
+                                join(UVs, any_uv), colors=join(Cs, any_c),
+                                vertex_material=join(Ms, len(materials) > 1),
+                                name=name, source=source, drop_reversed=drop_reversed,
+                                crease_angle=crease_angle)
+    if materials:
+        if mesh.wedge_uv is None and any(
+                t >= 0 for m in materials for t in (m.base_color_texture, m.normal_texture,
+                                                    m.metallic_roughness_texture,
+                                                    m.emissive_texture, m.occlusion_texture)):
+            _warn(f"{source}: textures without texture coordinates; drawn without them")
+            for m in materials:
+                m.base_color_texture = m.normal_texture = m.metallic_roughness_texture = -1
+                m.emissive_texture = m.occlusion_texture = -1
+        mesh.materials, mesh.textures = materials, textures
+    return mesh
 
 
 def weld_positions(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@ shading keeps both sides.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -39,6 +39,13 @@ class Mesh:
     wedge_normal: np.ndarray  # (k, 3) float32: unit normal of each wedge
     wedge_uv: np.ndarray | None = None  # (k, 2) float32: texture coordinates, None when absent
     name: str = "mesh"  # a label for summaries
+    wedge_color: np.ndarray | None = None  # (k, 4) float32 linear RGBA 0..1, None when absent
+    # (k,) int32: the material of each wedge (a triangle's is its first corner's), None: all 0
+    wedge_material: np.ndarray | None = None
+    # preprocess.materials.Material list (empty: the default material) and the Texture list
+    # their texture fields index
+    materials: list = field(default_factory=list)
+    textures: list = field(default_factory=list)
 
     @property
     def position_triangles(self) -> np.ndarray:
@@ -53,8 +60,48 @@ class Mesh:
     def vertex_count(self) -> int:
         return int(self.positions.shape[0])
 
+    def attribute_columns(self) -> dict[str, slice]:
+        """Where each attribute lies in the rows of `wedge_attributes`: normal, then uv, colour
+        and material where present."""
+        cols, at = {"normal": slice(0, 3)}, 3
+        for name, width, arr in (("uv", 2, self.wedge_uv), ("color", 4, self.wedge_color),
+                                 ("material", 1, self.wedge_material)):
+            if arr is not None:
+                cols[name] = slice(at, at + width)
+                at += width
+        return cols
+
     def wedge_attributes(self) -> np.ndarray:
-        """(k, 3 or 5) float32: normal and uv side by side, the attributes that define seams."""
-        if self.wedge_uv is None:
+        """(k, a) float32: normal, uv, colour and material side by side (`attribute_columns`),
+        the attributes that define seams (a material id is exact in float32 below 2^24)."""
+        parts = [self.wedge_normal]
+        for arr in (self.wedge_uv, self.wedge_color, self.wedge_material):
+            if arr is not None:
+                parts.append(np.asarray(arr, np.float32).reshape(len(self.wedge_normal), -1))
+        if len(parts) == 1:
             return self.wedge_normal
-        return np.concatenate([self.wedge_normal, self.wedge_uv], axis=1).astype(np.float32)
+        return np.concatenate(parts, axis=1).astype(np.float32)
+
+    def with_wedges(self, wedge_position: np.ndarray, attributes: np.ndarray) -> Mesh:
+        """This mesh with another wedge table (the DAG's, fresh coarse wedges appended): rows of
+        `wedge_attributes`' layout."""
+        cols = self.attribute_columns()
+
+        def col(name: str):
+            return attributes[:, cols[name]].copy() if name in cols else None
+
+        material = col("material")
+        return Mesh(positions=self.positions, triangles=self.triangles,
+                    wedge_position=wedge_position, wedge_normal=col("normal"),
+                    wedge_uv=col("uv"), name=self.name, wedge_color=col("color"),
+                    wedge_material=None if material is None else
+                    np.rint(material[:, 0]).astype(np.int32),
+                    materials=self.materials, textures=self.textures)
+
+    def triangle_materials(self, triangles: np.ndarray | None = None) -> np.ndarray:
+        """(t,) int32: the material of each triangle (its first corner's), all 0 without
+        materials; of `triangles` (wedge ids) when given, else of the mesh's."""
+        tri = self.triangles if triangles is None else triangles
+        if self.wedge_material is None:
+            return np.zeros(len(tri), np.int32)
+        return self.wedge_material[tri[:, 0]].astype(np.int32)

@@ -21,13 +21,18 @@ import numpy as np
 from preprocess.config import BuildConfig
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag
 from preprocess.mesh import Mesh, MeshError, column_bounds
-from preprocess.tess.limits import MAX_PAGE_CLUSTERS, PAGE_ROOT, ROOT_ERROR
+from preprocess.textures import encode_materials
+from preprocess.materials import linear_to_srgb
+from preprocess.tess.limits import MAX_MATERIALS, MAX_PAGE_CLUSTERS, PAGE_ROOT, ROOT_ERROR
 from preprocess.tess.records import (
     CHILD_EMPTY,
     CHILD_GROUP,
     CLUSTER_DTYPE,
     GROUP_DTYPE,
+    MODE_HAS_COLOR,
+    MODE_HAS_MATERIAL,
     MODE_HAS_UV,
+    MODE_MATERIAL_SHIFT,
     NO_GROUP,
     NODE_DTYPE,
     PAGE_HEADER_DTYPE,
@@ -347,12 +352,25 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     step = enc.step
     bounds = enc.bounds
     has_uv = mesh.wedge_uv is not None
+    has_color = mesh.wedge_color is not None
     vertex_offset, pos_min, mode = enc.vertex_offset, enc.pos_min, enc.mode
     nv = np.diff(vertex_offset)
     nt = np.diff(dag.cluster_tri_offset)
+    # materials: one for the whole cluster in its mode bits, or a byte per triangle
+    tri_material = mesh.triangle_materials(dag.triangles)
+    if len(tri_material) and int(tri_material.max()) >= MAX_MATERIALS:
+        raise ValueError(f"{int(tri_material.max()) + 1} materials; at most {MAX_MATERIALS}")
+    tstart = np.asarray(dag.cluster_tri_offset[:-1], np.int64)
+    mixed = np.zeros(dag.cluster_count, bool)
+    if len(tri_material):
+        lo = np.minimum.reduceat(tri_material, tstart)
+        hi = np.maximum.reduceat(tri_material, tstart)
+        mixed = lo != hi
+    else:
+        lo = np.zeros(dag.cluster_count, np.int32)
     pos_bytes = _align4(np.where(mode == 0, 6, 12) * nv)
-    attr_bytes = nv * 4 * (2 if has_uv else 1)
-    idx_bytes = _align4(nt * 3)
+    attr_bytes = nv * 4 * (1 + has_uv + has_color)
+    idx_bytes = _align4(nt * 3) + np.where(mixed, _align4(nt), 0)
     data_bytes = pos_bytes + attr_bytes + idx_bytes
     record = CLUSTER_DTYPE.itemsize
     header = PAGE_HEADER_DTYPE.itemsize
@@ -382,7 +400,9 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     records["group"] = dag.cluster_group
     records["cluster"] = np.arange(dag.cluster_count)
     records["pos_min"] = pos_min
-    records["mode"] = mode | (MODE_HAS_UV if has_uv else 0)
+    records["mode"] = (mode | (MODE_HAS_UV if has_uv else 0) | (MODE_HAS_COLOR if has_color else 0)
+                       | np.where(mixed, MODE_HAS_MATERIAL,
+                                  lo.astype(np.int64) << MODE_MATERIAL_SHIFT))
     records["vertex_count"] = nv
     records["triangle_count"] = nt
     records["level"] = dag.cluster_level
@@ -428,6 +448,12 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
             uvs = np.zeros(0, np.uint32)
         _write_streams(pages, cluster_page, *offsets, mode, pos_min, vertex_offset, run.vgrid,
                        run.normals, uvs, has_uv, tri_offset, run.local, run.first, run.end)
+        if has_color:  # after the uvs (or normals): the offset follows from the record
+            _write_words(pages, cluster_page, offsets[1] + nv * 4 * (1 + has_uv), vertex_offset,
+                         _rgba8_srgb(mesh.wedge_color[run.vertices]), run.first, run.end)
+    if mixed.any():  # after the indices
+        _write_material_bytes(pages, cluster_page, offsets[3] + _align4(nt * 3), tri_offset,
+                              tri_material.astype(np.uint8), mixed)
 
     nodes = np.zeros(len(bvh.node_depth), NODE_DTYPE)
     nodes["sphere"] = bvh.node_sphere
@@ -466,6 +492,8 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
         "step": step,
         "quantization_error": float(np.sqrt(3) / 2 * step),
         "has_uv": bool(has_uv),
+        "has_color": bool(has_color),
+        "materials": [m.name for m in mesh.materials] or ["default"],
         "uv_min": mesh.wedge_uv.min(axis=0).tolist() if has_uv else [0.0, 0.0],
         "uv_max": mesh.wedge_uv.max(axis=0).tolist() if has_uv else [1.0, 1.0],
         "bounds_min": bounds[0].tolist(),
@@ -478,7 +506,14 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
         "root_group": int(dag.root_group),
         "root_error": ROOT_ERROR,
     }
+    material_sections = encode_materials(mesh.materials, mesh.textures,
+                                         max_texture_size=cfg.max_texture_size)
+    tex = material_sections["textures"]
+    meta["textures"] = [[int(w), int(h)] for w, h in zip(tex["width"], tex["height"],
+                                                         strict=True)]
+    meta["texture_bytes"] = int(material_sections["texels"].nbytes) if len(tex) else 0
     sections = {
+        **material_sections,
         "bvh_nodes": nodes,
         "groups": groups,
         "group_parts": part_arr,
@@ -486,6 +521,39 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
         "page_dep_offset": dep_offset,
     }
     return PackedAsset(meta=meta, sections=sections, pages=pages, page_flags=page_flags)
+
+
+def _rgba8_srgb(c: np.ndarray) -> np.ndarray:
+    """(n, 4) float linear RGBA 0..1 -> (n,) uint32 RGBA8, RGB sRGB-encoded."""
+    q = np.rint(np.concatenate([linear_to_srgb(c[:, :3]), np.clip(c[:, 3:], 0, 1)], axis=1)
+                * 255).astype(np.uint32)
+    return q[:, 0] | (q[:, 1] << 8) | (q[:, 2] << 16) | (q[:, 3] << 24)
+
+
+@nb.njit(cache=True, nogil=True)
+def _write_words(pages, cluster_page, off, vertex_offset, words, first, end):
+    """One u32 per vertex of clusters first..end-1 at byte offset off[c] of their page; words
+    holds that run's vertices only."""
+    vbase = vertex_offset[first]
+    for c in range(first, end):
+        page = pages[cluster_page[c]]
+        o = off[c]
+        for v in range(vertex_offset[c] - vbase, vertex_offset[c + 1] - vbase):
+            for b in range(4):
+                page[o + b] = (words[v] >> (8 * b)) & 0xFF
+            o += 4
+
+
+@nb.njit(cache=True, nogil=True)
+def _write_material_bytes(pages, cluster_page, off, tri_offset, material, mixed):
+    """The material byte of every triangle of the clusters with mixed materials."""
+    for c in range(len(mixed)):
+        if mixed[c]:
+            page = pages[cluster_page[c]]
+            o = off[c]
+            for t in range(tri_offset[c], tri_offset[c + 1]):
+                page[o] = material[t]
+                o += 1
 
 
 @nb.njit(cache=True, nogil=True)

@@ -52,7 +52,7 @@ import numpy as np
 
 from preprocess.mesh import MeshError, MeshWarning
 
-__all__ = ["check_text", "is_text", "read_parts"]
+__all__ = ["check_text", "has_material_library", "is_text", "read_parts"]
 
 #: One geometry as `load._flatten` returns it: positions (n, 3) float, triangles (m, 3) int64,
 #: normals (n, 3) float64 or None, uvs (n, 2) float64 or None.
@@ -86,7 +86,21 @@ def read_parts(path: Path, file_type: str, label: str) -> list[Part] | None:
         # mapped, not read: no copy of the file, and its pages come from the page cache as the
         # parser reaches them (arrays made from it keep the map alive)
         raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    if file_type == "obj" and has_material_library(raw, path):
+        return None  # materials: trimesh reads the MTL files and their textures
     return reader(raw, label)
+
+
+_MTLLIB = re.compile(rb"^[ \t]*mtllib[ \t]+([^\r\n]+)", re.MULTILINE)
+
+
+def has_material_library(raw: Raw, path: Path) -> bool:
+    """Whether an OBJ names an MTL file that exists beside it (its materials need trimesh)."""
+    for m in _MTLLIB.finditer(raw):
+        name = m.group(1).strip().decode("utf-8", "replace")
+        if (path.parent / name).is_file():
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1089,6 +1103,11 @@ def _read_ply(raw: Raw, label: str) -> list[Part] | None:
         _ply_check_body(raw, fmt, data_start, elements, label)
         return None
     lists = [k for k, p in enumerate(fprops) if p[2] is not None]
+    colour_names = [c for c in ("red", "green", "blue", "alpha") if c in vnames]
+    if len(colour_names) >= 3 and (colour_names[:3] != ["red", "green", "blue"] or any(
+            p[1] != "u1" for p in vprops if p[0] in colour_names)):
+        _ply_check_body(raw, fmt, data_start, elements, label)
+        return None  # colours other than 8-bit RGB[A]: trimesh
     if (not {"x", "y", "z"} <= set(vnames) or _PLY_UV_NAMES & set(vnames)
             or len(lists) != 1 or fprops[lists[0]][0] not in _PLY_INDEX_NAMES):
         # uvs: trimesh merges them to 1e-8 and unmerges the faces
@@ -1113,9 +1132,18 @@ def _read_ply(raw: Raw, label: str) -> list[Part] | None:
     normals = None
     if {"nx", "ny", "nz"} <= set(vnames):
         normals = np.column_stack([columns[a] for a in ("nx", "ny", "nz")]).astype(np.float64)
+    colors = None
+    if len(colour_names) >= 3:  # as trimesh: 8-bit sRGB (by convention), alpha 255 if absent
+        from preprocess.materials import srgb_to_linear
+
+        c = np.column_stack([columns[a] for a in colour_names]).astype(np.float64) / 255.0
+        if c.shape[1] == 3:
+            c = np.concatenate([c, np.ones((len(c), 1))], axis=1)
+        c[:, :3] = srgb_to_linear(c[:, :3])
+        colors = c
     # indices out of range (negative ones too) are left to mesh_from_arrays, as on trimesh's path
     faces = faces.astype(np.int64)
-    return [(vertices, _triangulate_uniform(faces), normals, None)]
+    return [(vertices, _triangulate_uniform(faces), normals, None, colors)]
 
 
 def _ply_check_body(raw: Raw, fmt: str, start: int, elements: list, label: str) -> None:

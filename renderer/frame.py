@@ -94,6 +94,18 @@ def _check_world(reach: float, what: str) -> None:
                          f"hold at most {MAX_WORLD:.0e} (limits.MAX_WORLD)")
 
 
+def _octahedral(words: np.ndarray) -> np.ndarray:
+    """(..., 3) float32 unit vectors of octahedral 2 x 16-bit snorm words (shaders/shading.wgsl
+    `pack_octahedral`)."""
+    x = (words & 0xFFFF).astype(np.uint16).view(np.int16).astype(np.float32) / 32767
+    y = (words >> 16).astype(np.uint16).view(np.int16).astype(np.float32) / 32767
+    z = 1 - np.abs(x) - np.abs(y)
+    t = np.maximum(-z, 0)
+    v = np.stack([x - np.where(x >= 0, t, -t), y - np.where(y >= 0, t, -t), z], axis=-1)
+    norm = np.linalg.norm(v, axis=-1, keepdims=True)
+    return (v / np.maximum(norm, 1e-20)).astype(np.float32)
+
+
 class FrameResources:
     """Buffers by binding name, sizes, and the per-frame timestamp slots the passes ask for."""
 
@@ -350,7 +362,7 @@ class Renderer:
         """The scene's hierarchy, and its pages: all of them, or (streaming) a pool holding the
         root pages, with the residency and effective tables the culling pass reads."""
         s, f, o = self.scene, self.frame, self.options
-        f.buffers.update(s.upload_geometry(self.device))
+        f.buffers.update(s.upload_geometry(self.device, binding_limit(self.device)[0]))
         self.pool = PagePool(self.device, s, o, self.ctx.limits)
         f.buffers.update(self.pool.buffers)
         f.slots = self.pool.slots
@@ -532,9 +544,14 @@ class Renderer:
             np.frombuffer(q.read_buffer(f.buffers[k]), np.uint32)[: 2 * n].reshape(h, w, 2)
             for k in ("ids_a", "ids_b")], axis=2)
         empty = ids[..., 0] == ID_EMPTY
+        ga, gb = (np.frombuffer(q.read_buffer(f.buffers[k]), np.uint32)[: 2 * n].reshape(h, w, 2)
+                  for k in ("gbuffer_a", "gbuffer_b"))
 
         def col(k: int) -> np.ndarray:
             return np.where(empty, -1, ids[..., k].astype(np.int64))
+
+        def bytes4(words: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(words).view(np.uint8).reshape(h, w, 4)
 
         return {
             "color": color.reshape(h, w, 4).copy(),
@@ -545,6 +562,13 @@ class Renderer:
             "triangle": col(2),
             "level": np.where(empty, -1, (ids[..., 3] >> 1).astype(np.int64)),
             "hardware": ~empty & ((ids[..., 3] & 1) == 1),
+            "base_color": bytes4(ga[..., 0]),
+            "shading_normal": np.where(empty[..., None], np.float32(0), _octahedral(ga[..., 1])),
+            "roughness": (gb[..., 0] & 0xFF).astype(np.float32) / 255,
+            "metallic": ((gb[..., 0] >> 8) & 0xFF).astype(np.float32) / 255,
+            "material": np.where(empty, -1, (gb[..., 0] >> 16).astype(np.int64)),
+            "emissive": bytes4(gb[..., 1])[..., :3].copy(),
+            "occlusion": (gb[..., 1] >> 24).astype(np.float32) / 255,
         }
 
     def render(self, camera: Camera, *, tau: float | None = None,

@@ -20,13 +20,29 @@ from preprocess.tess.records import (
     CHILD_GROUP,
     CLUSTER_DTYPE,
     GROUP_DTYPE,
+    MATERIAL_ALPHA_MASK,
+    MATERIAL_DOUBLE_SIDED,
+    MATERIAL_DTYPE,
+    MODE_HAS_COLOR,
+    MODE_HAS_MATERIAL,
+    MODE_HAS_UV,
+    MODE_MATERIAL_SHIFT,
     MODE_POSITION_MASK,
+    NO_TEXTURE,
+    TEXTURE_DTYPE,
+    TEXTURE_SRGB,
     NO_GROUP,
     NODE_DTYPE,
     PAGE_HEADER_DTYPE,
     PART_DTYPE,
 )
 from renderer.limits import BVH_FANOUT, HZB_MAX_MIPS, WGSL_CONSTANTS
+
+# the scene's `materials` buffer (renderer.scene.Scene.material_data, shaders/material.wgsl):
+# a header of MATERIALS_HEADER_WORDS words (first word of the texture table, first word of the
+# texels, material count, texture count), every asset's MATERIAL_DTYPE records, the
+# TEXTURE_DTYPE records (offsets counted from the first texel), the texels
+MATERIALS_HEADER_WORDS = 4
 
 FRAME_DTYPE = np.dtype([
     ("view_proj", "<f4", 16),  # world -> clip, column-major
@@ -73,7 +89,9 @@ ASSET_DTYPE = np.dtype([
     ("far_error", "<f4"),
     ("root_first_part", "<u4"),  # the root group's parts (global part indices)
     ("root_part_count", "<u4"),
-    ("pad", "<u4", 3),
+    ("material_base", "<u4"),  # the asset's first material in the scene's material table
+    ("pad", "<u4", 2),
+    ("uv_box", "<f4", 4),  # the uvs' box (meta uv_min, uv_max): 16-bit uvs map onto it
 ])
 
 # the words of the `state` buffer, in order
@@ -203,6 +221,14 @@ def generated_includes() -> dict[str, str]:
         f"const CHILD_GROUP: u32 = {CHILD_GROUP:#x}u;",
         f"const NO_GROUP: u32 = {NO_GROUP:#x}u;",
         f"const MODE_POSITION_MASK: u32 = {MODE_POSITION_MASK:#x}u;",
+        wgsl_offsets("MATERIAL", MATERIAL_DTYPE),
+        wgsl_offsets("TEXTURE", TEXTURE_DTYPE),
+        "\n".join(wgsl_const(n, v) for n, v in (
+            ("MODE_HAS_UV", MODE_HAS_UV), ("MODE_HAS_COLOR", MODE_HAS_COLOR),
+            ("MODE_HAS_MATERIAL", MODE_HAS_MATERIAL), ("MODE_MATERIAL_SHIFT", MODE_MATERIAL_SHIFT),
+            ("MATERIAL_DOUBLE_SIDED", MATERIAL_DOUBLE_SIDED),
+            ("MATERIAL_ALPHA_MASK", MATERIAL_ALPHA_MASK), ("NO_TEXTURE", NO_TEXTURE),
+            ("TEXTURE_SRGB", TEXTURE_SRGB), ("MATERIALS_HEADER_WORDS", MATERIALS_HEADER_WORDS))),
         f"const BVH_FANOUT: u32 = {BVH_FANOUT}u;",
         "\n".join(wgsl_const(n, v) for n, v in WGSL_CONSTANTS.items()),
         "\n".join(f"const S_{n.upper()}: u32 = {i}u;" for n, i in STATE.items()),

@@ -8,7 +8,8 @@ import numbers
 from dataclasses import dataclass, fields
 
 # resolve's debug views, by index (shaders/resolve.wgsl `frame.debug_view`)
-DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instance")
+DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instance",
+               "base_color", "material", "uv", "shading_normal")
 
 # BVH traversal by name -> RenderOptions.persistent
 TRAVERSALS = {"auto": None, "persistent": True, "level": False}

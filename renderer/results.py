@@ -50,6 +50,14 @@ class RenderResult:
     hardware: np.ndarray  # (h, w) bool: drawn by the hardware rasterizer
     stats: FrameStats
     near: float = 0.0
+    # the G-buffer the lit image is shaded from (resolve, Nanite's BasePass); background 0 / -1
+    base_color: np.ndarray | None = None  # (h, w, 4) uint8: RGB sRGB-encoded, A the alpha
+    shading_normal: np.ndarray | None = None  # (h, w, 3) float32 world, normal map applied
+    roughness: np.ndarray | None = None  # (h, w) float32 0..1 (8-bit)
+    metallic: np.ndarray | None = None  # (h, w) float32 0..1 (8-bit)
+    occlusion: np.ndarray | None = None  # (h, w) float32 0..1 (8-bit): 1 = unoccluded
+    emissive: np.ndarray | None = None  # (h, w, 3) uint8 sRGB-encoded
+    material: np.ndarray | None = None  # (h, w) int64 scene material index, -1 = background
 
     @property
     def coverage(self) -> np.ndarray:

@@ -11,16 +11,23 @@ addressed by one global index in the shaders. The pages themselves go to the GPU
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import wgpu
 
-from preprocess.tess.records import PAGE_HEADER_DTYPE
+from preprocess.tess.records import (
+    MATERIAL_DTYPE,
+    MATERIAL_TEXTURES,
+    NO_TEXTURE,
+    PAGE_HEADER_DTYPE,
+    TEXTURE_DTYPE,
+)
 from preprocess.tess.limits import ROOT_ERROR
 from preprocess.tess.container import TessFile, read_tess
 from renderer.gpu import buffer_with
-from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE
+from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE, MATERIALS_HEADER_WORDS
 from renderer.limits import SLOT_BITS
 
 
@@ -40,6 +47,9 @@ class Asset:
     parts: np.ndarray  # PART_DTYPE
     page_count: int
     page_size: int
+    materials: np.ndarray | None = None  # MATERIAL_DTYPE (None: a file without materials)
+    textures: np.ndarray | None = None  # TEXTURE_DTYPE
+    texels: np.ndarray | None = None  # (n,) uint32 RGBA8
 
     @property
     def bounds_sphere(self) -> np.ndarray:
@@ -76,7 +86,54 @@ def open_asset(path: str | os.PathLike) -> Asset:
                          f"at most {1 << SLOT_BITS} per page")
     return Asset(path=str(path), file=f, meta=dict(f.meta), nodes=s["bvh_nodes"],
                  groups=s["groups"], parts=s["group_parts"], page_count=f.page_count,
-                 page_size=f.page_size)
+                 page_size=f.page_size, materials=s.get("materials"),
+                 textures=s.get("textures"), texels=s.get("texels"))
+
+
+class SceneWarning(UserWarning):
+    """Something of a scene drawn other than the files say (textures made smaller to fit the
+    adapter); one line, and the frame goes on."""
+
+
+def default_material_record() -> np.ndarray:
+    """The MATERIAL_DTYPE record an asset without materials is drawn with (a light grey
+    dielectric: preprocess.materials.default_material, kept here so that reading needs no
+    builder)."""
+    rec = np.zeros(1, MATERIAL_DTYPE)
+    rec["base_color"] = (0.6, 0.6, 0.6, 1.0)
+    rec["metallic"], rec["roughness"] = 0.0, 0.6
+    rec["normal_scale"] = rec["occlusion_strength"] = 1.0
+    for f in MATERIAL_TEXTURES:
+        rec[f] = NO_TEXTURE
+    return rec
+
+
+def _shrink_to_fit(textures: np.ndarray, budget_words: int) -> tuple[np.ndarray, int]:
+    """Drop the top mip of the largest texture until every chain fits `budget_words` (texture
+    records with offsets still into the original texels, and the texel words kept)."""
+    tex = textures.copy()
+    skipped = 0
+
+    def words(t) -> int:
+        n, w, h = 0, int(t["width"]), int(t["height"])
+        for _ in range(int(t["mips"])):
+            n += w * h
+            w, h = max(1, w // 2), max(1, h // 2)
+        return n
+
+    total = sum(words(t) for t in tex)
+    while total > budget_words and len(tex) and tex["mips"].max() > 1:
+        i = int(np.argmax(tex["width"].astype(np.int64) * tex["height"]))
+        t = tex[i]
+        if int(t["mips"]) <= 1:
+            break
+        total -= int(t["width"]) * int(t["height"])
+        t["offset"] += int(t["width"]) * int(t["height"])
+        t["width"], t["height"] = max(1, int(t["width"]) // 2), max(1, int(t["height"]) // 2)
+        t["mips"] -= 1
+        tex[i] = t
+        skipped += 1
+    return tex, total
 
 
 def verify_pages(asset: Asset) -> None:
@@ -186,7 +243,7 @@ class Scene:
             out[i]["scale"] = max_scale(m)
         return out
 
-    def asset_table(self) -> np.ndarray:
+    def asset_table(self, material_bases: np.ndarray | None = None) -> np.ndarray:
         out = np.zeros(max(1, len(self.assets)), ASSET_DTYPE)
         node = group = part = page = 0
         for i, a in enumerate(self.assets):
@@ -196,14 +253,70 @@ class Scene:
                 raise SceneError(f"{a.meta.get('name', 'asset')}: {len(root)} root groups")
             finite = err[err < np.float32(ROOT_ERROR)]
             g = a.groups[root[0]]
+            uv_box = [*a.meta.get("uv_min", [0.0, 0.0]), *a.meta.get("uv_max", [1.0, 1.0])]
             out[i] = (node, group, part, page, float(a.meta["step"]), len(a.nodes),
                       float(finite.max()) if len(finite) else 0.0,
-                      part + int(g["first_part"]), int(g["part_count"]), (0, 0, 0))
+                      part + int(g["first_part"]), int(g["part_count"]),
+                      material_bases[i] if material_bases is not None else 0, (0, 0), uv_box)
             node += len(a.nodes)
             group += len(a.groups)
             part += len(a.parts)
             page += a.page_count
         return out
+
+    def material_data(self, limit_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+        """The scene's `materials` buffer as (n,) uint32 words (`layout.MATERIALS_HEADER_WORDS`
+        says the layout) and each asset's first material. Texture indices are made scene-wide
+        and texel offsets relative to the first texel. Textures that would not fit one binding
+        of `limit_bytes` lose their largest mips, the largest texture first (a `SceneWarning`
+        says how many)."""
+        recs, texs, texels, bases = [], [], [], []
+        n_mat = n_tex = n_texel = 0
+        for a in self.assets:
+            m = a.materials if a.materials is not None and len(a.materials) else \
+                default_material_record()
+            m = m.copy()
+            t = (a.textures.copy() if a.textures is not None else np.zeros(0, TEXTURE_DTYPE))
+            for f in MATERIAL_TEXTURES:
+                m[f] = np.where(m[f] == NO_TEXTURE, NO_TEXTURE, m[f] + n_tex)
+            t["offset"] += n_texel
+            bases.append(n_mat)
+            recs.append(m)
+            texs.append(t)
+            tx = a.texels if a.texels is not None and len(t) else np.zeros(0, np.uint32)
+            texels.append(np.asarray(tx, np.uint32))
+            n_mat += len(m)
+            n_tex += len(t)
+            n_texel += len(tx)
+        mat = np.concatenate(recs)
+        tex = np.concatenate(texs) if texs else np.zeros(0, TEXTURE_DTYPE)
+        all_texels = np.concatenate(texels) if texels else np.zeros(0, np.uint32)
+        head_words = MATERIALS_HEADER_WORDS + mat.nbytes // 4 + tex.nbytes // 4
+        budget = limit_bytes // 4 - head_words
+        fitted, kept = _shrink_to_fit(tex, budget)
+        if kept < len(all_texels):  # gather the mips that stay
+            dropped = int((tex["mips"] - fitted["mips"]).sum())
+            warnings.warn(f"textures need {all_texels.nbytes / 2**20:,.0f} MiB, more than this "
+                          f"adapter binds ({limit_bytes / 2**20:,.0f} MiB): {dropped} top mips "
+                          f"left out", SceneWarning, stacklevel=3)
+            parts, at = [], 0
+            for t in fitted:
+                n, w, h = 0, int(t["width"]), int(t["height"])
+                for _ in range(int(t["mips"])):
+                    n += w * h
+                    w, h = max(1, w // 2), max(1, h // 2)
+                parts.append(all_texels[int(t["offset"]) : int(t["offset"]) + n])
+                t["offset"] = at
+                at += n
+            fitted = fitted.copy()
+            fitted["offset"] = np.cumsum([0] + [len(p) for p in parts])[:-1]
+            all_texels = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
+        head = np.array([head_words - tex.nbytes // 4, head_words, len(mat), len(tex)],
+                        np.uint32)
+        words = np.concatenate([head, mat.view(np.uint32).reshape(-1),
+                                fitted.view(np.uint32).reshape(-1), all_texels,
+                                np.zeros(1, np.uint32)])
+        return words, np.array(bases, np.uint32)
 
     def upload_instances(self, device: wgpu.GPUDevice) -> dict[str, wgpu.GPUBuffer]:
         return {"instances": buffer_with(device, self.instance_table(), "scene.instances",
@@ -220,17 +333,20 @@ class Scene:
             o += arr.size // 4
         return data
 
-    def upload_geometry(self, device: wgpu.GPUDevice) -> dict[str, wgpu.GPUBuffer]:
-        """The scene's hierarchy buffers: assets, nodes, groups, parts (the pages are
-        `renderer.page_pool`'s)."""
+    def upload_geometry(self, device: wgpu.GPUDevice,
+                        binding_limit: int = 1 << 27) -> dict[str, wgpu.GPUBuffer]:
+        """The scene's hierarchy buffers: assets, nodes, groups, parts, and the materials with
+        their textures (the pages are `renderer.page_pool`'s)."""
         if not self.assets:
             raise SceneError("the scene has no asset: load a .tess file first")
         sizes = {a.page_size for a in self.assets}
         if len(sizes) != 1:
             raise SceneError(f"assets with different page sizes {sorted(sizes)} in one scene")
         usage = wgpu.BufferUsage.STORAGE
+        materials, bases = self.material_data(binding_limit)
         return {
-            "assets": buffer_with(device, self.asset_table(), "scene.assets", usage),
+            "materials": buffer_with(device, materials, "scene.materials", usage),
+            "assets": buffer_with(device, self.asset_table(bases), "scene.assets", usage),
             "nodes": buffer_with(device, np.concatenate([a.nodes for a in self.assets]),
                                  "scene.nodes", usage),
             "groups": buffer_with(device, np.concatenate([a.groups for a in self.assets]),

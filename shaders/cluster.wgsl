@@ -89,3 +89,29 @@ fn cluster_normal(page: u32, base: u32, v: u32) -> vec3<f32> {
     let n = vec3<f32>(x - select(-t, t, x >= 0.0), y - select(-t, t, y >= 0.0), z);
     return normalize(n);
 }
+
+// uv of local vertex v (MODE_HAS_UV): 16-bit unorm pairs mapped onto the asset's uv box
+fn cluster_uv(page: u32, base: u32, v: u32, uv_box: vec4<f32>) -> vec2<f32> {
+    let q = pages[page + (rec_u(base, CLUSTER_UV_OFFSET) >> 2u) + v];
+    let t = vec2<f32>(f32(q & 0xffffu), f32(q >> 16u)) / 65535.0;
+    return uv_box.xy + t * (uv_box.zw - uv_box.xy);
+}
+
+// the RGBA8 word of local vertex v's colour (MODE_HAS_COLOR): right after the uvs, or the
+// normals (RGB sRGB-encoded)
+fn cluster_color_word(page: u32, base: u32, v: u32) -> u32 {
+    let mode = rec_u(base, CLUSTER_MODE);
+    let nv = rec_u(base, CLUSTER_VERTEX_COUNT);
+    let streams = select(1u, 2u, (mode & MODE_HAS_UV) != 0u);
+    return pages[page + (rec_u(base, CLUSTER_NORMAL_OFFSET) >> 2u) + streams * nv + v];
+}
+
+// the asset material of triangle t: the cluster's (mode bits) or its byte after the indices
+fn cluster_material(page: u32, base: u32, t: u32) -> u32 {
+    let mode = rec_u(base, CLUSTER_MODE);
+    if (mode & MODE_HAS_MATERIAL) == 0u {
+        return (mode >> MODE_MATERIAL_SHIFT) & 0xffu;
+    }
+    let nt = rec_u(base, CLUSTER_TRIANGLE_COUNT);
+    return page_byte(page, rec_u(base, CLUSTER_INDEX_OFFSET) + ((3u * nt + 3u) & ~3u) + t);
+}

@@ -1,14 +1,24 @@
-// Resolve: one lane per pixel, from the visibility buffer to images. Reads the visibility buffer,
-// visible, pages, instances, assets, frame; writes color (RGBA8 in a u32), depth (NDC, reversed
-// Z, 0 = nothing), normal (world: normal_xy and normal_z), and ids (ids_a: instance, cluster;
-// ids_b: triangle, level << 1 | hw; all 0xffffffff where nothing was drawn). The normal and ids
-// are split so that no image buffer holds more than the visibility buffer's 8 bytes a pixel: one
-// storage binding holds 128 MiB on some adapters (renderer.limits.IMAGE_BUFFER_BYTES). The
-// triangle under the pixel is decoded again from its page and intersected with the pixel's ray
-// for perspective-correct barycentrics.
+// Resolve, Nanite's BasePass: one lane per pixel, from the visibility buffer to the G-buffer
+// and the lit image (visibility-buffer shading). Per pixel it decodes the triangle again from
+// its page, intersects the pixel's ray with it for perspective-correct barycentrics, and does
+// the same one pixel to the right and one down: the differences are the barycentrics'
+// screen-space derivatives, from which the uv derivatives pick each texture's mip (what a
+// fragment shader's quad derivatives do for a rasterized triangle). It interpolates normals,
+// uvs and vertex colours, samples the material's textures (shaders/material.wgsl), applies the
+// normal map in the triangle's tangent frame, and writes:
+//   gbuffer_a: base colour (RGBA8, RGB sRGB), shading normal (octahedral 2 x 16 bits)
+//   gbuffer_b: roughness 8 | metallic 8 | scene material 16 bits, emissive (RGB8 sRGB) | occlusion 8
+//   color: the lit image (shaders/shading.wgsl) or a debug view, RGBA8 sRGB
+//   depth (NDC, reversed Z, 0 = nothing), normal (world, interpolated, before the normal map:
+//   normal_xy and normal_z), ids (ids_a: instance, cluster; ids_b: triangle, level << 1 | hw;
+//   all 0xffffffff where nothing was drawn).
+// No image buffer holds more than the visibility buffer's 8 bytes a pixel: one storage binding
+// holds 128 MiB on some adapters (renderer.limits.IMAGE_BUFFER_BYTES).
 #include "layout.wgsl"
 #include "math.wgsl"
 #include "cluster.wgsl"
+#include "shading.wgsl"
+#include "material.wgsl"
 
 
 fn pack_rgba(c: vec3<f32>) -> u32 {
@@ -22,6 +32,22 @@ fn level_color(level: u32) -> vec3<f32> {
         vec3<f32>(0.85, 0.85, 0.2), vec3<f32>(0.95, 0.6, 0.2), vec3<f32>(0.95, 0.3, 0.25),
         vec3<f32>(0.85, 0.3, 0.75), vec3<f32>(0.6, 0.6, 0.6));
     return palette[min(level, 7u)];
+}
+
+// barycentrics of the point of the triangle (clip-space corners) whose projection is ndc: the
+// clip-space method, perspective-correct
+fn barycentrics(c0: vec4<f32>, c1: vec4<f32>, c2: vec4<f32>, ndc: vec2<f32>) -> vec3<f32> {
+    let s0 = c0.xy - ndc * c0.w;
+    let s1 = c1.xy - ndc * c1.w;
+    let s2 = c2.xy - ndc * c2.w;
+    let b = vec3<f32>(s1.x * s2.y - s1.y * s2.x, s2.x * s0.y - s2.y * s0.x,
+                      s0.x * s1.y - s0.y * s1.x);
+    let sum = b.x + b.y + b.z;
+    return select(vec3<f32>(1.0 / 3.0), b / sum, abs(sum) > 0.0);
+}
+
+fn interpolate2(b: vec3<f32>, a: array<vec2<f32>, 3>) -> vec2<f32> {
+    return b.x * a[0] + b.y * a[1] + b.z * a[2];
 }
 
 @compute @workgroup_size(8, 8)
@@ -41,54 +67,114 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let payload = vis_ids[pixel];
 #endif
     if depth <= 0.0 {
-        color[pixel] = pack_rgba(vec3<f32>(0.08, 0.09, 0.11));
+        color[pixel] = pack_rgba(linear_to_srgb(vec3<f32>(0.006, 0.008, 0.011)));
         depth_out[pixel] = 0.0;
         normal_xy[pixel] = vec2<f32>(0.0);
         normal_z[pixel] = 0.0;
         ids_a[pixel] = vec2<u32>(ID_EMPTY);
         ids_b[pixel] = vec2<u32>(ID_EMPTY);
+        gbuffer_a[pixel] = vec2<u32>(0u);
+        gbuffer_b[pixel] = vec2<u32>(0xffff0000u, 0u);
         return;
     }
     let idx = payload >> TRIANGLE_BITS;
     let t = payload & ((1u << TRIANGLE_BITS) - 1u);
     let entry = visible[idx];
     let inst = instances[entry.x];
-    let step = assets[inst.asset].step;
+    let asset = assets[inst.asset];
     let page = page_start(entry.y);
     let base = cluster_base(entry.y);
+    let mode = rec_u(base, CLUSTER_MODE);
     let c = cluster_triangle(page, base, t);
     // world positions and normals of the three corners
     var pw: array<vec3<f32>, 3>;
     var nw: array<vec3<f32>, 3>;
+    var uv: array<vec2<f32>, 3>;
+    var vc: array<vec4<f32>, 3>;
+    let has_uv = (mode & MODE_HAS_UV) != 0u;
+    let has_color = (mode & MODE_HAS_COLOR) != 0u;
     for (var k = 0u; k < 3u; k++) {
-        pw[k] = (inst.world * vec4<f32>(cluster_position(page, base, c[k], step), 1.0)).xyz;
+        pw[k] = (inst.world * vec4<f32>(cluster_position(page, base, c[k], asset.step), 1.0)).xyz;
         nw[k] = (inst.world * vec4<f32>(cluster_normal(page, base, c[k]), 0.0)).xyz;
+        uv[k] = vec2<f32>(0.0);
+        vc[k] = vec4<f32>(1.0);
+        if has_uv {
+            uv[k] = cluster_uv(page, base, c[k], asset.uv_box);
+        }
+        if has_color {
+            let q = unpack_rgba8(cluster_color_word(page, base, c[k]));
+            vc[k] = vec4<f32>(srgb_to_linear(q.rgb), q.a);
+        }
     }
-    // the pixel centre's ray against the triangle's plane: barycentrics (perspective-correct)
+    // barycentrics at the pixel centre and one pixel right and down: their differences are the
+    // screen-space derivatives (exact for the triangle's plane)
     let ndc = vec2<f32>((f32(gid.x) + 0.5) * frame.viewport.z * 2.0 - 1.0,
                         1.0 - (f32(gid.y) + 0.5) * frame.viewport.w * 2.0);
-    let e1 = pw[1] - pw[0];
-    let e2 = pw[2] - pw[0];
-    let face = cross(e1, e2);
-    // the clip-space barycentric method: solve in clip space for the point whose projection is ndc
     let c0 = frame.view_proj * vec4<f32>(pw[0], 1.0);
     let c1 = frame.view_proj * vec4<f32>(pw[1], 1.0);
     let c2 = frame.view_proj * vec4<f32>(pw[2], 1.0);
-    let s0 = c0.xy - ndc * c0.w;
-    let s1 = c1.xy - ndc * c1.w;
-    let s2 = c2.xy - ndc * c2.w;
-    var b = vec3<f32>(s1.x * s2.y - s1.y * s2.x, s2.x * s0.y - s2.y * s0.x,
-                      s0.x * s1.y - s0.y * s1.x);
-    let bsum = b.x + b.y + b.z;
-    if abs(bsum) > 0.0 {
-        b /= bsum;
-    } else {
-        b = vec3<f32>(1.0 / 3.0);
-    }
+    let b = barycentrics(c0, c1, c2, ndc);
+    let bx = barycentrics(c0, c1, c2, ndc + vec2<f32>(2.0 * frame.viewport.z, 0.0));
+    let by = barycentrics(c0, c1, c2, ndc - vec2<f32>(0.0, 2.0 * frame.viewport.w));
+    let e1 = pw[1] - pw[0];
+    let e2 = pw[2] - pw[0];
+    let face = cross(e1, e2);
     var n = normalize(b.x * nw[0] + b.y * nw[1] + b.z * nw[2]);
     if !(dot(n, n) > 0.5) {  // degenerate or NaN interpolation: the face normal
         n = normalize(face);
     }
+    let p = b.x * pw[0] + b.y * pw[1] + b.z * pw[2];
+    let to_eye = normalize(frame.camera.xyz - p);
+    // the material and its textures
+    let m = asset.material_base + cluster_material(page, base, t);
+    let mat = material_info(m);
+    let st = interpolate2(b, uv);
+    let dx = interpolate2(bx, uv) - st;
+    let dy = interpolate2(by, uv) - st;
+    let vcolor = b.x * vc[0] + b.y * vc[1] + b.z * vc[2];
+    let base_color = mat.base_color * vcolor
+        * material_texture(m, MATERIAL_BASE_COLOR_TEXTURE, st, dx, dy, vec4<f32>(1.0));
+    let mr = material_texture(m, MATERIAL_METALLIC_ROUGHNESS_TEXTURE, st, dx, dy,
+                              vec4<f32>(1.0));
+    let occlusion_texel = material_texture(m, MATERIAL_OCCLUSION_TEXTURE, st, dx, dy,
+                                           vec4<f32>(1.0)).r;
+    let emissive = mat.emissive
+        * material_texture(m, MATERIAL_EMISSIVE_TEXTURE, st, dx, dy, vec4<f32>(1.0)).rgb;
+    // double-sided: a back face shows its other side
+    let back = dot(face, frame.camera.xyz - pw[0]) < 0.0;
+    let flip = select(1.0, -1.0, back && (mat.flags & MATERIAL_DOUBLE_SIDED) != 0u);
+    n *= flip;
+    // the normal map, in the triangle's tangent frame (dP/du, dP/dv made orthogonal to n)
+    var shading_n = n;
+    let nt = material_word(m, MATERIAL_NORMAL_TEXTURE);
+    if nt != NO_TEXTURE {
+        let d1 = uv[1] - uv[0];
+        let d2 = uv[2] - uv[0];
+        let r = d1.x * d2.y - d2.x * d1.y;
+        if abs(r) > 1e-20 {
+            let tu = (e1 * d2.y - e2 * d1.y) / r;
+            let tv = (e2 * d1.x - e1 * d2.x) / r;
+            let tg = tu - n * dot(n, tu);
+            let handed = select(-1.0, 1.0, dot(cross(n, tg), tv) >= 0.0);
+            if dot(tg, tg) > 0.0 {
+                let tn = normalize(tg);
+                let bn = cross(n, tn) * handed;
+                let q = sample_texture(nt, st, dx, dy).xyz * 2.0 - 1.0;
+                let xy = q.xy * mat.normal_scale;
+                let mapped = normalize(tn * xy.x + bn * xy.y * flip + n * max(q.z, 1e-3));
+                shading_n = select(shading_n, mapped, dot(mapped, mapped) > 0.5);
+            }
+        }
+    }
+    var surf: Surface;
+    surf.base_color = base_color.rgb;
+    surf.metallic = clamp(mat.metallic * mr.b, 0.0, 1.0);
+    surf.roughness = clamp(mat.roughness * mr.g, 0.0, 1.0);
+    surf.occlusion = 1.0 + mat.occlusion_strength * (occlusion_texel - 1.0);
+    surf.emissive = emissive;
+    surf.normal = shading_n;
+    let lit = shade(surf, to_eye, light_direction(frame.view));
+
     let hw = select(0u, 1u, idx >= frame.visible_capacity / 2u);
     let level = rec_u(base, CLUSTER_LEVEL);
     let cluster = rec_u(base, CLUSTER_CLUSTER);
@@ -97,25 +183,39 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     normal_z[pixel] = n.z;
     ids_a[pixel] = vec2<u32>(entry.x, cluster);
     ids_b[pixel] = vec2<u32>(t, (level << 1u) | hw);
-    // shading: a key light from above and behind the camera, a fill from the camera
-    let p = b.x * pw[0] + b.y * pw[1] + b.z * pw[2];
-    let to_eye = normalize(frame.camera.xyz - p);
-    let key = normalize(to_eye + vec3<f32>(0.3, 0.8, 0.2));
-    let lit = 0.12 + 0.7 * max(dot(n, key), 0.0) + 0.25 * max(dot(n, to_eye), 0.0);
-    // The debug view picks the albedo with selects, never a switch or an if on frame.debug_view:
+    let q = vec2<u32>(round(clamp(vec2<f32>(surf.roughness, surf.metallic), vec2<f32>(0.0),
+                                  vec2<f32>(1.0)) * 255.0));
+    gbuffer_a[pixel] = vec2<u32>(pack_rgba(linear_to_srgb(surf.base_color))
+                                     & (0x00ffffffu | (u32(round(clamp(base_color.a, 0.0, 1.0)
+                                                                  * 255.0)) << 24u)),
+                                 pack_octahedral(shading_n));
+    gbuffer_b[pixel] = vec2<u32>(q.x | (q.y << 8u) | (min(m, 0xffffu) << 16u),
+                                 (pack_rgba(linear_to_srgb(surf.emissive)) & 0x00ffffffu)
+                                 | (u32(round(clamp(surf.occlusion, 0.0, 1.0) * 255.0)) << 24u));
+    // The debug view picks the colour with selects, never a switch or an if on frame.debug_view:
     // lavapipe (Mesa 22.3) inlines a uniform that alone decides a branch, recompiles the shader
     // at every dispatch and never frees the variant: ~0.43 MB of native memory a frame (measured
-    // with tools/soak.py) and an LLVM compile a dispatch. Views 1, 2, 3 and 6 hash one key.
+    // with tools/soak.py) and an LLVM compile a dispatch. Views 1, 2, 3, 6 and 8 hash one key.
     let view = frame.debug_view;
-    let hashed = select(select(select(entry.x + 1u, rec_u(base, CLUSTER_GROUP) * 31u + entry.x,
-                                      view == 3u),
-                               (cluster << 7u) + t, view == 2u),
-                        cluster * 7919u + entry.x, view == 1u);
-    let hashes = (view == 1u) | (view == 2u) | (view == 3u) | (view == 6u);
-    var albedo = vec3<f32>(0.78, 0.76, 0.72);
-    albedo = select(albedo, hash_color(hashed), hashes);
+    let hashed = select(select(select(select(entry.x + 1u,
+                                             rec_u(base, CLUSTER_GROUP) * 31u + entry.x,
+                                             view == 3u),
+                                      (cluster << 7u) + t, view == 2u),
+                               cluster * 7919u + entry.x, view == 1u),
+                        m * 2654435761u + 17u, view == 8u);
+    let hashes = (view == 1u) | (view == 2u) | (view == 3u) | (view == 6u) | (view == 8u);
+    // the id views show their albedo times a scalar camera light (a key from above and behind
+    // the camera, a fill from it), written as is: a pixel's chromaticity is its albedo's
+    let key = normalize(to_eye + vec3<f32>(0.3, 0.8, 0.2));
+    let flat = 0.12 + 0.7 * max(dot(n, key), 0.0) + 0.25 * max(dot(n, to_eye), 0.0);
+    var albedo = hash_color(hashed);
     albedo = select(albedo, level_color(level), view == 4u);
     albedo = select(albedo, select(vec3<f32>(0.3, 0.55, 0.95), vec3<f32>(0.95, 0.45, 0.25),
                                    hw == 1u), view == 5u);
-    color[pixel] = pack_rgba(albedo * lit);
+    var out = albedo * flat;
+    out = select(out, linear_to_srgb(lit), view == 0u);
+    out = select(out, linear_to_srgb(surf.base_color), view == 7u);
+    out = select(out, vec3<f32>(fract(st), 0.0), view == 9u);
+    out = select(out, shading_n * 0.5 + 0.5, view == 10u);
+    color[pixel] = pack_rgba(out);
 }

@@ -26,3 +26,8 @@ BVH_FANOUT = 8
 ROOT_ERROR = 3.0e38
 # page flag (page table and page header) of a root page: always resident, never evicted
 PAGE_ROOT = 1
+# materials per asset: a cluster whose triangles use several stores a byte per triangle
+MAX_MATERIALS = 256
+# the largest texture side kept by default (BuildConfig.max_texture_size): larger ones start at
+# the first mip that fits. 2048 x 2048 with its mips is 21.3 MiB on the GPU (preprocess.textures)
+MAX_TEXTURE_SIZE = 2048

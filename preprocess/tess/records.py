@@ -24,7 +24,20 @@ Page layout (page_size bytes, little-endian, every offset a multiple of 4):
           normals    u32 per vertex: octahedral, 16 bits per component (snorm)
           uvs        u32 per vertex when the asset has uvs: 16-bit unorm each, mapped to the
                      asset's uv box (meta uv_min, uv_max)
+          colours    u32 per vertex when the cluster has MODE_HAS_COLOR: RGBA8, RGB sRGB-encoded
+                     (linear values are what the mesh holds; 8-bit sRGB keeps the darks), right
+                     after the uvs (or the normals): no offset field of its own
           indices    u8 x 3 per triangle, local vertex indices, stream padded to 4
+          materials  u8 per triangle when the cluster has MODE_HAS_MATERIAL: the asset's
+                     material index, right after the indices (padded to 4); else every triangle
+                     has material MODE bits 16..23
+
+Materials (sections; a file without them has one default material):
+    materials    MATERIAL_DTYPE per material, glTF metallic-roughness (preprocess.materials)
+    textures     TEXTURE_DTYPE per texture: its mip chain in `texels`
+    texels       (n,) uint32 RGBA8 texels, every texture's mips one after the other, row 0 at
+                 the top; colour textures hold sRGB values (TEXTURE_SRGB), filtered in linear
+                 space when the mips were made (preprocess.textures)
 
 Quantization: one grid per mesh (per-cluster grids crack). The step is a power of two, so that
 grid coordinates times the step are exact in float32 (`preprocess.pack.choose_step`). The largest
@@ -44,13 +57,23 @@ __all__ = [
     "CHILD_GROUP",
     "CLUSTER_DTYPE",
     "GROUP_DTYPE",
+    "MATERIAL_ALPHA_MASK",
+    "MATERIAL_DOUBLE_SIDED",
+    "MATERIAL_DTYPE",
+    "MATERIAL_TEXTURES",
+    "MODE_HAS_COLOR",
+    "MODE_HAS_MATERIAL",
     "MODE_HAS_UV",
+    "MODE_MATERIAL_SHIFT",
     "MODE_POSITION_MASK",
     "NODE_DTYPE",
     "NO_GROUP",
+    "NO_TEXTURE",
     "PAGE_HEADER_DTYPE",
     "PAGE_ROOT",
     "PART_DTYPE",
+    "TEXTURE_DTYPE",
+    "TEXTURE_SRGB",
 ]
 
 NODE_DTYPE = np.dtype([
@@ -111,5 +134,42 @@ CLUSTER_DTYPE = np.dtype([
 NO_GROUP = 0xFFFFFFFF  # source_group of level-0 clusters (the original triangles)
 MODE_POSITION_MASK = 0xFF  # CLUSTER_DTYPE.mode: the position encoding (0: u16, 1: u32)
 MODE_HAS_UV = 0x100  # CLUSTER_DTYPE.mode: the cluster stores uvs
+MODE_HAS_COLOR = 0x200  # the cluster stores vertex colours (after the uvs)
+MODE_HAS_MATERIAL = 0x400  # the cluster stores a material byte per triangle (after the indices)
+MODE_MATERIAL_SHIFT = 16  # else bits 16..23 of mode: the material of all its triangles
+
+MATERIAL_DTYPE = np.dtype([
+    ("base_color", "<f4", 4),  # linear RGBA factor
+    ("emissive", "<f4", 3),  # linear RGB factor
+    ("alpha_cutoff", "<f4"),  # MASK: texels with alpha below it are cut out (else unused)
+    ("metallic", "<f4"),  # factors, times the metallic-roughness texture's B and G
+    ("roughness", "<f4"),
+    ("normal_scale", "<f4"),  # scales the normal map's x and y
+    ("occlusion_strength", "<f4"),  # 0: the occlusion texture does nothing, 1: all of it
+    # texture indices (the asset's; -1 as 0xffffffff: none), in MATERIAL_TEXTURES order
+    ("base_color_texture", "<u4"),
+    ("metallic_roughness_texture", "<u4"),
+    ("normal_texture", "<u4"),
+    ("emissive_texture", "<u4"),
+    ("occlusion_texture", "<u4"),
+    ("flags", "<u4"),  # MATERIAL_DOUBLE_SIDED, MATERIAL_ALPHA_MASK
+    ("pad", "<u4", 2),
+])
+MATERIAL_TEXTURES = ("base_color_texture", "metallic_roughness_texture", "normal_texture",
+                     "emissive_texture", "occlusion_texture")
+MATERIAL_DOUBLE_SIDED = 0x1  # back faces drawn (their normal flipped)
+MATERIAL_ALPHA_MASK = 0x2  # alpha cut-out at alpha_cutoff
+NO_TEXTURE = 0xFFFFFFFF
+
+TEXTURE_DTYPE = np.dtype([
+    ("offset", "<u4"),  # first texel of mip 0 in `texels` (mip i follows mip i - 1)
+    ("width", "<u4"),  # mip 0; mip i is max(1, width >> i) by max(1, height >> i)
+    ("height", "<u4"),
+    ("mips", "<u4"),  # down to 1 x 1
+    ("flags", "<u4"),  # TEXTURE_SRGB
+    ("pad", "<u4", 3),
+])
+TEXTURE_SRGB = 0x1  # texels are sRGB-encoded (decode before filtering)
 assert NODE_DTYPE.itemsize == 96 and GROUP_DTYPE.itemsize == 48
 assert CLUSTER_DTYPE.itemsize == 96 and PAGE_HEADER_DTYPE.itemsize == 16
+assert MATERIAL_DTYPE.itemsize == 80 and TEXTURE_DTYPE.itemsize == 32

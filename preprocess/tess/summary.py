@@ -28,6 +28,18 @@ def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> s
         f"({root_pages} root)",
         f"  file          {file_size / 2**20:.2f} MiB",
     ]
+    names = meta.get("materials")
+    if names:  # format additions of issue 16: older files have none
+        attrs = [a for a, on in (("uvs", meta.get("has_uv")), ("vertex colours",
+                                                              meta.get("has_color"))) if on]
+        shown = ", ".join(names[:4]) + (f", ... ({len(names)})" if len(names) > 4 else "")
+        lines.insert(-2, f"  materials     {shown}" + (f"; {', '.join(attrs)}" if attrs else ""))
+        sizes = meta.get("textures") or []
+        if sizes:
+            dims = ", ".join(f"{w}x{h}" for w, h in sizes[:5]) + (", ..." if len(sizes) > 5
+                                                                  else "")
+            lines.insert(-2, f"  textures      {len(sizes)} ({dims}) with mips: "
+                             f"{meta.get('texture_bytes', 0) / 2**20:.1f} MiB")
     seconds = meta.get("seconds", {})
     if seconds:  # pipeline order (the meta JSON stores its keys sorted)
         order = [k for k in STAGES if k in seconds] + [k for k in seconds if k not in STAGES]

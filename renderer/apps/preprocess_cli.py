@@ -193,6 +193,13 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                    help="weight of the shading term in LOD errors: 0 counts geometry only, more "
                         f"keeps finer levels where normals change (0..100; default: "
                         f"{d.shading_weight:g})")
+    p.add_argument("--texture", metavar="IMAGE",
+                   help="an image used as the base-colour texture of every material without one "
+                        "(an OBJ with uvs that names no MTL); needs uvs")
+    p.add_argument("--max-texture-size", type=int, default=d.max_texture_size, metavar="PX",
+                   help="textures larger than this many texels a side keep their mips from the "
+                        "first that fits (0: no limit; default: "
+                        f"{d.max_texture_size}); a 2048 texture with mips is 21 MiB")
     p.add_argument("--threads", type=int, default=0,
                    help="worker threads, 0 = one per core (default: 0)")
     p.add_argument("--verify", action="store_true",
@@ -238,12 +245,15 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
 
     if (args.mesh is None) == (args.builtin is None):
         return fail("give a mesh file or --builtin NAME (one of them)")
+    if args.texture and args.builtin:
+        return fail("--texture applies to a mesh file, not to --builtin")
     try:
         config = BuildConfig(max_triangles=args.max_triangles, max_vertices=args.max_vertices,
                              group_size=args.group_size, page_size=args.page_kib * 1024,
                              threads=args.threads,
                              crease_angle=args.crease_angle,
-                             shading_weight=args.shading_weight)
+                             shading_weight=args.shading_weight,
+                             max_texture_size=args.max_texture_size)
     except ValueError as e:
         return fail(str(e))
     if args.builtin:
@@ -298,7 +308,8 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
             result = build_file(mesh, output, config, progress=progress, verify=args.verify,
                                 load_seconds=load_s)
         else:
-            result = build_file(source, output, config, progress=progress, verify=args.verify)
+            result = build_file(source, output, config, progress=progress, verify=args.verify,
+                                texture=args.texture)
     except MeshError as e:
         stop.check()
         return fail(str(e))

@@ -1,8 +1,9 @@
-"""Resolve: visibility buffer to color, depth, normal and ids (shaders/resolve.wgsl)."""
+"""Resolve, Nanite's BasePass: the visibility buffer to the G-buffer, the lit image, depth,
+normal and ids (shaders/resolve.wgsl)."""
 
 from __future__ import annotations
 
-from renderer.gpu import STORAGE, Binding, compute_pipelines
+from renderer.gpu import READ, STORAGE, Binding, compute_pipelines
 from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
 
 
@@ -14,6 +15,7 @@ class Resolve(Pass):
         self.bindings = (
             *cluster_reader_bindings(),
             *vis_bindings(vis64, write=False),
+            Binding("materials", READ, "array<u32>"),
             Binding("color", STORAGE, "array<u32>"),
             Binding("depth_out", STORAGE, "array<f32>"),
             # split: no image buffer holds more than 8 bytes a pixel (limits.IMAGE_BUFFER_BYTES)
@@ -21,6 +23,8 @@ class Resolve(Pass):
             Binding("normal_z", STORAGE, "array<f32>"),
             Binding("ids_a", STORAGE, "array<vec2<u32>>"),
             Binding("ids_b", STORAGE, "array<vec2<u32>>"),
+            Binding("gbuffer_a", STORAGE, "array<vec2<u32>>"),
+            Binding("gbuffer_b", STORAGE, "array<vec2<u32>>"),
         )
         self.bgl, pipes = compute_pipelines(device, "resolve.wgsl", self.bindings, ["cs_main"],
                                             defines=["VIS64"] if vis64 else [], label=self.label)

@@ -444,7 +444,9 @@ def test_unsupported_gltf_extension_used_is_a_warning(tmp_path, capsys):
     mesh, warned = _warned(path)
     assert mesh.triangle_count == 320
     assert warned == ["instanced.glb: glTF extensions not supported, ignored: "
-                      "EXT_mesh_gpu_instancing"]
+                      "EXT_mesh_gpu_instancing",
+                      "instanced.glb: glTF extensions not supported, drawn with the core "
+                      "material model: KHR_materials_emissive_strength"]
     status, lines, out = build(path, capsys)
     assert status == 0 and lines == [] and out.exists()
 

@@ -517,9 +517,10 @@ def test_debug_views(bunny) -> None:
     cov = base.coverage
     assert base.hardware[cov].any() and (~base.hardware[cov]).any()
     assert len(np.unique(base.level[cov])) >= 2 and len(np.unique(base.instance[cov])) == 2
-    # every view shades albedo * the same scalar light, so a pixel's chromaticity is its
-    # albedo's; judged on well-lit, unsaturated pixels, where 8-bit rounding moves chromaticity
-    # by < 0.01 (a channel >= 40 of 255, +-0.5 rounding)
+    # every id view shades albedo * the same scalar light, so a pixel's chromaticity is its
+    # albedo's, and the lit view lights a grey material with a white light; judged on well-lit,
+    # unsaturated pixels, where 8-bit rounding moves chromaticity by < 0.01 (a channel >= 40 of
+    # 255, +-0.5 rounding)
     lit = r.render(cam, tau=1.0, debug_view="lit")
     good = cov & (lit.color[..., :3].min(axis=-1) >= 60) & (lit.color[..., :3].max(axis=-1) < 250)
     assert good.sum() > 0.3 * cov.sum()
@@ -531,8 +532,8 @@ def test_debug_views(bunny) -> None:
         views[v] = chroma(res.color)
         g = good & (res.color[..., :3].min(axis=-1) >= 40) & (res.color[..., :3].max(-1) < 255)
         views[v + ".good"] = g
-    # lit: a grey albedo (0.78, 0.76, 0.72) everywhere
-    grey = np.array([0.78, 0.76, 0.72]) / 2.26
+    # lit: the default material, grey (0.6, 0.6, 0.6), under a white light
+    grey = np.full(3, 1 / 3)
     assert np.abs(views["lit"][good] - grey).max() < 0.01
 
     def per_key(view: str, key: np.ndarray) -> tuple[float, np.ndarray, float]:

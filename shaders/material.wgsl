@@ -1,0 +1,106 @@
+// Materials and textures, read from the scene's `materials` buffer (renderer.scene.material_data:
+// a header, MATERIAL records, TEXTURE records, texels; layout in preprocess/tess/records.py).
+// Textures are sampled by hand from the buffer, trilinear, repeating, with the mip chosen from
+// the uv derivatives across one pixel: WebGPU has no bindless textures, and one storage buffer
+// holds every texture of every asset whatever their sizes. sRGB texels are decoded before they
+// are filtered, as a GPU's sRGB formats do. Needs the binding `materials: array<u32>` and
+// shading.wgsl (colour conversions) included before it.
+
+struct MaterialInfo {
+    base_color: vec4<f32>,
+    emissive: vec3<f32>,
+    alpha_cutoff: f32,
+    metallic: f32,
+    roughness: f32,
+    normal_scale: f32,
+    occlusion_strength: f32,
+    flags: u32,
+}
+
+fn material_word(m: u32, field: u32) -> u32 {
+    return materials[MATERIALS_HEADER_WORDS + m * MATERIAL_WORDS + field];
+}
+
+fn material_f(m: u32, field: u32) -> f32 {
+    return bitcast<f32>(material_word(m, field));
+}
+
+fn material_info(m: u32) -> MaterialInfo {
+    return MaterialInfo(
+        vec4<f32>(material_f(m, MATERIAL_BASE_COLOR), material_f(m, MATERIAL_BASE_COLOR + 1u),
+                  material_f(m, MATERIAL_BASE_COLOR + 2u), material_f(m, MATERIAL_BASE_COLOR + 3u)),
+        vec3<f32>(material_f(m, MATERIAL_EMISSIVE), material_f(m, MATERIAL_EMISSIVE + 1u),
+                  material_f(m, MATERIAL_EMISSIVE + 2u)),
+        material_f(m, MATERIAL_ALPHA_CUTOFF), material_f(m, MATERIAL_METALLIC),
+        material_f(m, MATERIAL_ROUGHNESS), material_f(m, MATERIAL_NORMAL_SCALE),
+        material_f(m, MATERIAL_OCCLUSION_STRENGTH), material_word(m, MATERIAL_FLAGS));
+}
+
+struct TextureInfo {
+    offset: u32,  // first texel word of mip 0, in the whole buffer
+    size: vec2<u32>,
+    mips: u32,
+    srgb: bool,
+}
+
+fn texture_info(t: u32) -> TextureInfo {
+    let base = materials[0] + t * TEXTURE_WORDS;
+    return TextureInfo(materials[1] + materials[base + TEXTURE_OFFSET],
+                       vec2<u32>(materials[base + TEXTURE_WIDTH], materials[base + TEXTURE_HEIGHT]),
+                       materials[base + TEXTURE_MIPS],
+                       (materials[base + TEXTURE_FLAGS] & TEXTURE_SRGB) != 0u);
+}
+
+// texel (x, y) of mip level `lvl` (x, y wrapped already), linear
+fn texel(tex: TextureInfo, first: u32, size: vec2<u32>, x: u32, y: u32) -> vec4<f32> {
+    let c = unpack_rgba8(materials[first + y * size.x + x]);
+    return select(c, vec4<f32>(srgb_to_linear(c.rgb), c.a), tex.srgb);
+}
+
+// bilinear sample of one mip at uv (repeat); uv's origin is the lower left (v up, as trimesh
+// and OpenGL have it), the texels' row 0 the top
+fn sample_mip(tex: TextureInfo, lvl: u32, uv: vec2<f32>) -> vec4<f32> {
+    var first = tex.offset;
+    var size = tex.size;
+    for (var i = 0u; i < lvl; i++) {
+        first += size.x * size.y;
+        size = max(size / 2u, vec2<u32>(1u));
+    }
+    let st = vec2<f32>(uv.x, 1.0 - uv.y) * vec2<f32>(size) - 0.5;
+    let f = fract(st);
+    let i0 = vec2<i32>(floor(st));
+    let n = vec2<i32>(size);
+    let x0 = u32(((i0.x % n.x) + n.x) % n.x);
+    let y0 = u32(((i0.y % n.y) + n.y) % n.y);
+    let x1 = (x0 + 1u) % size.x;
+    let y1 = (y0 + 1u) % size.y;
+    let a = mix(texel(tex, first, size, x0, y0), texel(tex, first, size, x1, y0), f.x);
+    let b = mix(texel(tex, first, size, x0, y1), texel(tex, first, size, x1, y1), f.x);
+    return mix(a, b, f.y);
+}
+
+// trilinear sample: the mip from the larger of the two uv footprints across one pixel, as a
+// GPU's texture unit chooses it (isotropic)
+fn sample_texture(t: u32, uv: vec2<f32>, duv_dx: vec2<f32>, duv_dy: vec2<f32>) -> vec4<f32> {
+    let tex = texture_info(t);
+    let sz = vec2<f32>(tex.size);
+    let rho2 = max(dot(duv_dx * sz, duv_dx * sz), dot(duv_dy * sz, duv_dy * sz));
+    let lod = clamp(0.5 * log2(max(rho2, 1e-12)), 0.0, f32(tex.mips - 1u));
+    let l0 = u32(floor(lod));
+    let l1 = min(l0 + 1u, tex.mips - 1u);
+    let a = sample_mip(tex, l0, uv);
+    if l1 == l0 {
+        return a;
+    }
+    return mix(a, sample_mip(tex, l1, uv), lod - f32(l0));
+}
+
+// a material's texture, or `fallback` where it has none
+fn material_texture(m: u32, field: u32, uv: vec2<f32>, duv_dx: vec2<f32>, duv_dy: vec2<f32>,
+                    fallback: vec4<f32>) -> vec4<f32> {
+    let t = material_word(m, field);
+    if t == NO_TEXTURE {
+        return fallback;
+    }
+    return sample_texture(t, uv, duv_dx, duv_dy);
+}

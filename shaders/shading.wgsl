@@ -1,0 +1,81 @@
+// Lighting of a G-buffer surface: one directional light and an ambient term, with a physically
+// based BRDF (glTF's metallic-roughness model: GGX distribution, height-correlated Smith
+// visibility, Schlick Fresnel, Lambert diffuse; the ambient term takes Karis' analytic fit of
+// the split-sum environment BRDF, so metals are not black without an environment map). Shared by
+// the resolve pass and the reference renderer (renderer/oracles/reference.py): both light the
+// same surface the same way, so that their images differ only where their surfaces do.
+// Needs nothing but its arguments.
+
+const PI: f32 = 3.14159265;
+const LIGHT_IRRADIANCE: f32 = 2.6;  // a white Lambert surface facing the light reflects 0.83
+const AMBIENT_RADIANCE: f32 = 0.3;
+
+struct Surface {
+    base_color: vec3<f32>,  // linear
+    metallic: f32,
+    roughness: f32,  // perceptual (squared for GGX)
+    occlusion: f32,  // 1: none
+    emissive: vec3<f32>,  // linear
+    normal: vec3<f32>,  // world, unit, facing the viewer's side
+}
+
+// the light, from the camera's basis (rows of the view matrix): above, right of and behind the
+// viewer, so that what the camera frames is lit
+fn light_direction(view: mat4x4<f32>) -> vec3<f32> {
+    let right = vec3<f32>(view[0][0], view[1][0], view[2][0]);
+    let up = vec3<f32>(view[0][1], view[1][1], view[2][1]);
+    let back = vec3<f32>(view[0][2], view[1][2], view[2][2]);
+    return normalize(back + 0.8 * up + 0.3 * right);
+}
+
+// outgoing linear radiance towards `v` (unit, surface to eye) under the light from `l`
+fn shade(s: Surface, v: vec3<f32>, l: vec3<f32>) -> vec3<f32> {
+    let n = s.normal;
+    let nv = max(dot(n, v), 1e-4);
+    let nl = max(dot(n, l), 0.0);
+    let h = normalize(v + l);
+    let nh = max(dot(n, h), 0.0);
+    let vh = max(dot(v, h), 0.0);
+    let r = clamp(s.roughness, 0.045, 1.0);
+    let a = r * r;
+    let a2 = a * a;
+    let f0 = mix(vec3<f32>(0.04), s.base_color, s.metallic);
+    let d = a2 / (PI * pow(nh * nh * (a2 - 1.0) + 1.0, 2.0));
+    let vis = 0.5 / max(nl * (nv * (1.0 - a) + a) + nv * (nl * (1.0 - a) + a), 1e-5);
+    let f = f0 + (1.0 - f0) * pow(1.0 - vh, 5.0);
+    let diffuse = (1.0 - s.metallic) * s.base_color;
+    let direct = ((1.0 - f) * diffuse / PI + d * vis * f) * LIGHT_IRRADIANCE * nl;
+    // ambient: Lambert plus the environment BRDF's analytic fit (Karis 2014)
+    let c0 = vec4<f32>(-1.0, -0.0275, -0.572, 0.022);
+    let c1 = vec4<f32>(1.0, 0.0425, 1.04, -0.04);
+    let q = r * c0 + c1;
+    let a004 = min(q.x * q.x, exp2(-9.28 * nv)) * q.x + q.y;
+    let ab = vec2<f32>(-1.04, 1.04) * a004 + q.zw;
+    let ambient = (diffuse + f0 * ab.x + ab.y) * AMBIENT_RADIANCE * s.occlusion;
+    return direct + ambient + s.emissive;
+}
+
+fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
+    return select(pow((c + 0.055) / 1.055, vec3<f32>(2.4)), c / 12.92, c <= vec3<f32>(0.04045));
+}
+
+fn linear_to_srgb(c: vec3<f32>) -> vec3<f32> {
+    let x = clamp(c, vec3<f32>(0.0), vec3<f32>(1.0));
+    return select(1.055 * pow(x, vec3<f32>(1.0 / 2.4)) - 0.055, x * 12.92,
+                  x <= vec3<f32>(0.0031308));
+}
+
+fn unpack_rgba8(w: u32) -> vec4<f32> {
+    return vec4<f32>(f32(w & 0xffu), f32((w >> 8u) & 0xffu), f32((w >> 16u) & 0xffu),
+                     f32(w >> 24u)) / 255.0;
+}
+
+// octahedral encoding of a unit vector in 2 x 16-bit snorm (the pages' normal encoding)
+fn pack_octahedral(n: vec3<f32>) -> u32 {
+    var p = n.xy / (abs(n.x) + abs(n.y) + abs(n.z));
+    if n.z < 0.0 {
+        p = (1.0 - abs(p.yx)) * select(vec2<f32>(-1.0), vec2<f32>(1.0), p >= vec2<f32>(0.0));
+    }
+    let q = vec2<i32>(round(clamp(p, vec2<f32>(-1.0), vec2<f32>(1.0)) * 32767.0));
+    return (u32(q.x) & 0xffffu) | (u32(q.y) << 16u);
+}
