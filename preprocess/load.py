@@ -1227,7 +1227,7 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
                 f"{label}: cannot read as {file_type.upper()}: {_one_line(exc)}"
             ) from None
         try:
-            parts = _flatten(scene, label)
+            parts = _flatten(scene, label, linear_colors=file_type in ("gltf", "glb"))
         except Exception as exc:
             raise MeshError(f"{label}: cannot read the scene: {_one_line(exc)}") from None
 
@@ -1245,20 +1245,20 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
     return parts[0]
 
 
-def _flatten(scene, label: str = "mesh") -> tuple[list[tuple], list[str]]:
+def _flatten(scene, label: str = "mesh", *,
+             linear_colors: bool = False) -> tuple[list[tuple], list[str]]:
     """The triangle geometry of a trimesh Scene in world space.
 
     Returns ``(meshes, other_kinds)``: each mesh is ``(positions (n, 3) float64, faces (m, 3)
     int64, normals (n, 3) float64 or None, uvs (n, 2) float64 or None, colours (n, 4) float64
     linear RGBA or None, material: a trimesh material or None)``; ``other_kinds`` names the
-    non-triangle geometry seen ("points", "lines") for the error message.
+    non-triangle geometry seen ("points", "lines") for the error message. ``linear_colors``:
+    the file's vertex colours are linear (glTF), not 8-bit sRGB (PLY, OBJ).
     """
     import trimesh
 
     meshes: list[tuple] = []
     others: set[str] = set()
-    gltf = scene.metadata.get("file_type") in ("gltf", "glb") if hasattr(scene, "metadata") \
-        else False
     for node in scene.graph.nodes_geometry:
         transform, geom_name = scene.graph[node]
         geom = scene.geometry.get(geom_name)
@@ -1283,7 +1283,7 @@ def _flatten(scene, label: str = "mesh") -> tuple[list[tuple], list[str]]:
                 uv = None
             else:
                 uv = uv[:, :2]
-        colors = _vertex_colors(geom, len(V), linear=gltf, label=label)
+        colors = _vertex_colors(geom, len(V), linear=linear_colors, label=label)
         material = getattr(geom.visual, "material", None)
         T = np.asarray(transform, dtype=np.float64)
         if not np.array_equal(T, np.eye(4)):

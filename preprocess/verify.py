@@ -711,7 +711,8 @@ class _Topology:
         self.nonmanifold_vertex[many // self.n] = True
         self.nonmanifold_vertex[many % self.n] = True
         self.flipped_edges = int(((counts == 2) & (forward != 1)).sum())
-        self.area = float(_areas(mesh.positions, ptri).sum())
+        self.triangle_area = _areas(mesh.positions, ptri)
+        self.area = float(self.triangle_area.sum())
         pos = np.asarray(mesh.positions, np.float64)
         self.radius = max(0.5 * float(np.linalg.norm(pos.max(axis=0) - pos.min(axis=0))),
                           float(np.finfo(np.float64).tiny))  # no absolute floor: tiny meshes
@@ -821,6 +822,10 @@ def check_cut(dag: LodDag, cut: np.ndarray, *, area_tolerance: float = 0.05,
         half its bounding-box diagonal: a surface within e of the original may lose about
         2 e M / A of its area (a sphere of radius R shrunk by e, a limb of radius R / 2
         flattened, pieces smaller than e vanishing).
+    (d) materials (a mesh with several): every material holding at least 5% of the original's
+        area keeps its area within the same tolerance plus `MATERIAL_AREA_SLACK`: a material
+        border is a seam, so simplification moves it only along itself, except where a stuck
+        group crosses it (permissive) and a corner's material changes sides.
 
     Returns {"clusters", "triangles", "levels" (clusters per level), "area_ratio",
     "border_edges", "flipped_edges", "nonmanifold_edges"}.
@@ -874,15 +879,43 @@ def check_cut(dag: LodDag, cut: np.ndarray, *, area_tolerance: float = 0.05,
         _fail(f"the cut's area is {area:.6g}, {ratio:.4f} times the original's {topo.area:.6g} "
               f"(tolerance {allowed:.4g}: {area_tolerance} + 2 x max error {error:.4g} / radius "
               f"{topo.area_radius:.4g})")
+    material_ratio = _check_material_areas(dag, rows, ptri, topo, allowed)
     return {
         "clusters": len(cut),
         "triangles": len(rows),
         "levels": np.bincount(dag.cluster_level[cut]).tolist(),
         "area_ratio": ratio,
+        "material_area_ratio": material_ratio,
         "border_edges": int((counts == 1).sum()),
         "flipped_edges": int(flipped.sum()),
         "nonmanifold_edges": int((counts > 2).sum()),
     }
+
+
+MATERIAL_AREA_SLACK = 0.1  # (d) of `check_cut`: what a permissive crossing may move
+
+
+def _check_material_areas(dag: LodDag, rows: np.ndarray, ptri: np.ndarray, topo: _Topology,
+                          allowed: float) -> tuple[float, float] | None:
+    """(min, max) over the materials of (their area in the cut / in the original), those with
+    at least 5% of the area; None for a mesh of one material. Fails beyond the tolerance."""
+    mesh = dag.mesh
+    if mesh.wedge_material is None:
+        return None
+    orig = mesh.triangle_materials()
+    k = int(orig.max()) + 1
+    base = np.bincount(orig, weights=topo.triangle_area, minlength=k)
+    mats = mesh.triangle_materials(np.asarray(dag.triangles)[rows])
+    if len(mats) and mats.max() >= k:
+        _fail(f"a triangle of the cut uses material {int(mats.max())}; the mesh has {k}")
+    now = np.bincount(mats, weights=_areas(mesh.positions, ptri), minlength=k)
+    big = base >= 0.05 * base.sum()
+    ratios = now[big] / base[big]
+    for m, r in zip(np.flatnonzero(big), ratios, strict=True):
+        if not abs(r - 1.0) <= allowed + MATERIAL_AREA_SLACK:
+            _fail(f"material {m} covers {r:.3f} times its original area in the cut (tolerance "
+                  f"{allowed + MATERIAL_AREA_SLACK:.3g}): its border moved")
+    return float(ratios.min()), float(ratios.max())
 
 
 # --------------------------------------------------------------------------------------------------

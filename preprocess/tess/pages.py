@@ -8,7 +8,10 @@ import numpy as np
 
 from preprocess.tess.records import (
     CLUSTER_DTYPE,
+    MODE_HAS_COLOR,
+    MODE_HAS_MATERIAL,
     MODE_HAS_UV,
+    MODE_MATERIAL_SHIFT,
     MODE_POSITION_MASK,
     PAGE_HEADER_DTYPE,
 )
@@ -37,7 +40,9 @@ def page_clusters(page: np.ndarray) -> np.ndarray:
 def decode_cluster(page: np.ndarray, rec: np.void, step: float, uv_range=None
                    ) -> dict[str, np.ndarray]:
     """Decode one cluster record of a page: positions (v, 3) float32 (dequantized), normals
-    (v, 3) float32, uvs (v, 2) float32 or None, triangles (t, 3) uint8 local indices."""
+    (v, 3) float32, uvs (v, 2) float32 or None, colors (v, 4) uint8 RGBA8 (RGB sRGB-encoded) or
+    None, triangles (t, 3) uint8 local indices, materials (t,) int64 (the asset's material of
+    each triangle)."""
     nv = int(rec["vertex_count"])
     nt = int(rec["triangle_count"])
     po = int(rec["position_offset"])
@@ -56,6 +61,17 @@ def decode_cluster(page: np.ndarray, rec: np.void, step: float, uv_range=None
         lo, hi = np.asarray(uv_range[0]), np.asarray(uv_range[1])
         uv = np.stack([q & 0xFFFF, q >> 16], axis=1) / 65535.0
         uvs = (lo + uv * (hi - lo)).astype(np.float32)
+    mode = int(rec["mode"])
+    colors = None
+    if mode & MODE_HAS_COLOR:  # after the uvs (or the normals)
+        co = no + 4 * nv * (2 if mode & MODE_HAS_UV else 1)
+        colors = page[co : co + 4 * nv].reshape(nv, 4).copy()
     io = int(rec["index_offset"])
     tris = page[io : io + 3 * nt].reshape(nt, 3)
-    return {"positions": pos, "normals": normals, "uvs": uvs, "triangles": tris}
+    if mode & MODE_HAS_MATERIAL:  # a byte per triangle after the indices
+        mo = io + (3 * nt + 3) // 4 * 4
+        materials = page[mo : mo + nt].astype(np.int64)
+    else:
+        materials = np.full(nt, (mode >> MODE_MATERIAL_SHIFT) & 0xFF, np.int64)
+    return {"positions": pos, "normals": normals, "uvs": uvs, "colors": colors,
+            "triangles": tris, "materials": materials}

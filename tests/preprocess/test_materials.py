@@ -1,0 +1,218 @@
+"""Materials in the builder (issue 16): loading glTF materials, OBJ + MTL, vertex colours and
+textures; mip chains; a material border carried through the DAG as a seam; the pages and
+sections that hold it all. The scenes are made in the tests with trimesh's exporters."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import trimesh
+from PIL import Image
+
+from preprocess.build import build_file
+from preprocess.config import BuildConfig
+from preprocess.dag import build_dag
+from preprocess.load import load_mesh
+from preprocess.materials import Texture, linear_to_srgb, srgb_to_linear
+from preprocess.mesh import MeshWarning
+from preprocess.tess import read_tess
+from preprocess.tess.pages import decode_cluster, page_clusters
+from preprocess.textures import mip_chain, texture_bytes
+from preprocess.verify import check_all
+from renderer.apps.preprocess_cli import main as preprocess_main
+
+
+def sphere_halves(path, *, colors=((0.8, 0.1, 0.1, 1.0), (0.1, 0.2, 0.9, 1.0)), uv=False):
+    """A GLB: an icosphere (5,120 triangles) whose upper and lower halves are two primitives with
+    two materials; the halves share their border positions bit for bit."""
+    s = trimesh.creation.icosphere(subdivisions=4)
+    up = s.triangles_center[:, 2] > 0
+    scene = trimesh.Scene()
+    for i, half in enumerate((up, ~up)):
+        part = s.submesh([np.flatnonzero(half)], append=True)
+        mat = trimesh.visual.material.PBRMaterial(name=f"m{i}", baseColorFactor=colors[i],
+                                                  metallicFactor=0.0, roughnessFactor=0.5)
+        tex_uv = (part.vertices[:, :2] * 0.5 + 0.5) if uv else None
+        part.visual = trimesh.visual.TextureVisuals(uv=tex_uv, material=mat)
+        scene.add_geometry(part, geom_name=f"half{i}")
+    scene.export(path)
+    return path
+
+
+def test_mips_average_in_linear_light():
+    # a 1-in-4 white checker: its mip 1 is a quarter of the light, sRGB 137 (an average of the
+    # sRGB values would say 64, far too dark)
+    img = np.zeros((64, 64, 4), np.uint8)
+    img[::2, ::2, :3] = 255
+    img[..., 3] = 255
+    mips = mip_chain(Texture(img, True))
+    assert [m.shape for m in mips] == [(64 >> i, 64 >> i) for i in range(7)]
+    assert np.all(mips[1] & 0xFF == 137) and np.all(mips[-1] & 0xFF == 137)
+    assert np.all(mips[1] >> 24 == 255)
+    # linear data (normal maps) is averaged as is
+    lin = mip_chain(Texture(img, False))
+    assert np.all(lin[1] & 0xFF == 64)
+    # odd sizes halve down to 1 x 1; a size limit starts the chain at the first mip that fits
+    assert [m.shape for m in mip_chain(Texture(np.full((5, 3, 4), 9, np.uint8), False))] == [
+        (5, 3), (2, 1), (1, 1)]
+    assert mip_chain(Texture(img, True), 16)[0].shape == (16, 16)
+    assert texture_bytes(2048, 2048) == 4 * sum(4 ** k for k in range(12))
+
+
+def test_srgb_round_trip():
+    v = np.arange(256) / 255
+    assert np.abs(linear_to_srgb(srgb_to_linear(v)) - v).max() < 1e-12
+
+
+def test_two_materials_become_a_seam_and_keep_their_areas(tmp_path):
+    mesh = load_mesh(sphere_halves(tmp_path / "halves.glb"))
+    assert sorted(m.name for m in mesh.materials) == ["m0", "m1"]
+    red = next(m for m in mesh.materials if m.name == "m0")
+    assert np.allclose(red.base_color, (0.8, 0.1, 0.1, 1.0), atol=1 / 255)
+    assert red.metallic == 0.0 and red.roughness == 0.5
+    tri = mesh.triangle_materials()
+    assert np.bincount(tri).sum() == 5120 and np.bincount(tri).min() > 2400
+    # one position on the border, two wedges: the halves are welded, their attributes apart
+    shared = np.intersect1d(mesh.wedge_position[mesh.triangles[tri == 0]],
+                            mesh.wedge_position[mesh.triangles[tri == 1]])
+    assert len(shared) > 30
+    assert mesh.wedge_material is not None
+    assert (mesh.wedge_material[mesh.triangles] == tri[:, None]).all()  # all three corners
+    dag = build_dag(mesh)
+    # every cut is crack-free and keeps each material's area (check_cut (d))
+    figures = check_all(dag, thresholds=12, honest=False)
+    ratios = [c for c in figures["cuts"]]
+    assert len(ratios) > 12
+    assert dag.level_count >= 4
+
+
+def test_materials_travel_in_the_pages(tmp_path):
+    src = sphere_halves(tmp_path / "halves.glb")
+    out = tmp_path / "halves.tess"
+    result = build_file(src, out, BuildConfig())
+    mesh = result.dag.mesh
+    tri_mat = mesh.triangle_materials(result.dag.triangles)
+    with read_tess(out) as f:
+        assert sorted(f.meta["materials"]) == ["m0", "m1"]
+        recs = f.sections["materials"]
+        assert len(recs) == 2 and len(f.sections["textures"]) == 0
+        blue = f.meta["materials"].index("m1")
+        np.testing.assert_allclose(recs["base_color"][blue], (0.1, 0.2, 0.9, 1.0), atol=1 / 255)
+        mixed = 0
+        for p in range(f.page_count):
+            page = np.asarray(f.page(p))
+            for rec in page_clusters(page):
+                c = int(rec["cluster"])
+                lo, hi = result.dag.cluster_tri_offset[c], result.dag.cluster_tri_offset[c + 1]
+                got = decode_cluster(page, rec, f.meta["step"])["materials"]
+                np.testing.assert_array_equal(got, tri_mat[lo:hi])
+                mixed += len(np.unique(got)) > 1
+        assert mixed > 0  # some clusters straddle the border and store a byte per triangle
+
+
+def test_vertex_colours_from_ply_are_srgb_and_from_gltf_linear(tmp_path):
+    s = trimesh.creation.icosphere(subdivisions=2)
+    rng = np.random.default_rng(3)
+    rgba = rng.integers(0, 256, (len(s.vertices), 4), dtype=np.uint8)
+    rgba[:, 3] = 255
+    coloured = trimesh.Trimesh(s.vertices, s.faces, vertex_colors=rgba, process=False)
+    ply = tmp_path / "c.ply"
+    ply.write_bytes(trimesh.exchange.ply.export_ply(coloured, encoding="binary"))
+    ascii_ply = tmp_path / "a.ply"
+    ascii_ply.write_bytes(trimesh.exchange.ply.export_ply(coloured, encoding="ascii"))
+    glb = tmp_path / "c.glb"
+    coloured.export(glb)
+    for path, decode in ((ply, True), (ascii_ply, True), (glb, False)):
+        mesh = load_mesh(path)
+        assert mesh.wedge_color is not None, path.name
+        # each wedge's colour is its position's, as the file has it per vertex
+        ids = np.argmin(np.linalg.norm(s.vertices[None] - mesh.positions[mesh.wedge_position,
+                                                                            None], axis=2),
+                        axis=1)
+        want = rgba[ids].astype(np.float64) / 255
+        if decode:  # PLY: 8-bit sRGB by convention
+            want[:, :3] = srgb_to_linear(want[:, :3])
+        np.testing.assert_allclose(mesh.wedge_color, want, atol=1e-6, err_msg=path.name)
+
+
+def test_textures_load_build_and_report(tmp_path, capsys):
+    grid = trimesh.creation.box(extents=(2, 2, 0.2))
+    grid = grid.subdivide().subdivide()
+    uv = grid.vertices[:, :2] * 0.5 + 0.5
+    img = Image.fromarray((np.indices((32, 64)).sum(axis=0) % 2 * 255).astype(np.uint8))
+    mat = trimesh.visual.material.PBRMaterial(name="checker", baseColorTexture=img,
+                                              doubleSided=True, alphaMode="BLEND")
+    grid.visual = trimesh.visual.TextureVisuals(uv=uv, material=mat)
+    path = tmp_path / "checker.glb"
+    grid.export(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MeshWarning)
+        mesh = load_mesh(path)
+    assert [str(w.message) for w in caught] == [
+        "checker.glb: material 'checker': alpha blending is not supported; drawn opaque"]
+    (m,) = mesh.materials
+    assert m.double_sided and m.base_color_texture == 0
+    assert mesh.textures[0].image.shape == (32, 64, 4) and mesh.textures[0].srgb
+    out = tmp_path / "checker.tess"
+    assert preprocess_main([str(path), "-o", str(out), "--max-texture-size", "16"]) == 0
+    text = capsys.readouterr().out
+    assert "materials     checker; uvs" in text and "textures      1 (16x8)" in text
+    with read_tess(out) as f:
+        t = f.sections["textures"][0]
+        assert (t["width"], t["height"], t["mips"]) == (16, 8, 5)
+        assert f.sections["materials"][0]["flags"] == 1  # double-sided
+
+
+def test_a_texture_option_for_an_obj_without_mtl(tmp_path, capsys):
+    box = trimesh.creation.box()
+    lines = [f"v {x} {y} {z}" for x, y, z in box.vertices]
+    lines += [f"vt {x * 0.5 + 0.5} {y * 0.5 + 0.5}" for x, y, _ in box.vertices]
+    lines += [f"f {a + 1}/{a + 1} {b + 1}/{b + 1} {c + 1}/{c + 1}" for a, b, c in box.faces]
+    obj = tmp_path / "box.obj"
+    obj.write_text("\n".join(lines) + "\n")
+    png = tmp_path / "paint.png"
+    Image.fromarray(np.full((8, 8, 3), 200, np.uint8)).save(png)
+    mesh = load_mesh(obj, texture=png)
+    assert mesh.materials[0].base_color_texture == 0 and mesh.wedge_uv is not None
+    assert preprocess_main([str(obj), "-o", str(tmp_path / "b.tess"), "--texture", str(png),
+                            "-q"]) == 0
+    assert preprocess_main([str(obj), "-o", str(tmp_path / "c.tess"), "--texture",
+                            str(tmp_path / "none.png"), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "texture file not found" in err[0]
+    assert not (tmp_path / "c.tess").exists()
+
+
+def test_missing_texture_and_glowing_surface_are_named(shared_assets):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MeshWarning)
+        load_mesh(shared_assets / "textured" / "BoomBox" / "BoomBox.gltf")
+        load_mesh(shared_assets / "textured" / "WaterBottle" / "WaterBottle.gltf")
+    text = [str(w.message) for w in caught]
+    assert text == [
+        "BoomBox.gltf: texture 'BoomBox_occlusionRoughnessMetallic.png' not found (BoomBox_Mat "
+        "metallic-roughness, BoomBox_Mat occlusion); drawn without it",
+        "WaterBottle.gltf: material 'BottleMat': emissive factor (1, 1, 1) without an emissive "
+        "texture: the whole surface glows (as the file says)"]
+
+
+def test_a_corrupted_texel_is_found(tmp_path):
+    # the texels are a section like the others: a flipped byte fails its CRC before any use
+    grid = trimesh.creation.box()
+    img = Image.fromarray(np.full((16, 16, 3), 90, np.uint8))
+    grid.visual = trimesh.visual.TextureVisuals(
+        uv=grid.vertices[:, :2] + 0.5,
+        material=trimesh.visual.material.PBRMaterial(baseColorTexture=img))
+    path = tmp_path / "t.glb"
+    grid.export(path)
+    out = tmp_path / "t.tess"
+    build_file(path, out)
+    raw = bytearray(out.read_bytes())
+    at = raw.find(bytes([90, 90, 90, 255]) * 16)  # a row of mip 0
+    assert at > 0
+    raw[at + 5] ^= 0x40
+    out.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="texels"):
+        read_tess(out).close()
