@@ -18,6 +18,8 @@ from preprocess.tess.limits import (
 # normals. Scans rarely have noise sharper than this, and a lone sharp edge splits nothing.
 DEFAULT_CREASE_DEGREES = 45.0
 
+UP_AXES = ("y", "z")  # a source's up axis (preprocess.up_axis); Tessera's world is Y-up
+
 
 @dataclass(frozen=True)
 class BuildConfig:
@@ -44,6 +46,7 @@ class BuildConfig:
     # at 24.3 (full detail: 918 at 21.6; before issue 15: 9.74 at 22.9). 0.7 keeps the picture
     # at least as it was with a third fewer triangles; 0.4 meets a 2.5-per-pixel budget softer
     shading_weight: float = 0.7
+    up: str = "y"  # the source's up axis, "y" or "z": a Z-up mesh is turned Y-up first (up_axis)
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_triangles <= MAX_CLUSTER_TRIANGLES:
@@ -66,5 +69,7 @@ class BuildConfig:
             raise ValueError(f"shading weight must be 0..100, not {self.shading_weight}")
         if not 0 <= self.crease_angle <= 180:  # also refuses nan
             raise ValueError(f"crease angle must be 0..180 degrees, not {self.crease_angle}")
+        if self.up not in UP_AXES:
+            raise ValueError(f"up axis must be one of {', '.join(UP_AXES)}, not {self.up!r}")
         if not 0 <= self.threads <= 1024:
             raise ValueError(f"threads must be 0 (one per core) to 1024, not {self.threads}")

@@ -28,6 +28,9 @@ def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> s
         f"({root_pages} root)",
         f"  file          {file_size / 2**20:.2f} MiB",
     ]
+    up = meta.get("up", "y")  # absent: Y-up, as files written before the key
+    if up != "y":
+        lines.append(f"  up axis       {up.upper()} in the source, turned Y-up when built")
     seconds = meta.get("seconds", {})
     if seconds:  # pipeline order (the meta JSON stores its keys sorted)
         order = [k for k in STAGES if k in seconds] + [k for k in seconds if k not in STAGES]
