@@ -21,6 +21,7 @@ from preprocess.mesh import Mesh
 from preprocess.tess.container import write_tess
 from preprocess.tess.limits import PAGE_ROOT
 from preprocess.tess.summary import summarize
+from preprocess.up_axis import to_y_up, warn_against_spec
 
 
 def dag_stats(dag: LodDag) -> dict:
@@ -66,8 +67,11 @@ class BuildResult:
 def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
                 progress: Progress | None = None, seconds: dict | None = None
                 ) -> tuple[LodDag, Bvh, PackedAsset]:
-    """Mesh -> (DAG, BVH, packed pages); stage times go into `seconds` if given."""
+    """Mesh -> (DAG, BVH, packed pages); stage times go into `seconds` if given. A mesh whose
+    up axis is not Y (`config.up`) is turned Y-up first (`preprocess.up_axis.to_y_up`): the
+    DAG and everything after see the rotated mesh; `mesh` itself is not modified."""
     cfg = config or BuildConfig()
+    mesh = to_y_up(mesh, cfg.up)
     sec = seconds if seconds is not None else {}
     report = progress or (lambda stage, done, total: None)
     stamps: dict[str, float] = {}
@@ -105,6 +109,8 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
     sec["pack"] = time.perf_counter() - t - sec["bvh"]
     packed.meta.update(dag_stats(dag))
     packed.meta["page_size"] = cfg.page_size
+    if cfg.up != "y":  # absent means Y-up: a default build's file is what it was before `up`
+        packed.meta["up"] = cfg.up
     return dag, bvh, packed
 
 
@@ -149,6 +155,8 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
                verify: bool = False, load_seconds: float | None = None,
                texture: str | os.PathLike | None = None) -> BuildResult:
     """Load (unless given a Mesh), build, verify if asked, and write a `.tess` file atomically.
+    `config.up` turns the mesh Y-up (`build_asset`); a glTF file with an up axis other than Y,
+    its specification's, gives a `MeshWarning` and is rotated all the same.
 
     progress(stage, done, total) is where a caller cancels (by raising): the stages of
     `build_asset`, then ("verify", 0, 1) and ("verify", 1, 1) with verify=True, ("write", 0, 1)
@@ -167,6 +175,7 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
         t = time.perf_counter()
         mesh = load_mesh(source, crease_angle=cfg.crease_angle, texture=texture)
         seconds["load"] = time.perf_counter() - t
+        warn_against_spec(source, cfg.up)
     dag, bvh, packed = build_asset(mesh, cfg, progress=progress, seconds=seconds)
     report = progress or (lambda stage, done, total: None)
     verified = None

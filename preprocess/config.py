@@ -19,6 +19,8 @@ from preprocess.tess.limits import (
 # normals. Scans rarely have noise sharper than this, and a lone sharp edge splits nothing.
 DEFAULT_CREASE_DEGREES = 45.0
 
+UP_AXES = ("y", "z")  # a source's up axis (preprocess.up_axis); Tessera's world is Y-up
+
 
 @dataclass(frozen=True)
 class BuildConfig:
@@ -48,6 +50,7 @@ class BuildConfig:
     # textures larger than this many texels a side keep their mips from the first that fits
     # (0: all); memory is 4/3 x 4 bytes a texel (preprocess.textures)
     max_texture_size: int = MAX_TEXTURE_SIZE
+    up: str = "y"  # the source's up axis, "y" or "z": a Z-up mesh is turned Y-up first (up_axis)
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_triangles <= MAX_CLUSTER_TRIANGLES:
@@ -73,5 +76,7 @@ class BuildConfig:
         if not 0 <= self.max_texture_size <= 16384:
             raise ValueError(f"max texture size must be 0 (no limit) to 16384, not "
                              f"{self.max_texture_size}")
+        if self.up not in UP_AXES:
+            raise ValueError(f"up axis must be one of {', '.join(UP_AXES)}, not {self.up!r}")
         if not 0 <= self.threads <= 1024:
             raise ValueError(f"threads must be 0 (one per core) to 1024, not {self.threads}")

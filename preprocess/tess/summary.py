@@ -40,6 +40,9 @@ def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> s
                                                                   else "")
             lines.insert(-2, f"  textures      {len(sizes)} ({dims}) with mips: "
                              f"{meta.get('texture_bytes', 0) / 2**20:.1f} MiB")
+    up = meta.get("up", "y")  # absent: Y-up, as files written before the key
+    if up != "y":
+        lines.append(f"  up axis       {up.upper()} in the source, turned Y-up when built")
     seconds = meta.get("seconds", {})
     if seconds:  # pipeline order (the meta JSON stores its keys sorted)
         order = [k for k in STAGES if k in seconds] + [k for k in seconds if k not in STAGES]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from preprocess.config import UP_AXES
 from renderer.apps.preprocess_cli import add_build_options, one_line_warnings, run_build
 from renderer.limits import MAX_FOV, MAX_IMAGE_SIZE, MAX_WORLD, MIN_FOV
 from renderer.options import DEBUG_VIEWS, TRAVERSALS
@@ -164,6 +165,22 @@ def _input_error(path: str) -> str | None:
     return None
 
 
+def _up_error(path: str | None, up: str | None) -> str | None:
+    """Why --up does not apply to `path`, or None: it is a mesh file's up axis."""
+    if up is None:
+        return None
+    if path is None:
+        return f"--up {up} applies to a mesh file; the built-in rock is Y-up"
+    suffix = Path(path).suffix.lower()
+    if suffix == ".tess":
+        return (f"--up {up} applies to a mesh file; {path} is built already (preprocess --up "
+                f"{up} the mesh instead)")
+    if suffix == ".json":
+        return (f"--up {up} applies to a mesh file; a scene file gives each mesh asset its own "
+                f"up axis: {{\"file\": ..., \"up\": \"{up}\"}}")
+    return None
+
+
 def _same_point(a, b) -> bool:
     """Equal once on the GPU (float32)."""
     return bool(np.array_equal(np.asarray(a, np.float32), np.asarray(b, np.float32)))
@@ -196,7 +213,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         why = path is not None and _output_error(path, option, suffix)
         if why:
             return _error(why)
-    why = _input_error(args.file)
+    why = _input_error(args.file) or _up_error(args.file, args.up)
     if why:
         return _error(why)
     if args.eye is not None and args.target is not None and _same_point(args.eye, args.target):
@@ -217,7 +234,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         else:  # a mesh (preprocessed once, cached) or a scene file
             from renderer.apps.loader import load_now
 
-            job = load_now(args.file)
+            job = load_now(args.file, args.up)
             if job.error:
                 return _error(job.error)
             spec, tess = job.spec, next(iter(job.tess.values()))
@@ -377,6 +394,9 @@ def cmd_view(args: argparse.Namespace) -> int:
     from renderer.options import RenderOptions
 
     source = args.file
+    why = _up_error(source, args.up)
+    if why:
+        return _error(why)
     if source is not None:  # what can be checked before a window opens
         why = _input_error(source)
         if why:
@@ -396,7 +416,7 @@ def cmd_view(args: argparse.Namespace) -> int:
                          fov_y=args.fov, near=args.near)
         opts = ViewerOptions(size=args.size, vsync=not args.no_vsync, frames=args.frames,
                              screenshot=args.screenshot, instances=args.instances, camera=cam,
-                             panel=not args.no_panel)
+                             panel=not args.no_panel, up=args.up)
         viewer = Viewer(source, opts, RenderOptions(tau=args.tau,
                                                     persistent=TRAVERSALS[args.traversal],
                                                     fallback32=args.fallback32,
@@ -428,6 +448,10 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
     if bench:
         what += " (default: the built-in rock)"
     p.add_argument("file", nargs="?" if view or bench else None, help=what)
+    if view or render:
+        p.add_argument("--up", choices=UP_AXES,
+                       help="the up axis of a mesh file preprocessed here (as preprocess --up; "
+                            "default: y, or what its cached .tess was built with)")
     p.add_argument("--size", type=_size, default=(512, 512), help="image size WxH (512x512)")
     p.add_argument("--instances", type=_whole(1), default=1,
                    help="instances on a square grid (default: 1; how many the adapter holds is "

@@ -8,7 +8,10 @@ leaving nothing behind (`.tess` files are written atomically, and only at the en
 
 The cache: a mesh `m.obj` builds `m.tess` beside it, or, where that folder is not writable,
 `~/.cache/tessera/<name>-<hash of the path>.tess`. A cached file is used while it is newer than
-the mesh and opens cleanly; otherwise it is rebuilt.
+the mesh, opens cleanly and, where an up axis is asked for (`--up`, a scene file's `up`), was
+built with that one (its meta's `up`, absent for Y); otherwise it is rebuilt. Without an up axis
+asked for, a cached file is used whatever it was built with (a `preprocess --up z m.obj` beside
+the mesh stays), and a build is Y-up.
 """
 
 from __future__ import annotations
@@ -38,16 +41,16 @@ def cache_path(mesh: Path) -> Path:
     return CACHE_DIR / f"{mesh.stem}-{key}.tess"
 
 
-def _usable(tess: Path, newer_than: float) -> bool:
+def _usable(tess: Path, newer_than: float, up: str | None = None) -> bool:
     from renderer.scene import open_asset
 
     if not tess.exists() or tess.stat().st_mtime < newer_than:
         return False
     try:
-        open_asset(tess)  # headers, section checksums, what the renderer needs
+        asset = open_asset(tess)  # headers, section checksums, what the renderer needs
     except (OSError, ValueError):
         return False
-    return True
+    return up is None or asset.meta.get("up", "y") == up
 
 
 @dataclass
@@ -58,6 +61,7 @@ class LoadJob:
     scene file, or None for a single asset) hold the result."""
 
     source: str | None
+    up: str | None = None  # a mesh source's up axis, "y" or "z" (None: see the module docstring)
     stage: str = "starting"
     done: int = 0
     total: int = 1
@@ -102,15 +106,18 @@ class LoadJob:
             if self.source is None:
                 self.tess = {"rock": self._builtin_rock()}
             elif Path(self.source).suffix.lower() == ".json":
+                if self.up is not None:
+                    raise ValueError(f"{self.source}: an up axis applies to a mesh file; a "
+                                     "scene file gives each of its meshes an \"up\"")
                 self.stage = "reading the scene file"
                 self.spec = load_scene_file(self.source)
                 n = len(self.spec.assets)
                 for k, (name, path) in enumerate(self.spec.assets.items()):
                     self.asset = f"{path.name} ({k + 1} of {n})" if n > 1 else path.name
-                    self.tess[name] = self._resolve(path)
+                    self.tess[name] = self._resolve(path, self.spec.up.get(name))
             else:
                 self.asset = Path(self.source).name
-                self.tess = {Path(self.source).stem: self._resolve(Path(self.source))}
+                self.tess = {Path(self.source).stem: self._resolve(Path(self.source), self.up)}
             self.stage = "done"
         except CancelledError:
             self.error = "cancelled"
@@ -124,26 +131,31 @@ class LoadJob:
             self.seconds = time.perf_counter() - t0
             self.finished.set()
 
-    def _resolve(self, path: Path) -> str:
-        """A .tess for one asset file, building (and caching) it from a mesh when needed."""
+    def _resolve(self, path: Path, up: str | None = None) -> str:
+        """A .tess for one asset file, building (and caching) it from a mesh, whose up axis is
+        `up`, when needed."""
         from preprocess.build import build_file
+        from preprocess.config import BuildConfig
         from preprocess.load import SUPPORTED_SUFFIXES
 
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such file")
         suffix = path.suffix.lower()
         if suffix == ".tess":
+            if up is not None:
+                raise ValueError(f"{path}: an up axis applies to a mesh file; a .tess is built "
+                                 "already (preprocess --up)")
             return str(path)
         if suffix not in SUPPORTED_SUFFIXES:
             known = ", ".join(sorted([*SUPPORTED_SUFFIXES, ".tess", ".json"]))
             raise ValueError(f"{path}: cannot open {suffix or 'a file without a suffix'} "
                              f"({known})")
         out = cache_path(path)
-        if _usable(out, path.stat().st_mtime):
+        if _usable(out, path.stat().st_mtime, up):
             return str(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         self.stage, self.done, self.total = "loading the mesh", 0, 1
-        build_file(path, out, progress=self._progress)
+        build_file(path, out, BuildConfig(up=up or "y"), progress=self._progress)
         self.built.append(str(out))
         return str(out)
 
@@ -162,9 +174,9 @@ class LoadJob:
         return str(out)
 
 
-def load_now(source: str | None) -> LoadJob:
+def load_now(source: str | None, up: str | None = None) -> LoadJob:
     """Run a job in this thread (for scripts and `tessera render`); raises nothing: check
     `job.error`."""
-    job = LoadJob(source)
+    job = LoadJob(source, up)
     job.run()
     return job

@@ -168,7 +168,7 @@ class StageBars:
 
 def add_build_options(p: argparse.ArgumentParser) -> None:
     """The options shared by `preprocess` and `tessera preprocess`."""
-    from preprocess.config import BuildConfig
+    from preprocess.config import UP_AXES, BuildConfig
     from preprocess.tess.limits import PAGE_SIZE
 
     d = BuildConfig()
@@ -200,6 +200,11 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                    help="textures larger than this many texels a side keep their mips from the "
                         "first that fits (0: no limit; default: "
                         f"{d.max_texture_size}); a 2048 texture with mips is 21 MiB")
+    p.add_argument("--up", choices=UP_AXES, default=d.up,
+                   help="the mesh file's up axis: z turns a Z-up mesh (many scanners and CAD "
+                        "tools) Y-up, Tessera's up. glTF is Y-up by its specification; --up z "
+                        "on a glTF warns, then rotates as asked, for exporters that wrote Z-up "
+                        f"anyway (default: {d.up})")
     p.add_argument("--threads", type=int, default=0,
                    help="worker threads, 0 = one per core (default: 0)")
     p.add_argument("--verify", action="store_true",
@@ -247,13 +252,15 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
         return fail("give a mesh file or --builtin NAME (one of them)")
     if args.texture and args.builtin:
         return fail("--texture applies to a mesh file, not to --builtin")
+    if args.builtin and args.up != "y":
+        return fail(f"--up {args.up} applies to a mesh file; the built-in assets are Y-up")
     try:
         config = BuildConfig(max_triangles=args.max_triangles, max_vertices=args.max_vertices,
                              group_size=args.group_size, page_size=args.page_kib * 1024,
                              threads=args.threads,
                              crease_angle=args.crease_angle,
                              shading_weight=args.shading_weight,
-                             max_texture_size=args.max_texture_size)
+                             max_texture_size=args.max_texture_size, up=args.up)
     except ValueError as e:
         return fail(str(e))
     if args.builtin:

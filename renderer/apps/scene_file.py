@@ -1,7 +1,8 @@
 """Scene files (`scene.json`): several assets, placed one by one or on grids, and a camera.
 
     {
-      "assets": {"rock": "rock.tess", "bunny": "meshes/bunny.obj"},
+      "assets": {"rock": "rock.tess", "bunny": "meshes/bunny.obj",
+                 "scan": {"file": "scans/statue.ply", "up": "z"}},
       "instances": [
         {"asset": "bunny", "translate": [0, 0, 0], "rotate": [0, 90, 0], "scale": 2.0},
         {"asset": "rock", "matrix": [[1, 0, 0, 5], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]}
@@ -12,6 +13,9 @@
 
 - `assets` names each asset; a path is relative to the scene file. A `.tess` file is used as is;
   a mesh file (OBJ, PLY, STL, glTF, ...) is preprocessed once and cached beside it (`.tess`).
+  An asset is a path, or `{"file": path, "up": "y" | "z"}` for a mesh file whose up axis is
+  given (`preprocess --up`: a Z-up mesh is turned Y-up; without `up`, Y, or what its cached
+  `.tess` was built with).
 - `instances`: `translate` (x, y, z), `rotate` (degrees about X, then Y, then Z), `scale` (a
   number or x, y, z), or a row-major 4x4 `matrix` instead of all three.
 - `grids`: `count` instances on a square grid in the XZ plane centred on `origin` (default the
@@ -39,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from preprocess.config import UP_AXES
 from renderer.camera import Camera, check_fov
 from renderer.limits import MAX_WORLD
 
@@ -66,6 +71,7 @@ class SceneSpec:
     assets: dict[str, Path]  # name -> file (absolute)
     placements: list[Placement]
     camera: Camera | None = None
+    up: dict[str, str] = field(default_factory=dict)  # name -> up axis, for meshes given one
 
     def apply(self, renderer, tess_paths: dict[str, str | os.PathLike]) -> dict[str, int]:
         """Load the assets (`tess_paths`: name -> .tess file, e.g. from `renderer.apps.loader`) into
@@ -147,6 +153,16 @@ def _instance(e: dict, where: str) -> np.ndarray:
     return m.astype(np.float32)
 
 
+def _up(v, where: str, file) -> str:
+    """A mesh asset's up axis (one of UP_AXES)."""
+    if v not in UP_AXES:
+        raise ValueError(f"{where}: expected one of {', '.join(map(repr, UP_AXES))}, got {v!r}")
+    if isinstance(file, str) and file.lower().endswith(".tess"):
+        raise ValueError(f"{where}: an up axis applies to a mesh file; {file} is built already "
+                         "(preprocess --up)")
+    return v
+
+
 def _unknown(e: dict, allowed: set[str], where: str) -> None:
     extra = sorted(set(e) - allowed)
     if extra:
@@ -165,9 +181,16 @@ def parse_scene(data, path: str | os.PathLike) -> SceneSpec:
         if not isinstance(assets, dict) or not assets:
             raise ValueError("'assets' must name at least one asset: {\"name\": \"file\"}")
         resolved = {}
+        up = {}
         for name, f in assets.items():
+            if isinstance(f, dict):
+                _unknown(f, {"file", "up"}, f"assets.{name}")
+                if "up" in f:
+                    up[name] = _up(f["up"], f"assets.{name}.up", f.get("file"))
+                f = f.get("file")
             if not isinstance(f, str) or not f:
-                raise ValueError(f"assets.{name}: expected a file path, got {f!r}")
+                raise ValueError(f"assets.{name}: expected a file path, or {{\"file\": path, "
+                                 f"\"up\": axis}}, got {f!r}")
             resolved[name] = (path.parent / f).resolve()
         placements = []
         for key in ("instances", "grids"):
@@ -213,7 +236,7 @@ def parse_scene(data, path: str | os.PathLike) -> SceneSpec:
             camera = Camera(eye=eye, target=target, fov_y=fov, near=near)
     except ValueError as e:
         raise SceneFileError(f"{path}: {e}") from None
-    return SceneSpec(path=path, assets=resolved, placements=placements, camera=camera)
+    return SceneSpec(path=path, assets=resolved, placements=placements, camera=camera, up=up)
 
 
 def load_scene_file(path: str | os.PathLike) -> SceneSpec:

@@ -36,6 +36,7 @@ class ViewerOptions:
     instances: int = 1  # copies of the scene on a grid
     camera: Camera | None = None  # start here (default: the scene file's camera, or framed)
     panel: bool = True
+    up: str | None = None  # the up axis of the mesh file opened first (loader.LoadJob.up)
 
 
 class ViewerApp:
@@ -64,17 +65,18 @@ class ViewerApp:
         self.panel_passes: list[str] = []  # GPU passes listed in the panel
         self._base: list[tuple[int, np.ndarray]] = []  # the scene's own instances
         self._scene_radius = 1.0
-        self.open(source)
+        self.open(source, up=self.opts.up)
 
     # ------------------------------------------------------------------ opening
 
-    def open(self, source: str | None) -> None:
+    def open(self, source: str | None, *, up: str | None = None) -> None:
         """Start opening a .tess, mesh or scene file (None: the built-in rock) in the
-        background; the current scene stays on screen until the new one is ready."""
+        background, a mesh file's up axis being `up` (see `renderer.apps.loader`); the current
+        scene stays on screen until the new one is ready."""
         if self.job is not None and not self.job.finished.is_set():
             self.job.cancel()
         self.message = None
-        self.job = LoadJob(source).start()
+        self.job = LoadJob(source, up).start()
 
     @property
     def loading(self) -> bool:
