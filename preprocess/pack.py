@@ -29,6 +29,8 @@ from preprocess.tess.records import (
     CHILD_GROUP,
     CLUSTER_DTYPE,
     GROUP_DTYPE,
+    MATERIAL_BYTE_DOUBLE_SIDED,
+    MODE_DOUBLE_SIDED,
     MODE_HAS_COLOR,
     MODE_HAS_MATERIAL,
     MODE_HAS_UV,
@@ -368,6 +370,10 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
         mixed = lo != hi
     else:
         lo = np.zeros(dag.cluster_count, np.int32)
+    double = np.array([m.double_sided for m in mesh.materials] or [False], bool)
+    tri_double = double[tri_material] if len(tri_material) else np.zeros(0, bool)
+    any_double = (np.maximum.reduceat(tri_double.astype(np.int8), tstart).astype(bool)
+                  if len(tri_material) else np.zeros(dag.cluster_count, bool))
     pos_bytes = _align4(np.where(mode == 0, 6, 12) * nv)
     attr_bytes = nv * 4 * (1 + has_uv + has_color)
     idx_bytes = _align4(nt * 3) + np.where(mixed, _align4(nt), 0)
@@ -402,7 +408,8 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     records["pos_min"] = pos_min
     records["mode"] = (mode | (MODE_HAS_UV if has_uv else 0) | (MODE_HAS_COLOR if has_color else 0)
                        | np.where(mixed, MODE_HAS_MATERIAL,
-                                  lo.astype(np.int64) << MODE_MATERIAL_SHIFT))
+                                  lo.astype(np.int64) << MODE_MATERIAL_SHIFT)
+                       | np.where(any_double, MODE_DOUBLE_SIDED, 0))
     records["vertex_count"] = nv
     records["triangle_count"] = nt
     records["level"] = dag.cluster_level
@@ -453,7 +460,8 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
                          _rgba8_srgb(mesh.wedge_color[run.vertices]), run.first, run.end)
     if mixed.any():  # after the indices
         _write_material_bytes(pages, cluster_page, offsets[3] + _align4(nt * 3), tri_offset,
-                              tri_material.astype(np.uint8), mixed)
+                              (tri_material | np.where(tri_double, MATERIAL_BYTE_DOUBLE_SIDED,
+                                                       0)).astype(np.uint8), mixed)
 
     nodes = np.zeros(len(bvh.node_depth), NODE_DTYPE)
     nodes["sphere"] = bvh.node_sphere

@@ -106,12 +106,27 @@ fn cluster_color_word(page: u32, base: u32, v: u32) -> u32 {
     return pages[page + (rec_u(base, CLUSTER_NORMAL_OFFSET) >> 2u) + streams * nv + v];
 }
 
+// triangle t's byte of the material stream (MODE_HAS_MATERIAL): material | double-sided bit
+fn material_byte(page: u32, base: u32, t: u32) -> u32 {
+    let nt = rec_u(base, CLUSTER_TRIANGLE_COUNT);
+    return page_byte(page, rec_u(base, CLUSTER_INDEX_OFFSET) + ((3u * nt + 3u) & ~3u) + t);
+}
+
 // the asset material of triangle t: the cluster's (mode bits) or its byte after the indices
 fn cluster_material(page: u32, base: u32, t: u32) -> u32 {
     let mode = rec_u(base, CLUSTER_MODE);
     if (mode & MODE_HAS_MATERIAL) == 0u {
         return (mode >> MODE_MATERIAL_SHIFT) & 0xffu;
     }
-    let nt = rec_u(base, CLUSTER_TRIANGLE_COUNT);
-    return page_byte(page, rec_u(base, CLUSTER_INDEX_OFFSET) + ((3u * nt + 3u) & ~3u) + t);
+    return material_byte(page, base, t) & ~MATERIAL_BYTE_DOUBLE_SIDED;
+}
+
+// whether triangle t's back face is drawn (its material is double-sided)
+fn triangle_double_sided(page: u32, base: u32, t: u32) -> bool {
+    let mode = rec_u(base, CLUSTER_MODE);
+    if (mode & MODE_DOUBLE_SIDED) == 0u {
+        return false;
+    }
+    return (mode & MODE_HAS_MATERIAL) == 0u
+        || (material_byte(page, base, t) & MATERIAL_BYTE_DOUBLE_SIDED) != 0u;
 }

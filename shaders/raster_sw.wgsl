@@ -59,12 +59,13 @@ fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         let step = assets[inst.asset].step;
         let streams = cluster_streams(page_start(entry.y), base);
         for (var t = lane; t < nt; t += SW_LANES) {
-            raster_triangle(idx, t, streams, inst.world, step);
+            raster_triangle(idx, t, streams, base, inst.world, step);
         }
     }
 }
 
-fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, world: mat4x4<f32>, step: f32) {
+fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, base: u32, world: mat4x4<f32>,
+                   step: f32) {
     let w = i32(frame.viewport.x);
     let h = i32(frame.viewport.y);
     let c = stream_triangle(streams, t);
@@ -97,16 +98,18 @@ fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, world: mat4x4<f32>
     let e1 = p1 - p0;
     let e2 = p2 - p0;
     let area = e1.x * e2.y - e1.y * e2.x;
-    if area >= 0 {
-        return;
+    if area == 0 || (area > 0 && !triangle_double_sided(streams.page, base, t)) {
+        return;  // degenerate, or a back face of a single-sided material
     }
-    // swap to positive orientation: inside is where all three edge functions are >= 0
-    let tp = p1;
-    p1 = p2;
-    p2 = tp;
-    let tz = z1;
-    z1 = z2;
-    z2 = tz;
+    if area < 0 {
+        // a front face: swap to positive orientation, where all three edge functions are >= 0
+        let tp = p1;
+        p1 = p2;
+        p2 = tp;
+        let tz = z1;
+        z1 = z2;
+        z2 = tz;
+    }
     // pixel box of the sample points inside the triangle's box, clipped to the viewport
     let x0 = max((lo.x - half + s - 1) >> sub_bits, 0);
     let y0 = max((lo.y - half + s - 1) >> sub_bits, 0);

@@ -26,8 +26,9 @@ BVH_FANOUT = 8
 ROOT_ERROR = 3.0e38
 # page flag (page table and page header) of a root page: always resident, never evicted
 PAGE_ROOT = 1
-# materials per asset: a cluster whose triangles use several stores a byte per triangle
-MAX_MATERIALS = 256
+# materials per asset: a cluster whose triangles use several stores a byte per triangle, 7 bits
+# of material and 1 of double-sidedness
+MAX_MATERIALS = 128
 # the largest texture side kept by default (BuildConfig.max_texture_size): larger ones start at
 # the first mip that fits. 2048 x 2048 with its mips is 21.3 MiB on the GPU (preprocess.textures)
 MAX_TEXTURE_SIZE = 2048

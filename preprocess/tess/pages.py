@@ -8,6 +8,8 @@ import numpy as np
 
 from preprocess.tess.records import (
     CLUSTER_DTYPE,
+    MATERIAL_BYTE_DOUBLE_SIDED,
+    MODE_DOUBLE_SIDED,
     MODE_HAS_COLOR,
     MODE_HAS_MATERIAL,
     MODE_HAS_UV,
@@ -42,7 +44,7 @@ def decode_cluster(page: np.ndarray, rec: np.void, step: float, uv_range=None
     """Decode one cluster record of a page: positions (v, 3) float32 (dequantized), normals
     (v, 3) float32, uvs (v, 2) float32 or None, colors (v, 4) uint8 RGBA8 (RGB sRGB-encoded) or
     None, triangles (t, 3) uint8 local indices, materials (t,) int64 (the asset's material of
-    each triangle)."""
+    each triangle), double_sided (t,) bool."""
     nv = int(rec["vertex_count"])
     nt = int(rec["triangle_count"])
     po = int(rec["position_offset"])
@@ -70,8 +72,11 @@ def decode_cluster(page: np.ndarray, rec: np.void, step: float, uv_range=None
     tris = page[io : io + 3 * nt].reshape(nt, 3)
     if mode & MODE_HAS_MATERIAL:  # a byte per triangle after the indices
         mo = io + (3 * nt + 3) // 4 * 4
-        materials = page[mo : mo + nt].astype(np.int64)
+        byte = page[mo : mo + nt].astype(np.int64)
+        materials = byte & ~MATERIAL_BYTE_DOUBLE_SIDED
+        double = (byte & MATERIAL_BYTE_DOUBLE_SIDED) != 0
     else:
         materials = np.full(nt, (mode >> MODE_MATERIAL_SHIFT) & 0xFF, np.int64)
+        double = np.full(nt, bool(mode & MODE_DOUBLE_SIDED))
     return {"positions": pos, "normals": normals, "uvs": uvs, "colors": colors,
-            "triangles": tris, "materials": materials}
+            "triangles": tris, "materials": materials, "double_sided": double}

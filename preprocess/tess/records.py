@@ -29,8 +29,10 @@ Page layout (page_size bytes, little-endian, every offset a multiple of 4):
                      after the uvs (or the normals): no offset field of its own
           indices    u8 x 3 per triangle, local vertex indices, stream padded to 4
           materials  u8 per triangle when the cluster has MODE_HAS_MATERIAL: the asset's
-                     material index, right after the indices (padded to 4); else every triangle
-                     has material MODE bits 16..23
+                     material index in bits 0..6, bit 7 set where that material is double-sided,
+                     right after the indices (padded to 4); else every triangle has material
+                     MODE bits 16..23. MODE_DOUBLE_SIDED: some triangle is double-sided (all of
+                     them without a material stream): the rasterizers keep its back faces
 
 Materials (sections; a file without them has one default material):
     materials    MATERIAL_DTYPE per material, glTF metallic-roughness (preprocess.materials)
@@ -58,9 +60,11 @@ __all__ = [
     "CLUSTER_DTYPE",
     "GROUP_DTYPE",
     "MATERIAL_ALPHA_MASK",
+    "MATERIAL_BYTE_DOUBLE_SIDED",
     "MATERIAL_DOUBLE_SIDED",
     "MATERIAL_DTYPE",
     "MATERIAL_TEXTURES",
+    "MODE_DOUBLE_SIDED",
     "MODE_HAS_COLOR",
     "MODE_HAS_MATERIAL",
     "MODE_HAS_UV",
@@ -137,6 +141,8 @@ MODE_HAS_UV = 0x100  # CLUSTER_DTYPE.mode: the cluster stores uvs
 MODE_HAS_COLOR = 0x200  # the cluster stores vertex colours (after the uvs)
 MODE_HAS_MATERIAL = 0x400  # the cluster stores a material byte per triangle (after the indices)
 MODE_MATERIAL_SHIFT = 16  # else bits 16..23 of mode: the material of all its triangles
+MODE_DOUBLE_SIDED = 0x800  # some triangle's material is double-sided (back faces drawn)
+MATERIAL_BYTE_DOUBLE_SIDED = 0x80  # in the material stream: this triangle's is
 
 MATERIAL_DTYPE = np.dtype([
     ("base_color", "<f4", 4),  # linear RGBA factor

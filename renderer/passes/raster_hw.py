@@ -34,7 +34,7 @@ class RasterHW(Pass):
             self.pipelines.append(device.create_render_pipeline(
                 layout=layout,
                 vertex={"module": module, "entry_point": "vs_main", "buffers": []},
-                primitive={"topology": "triangle-list", "front_face": "ccw", "cull_mode": "back"},
+                primitive={"topology": "triangle-list", "front_face": "ccw", "cull_mode": "none"},
                 # a placeholder depth target (WebGPU needs one attachment); the visibility buffer
                 # is the real target
                 depth_stencil={"format": "depth32float", "depth_write_enabled": False,

@@ -26,7 +26,7 @@ from PIL import Image
 
 from preprocess.build import build_file
 from preprocess.load import load_mesh
-from renderer import Camera, Renderer
+from renderer import Camera, Renderer, RenderOptions
 from renderer.bench.quality import erode
 from renderer.oracles.shaded_reference import ShadedReference
 
@@ -41,12 +41,14 @@ def psnr(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> float:
     return float("inf") if mse == 0 else 10 * np.log10(255 ** 2 / mse)
 
 
-def compare(tess, mesh, gpu, *, distance=1.0, taus=(FULL, 1.0), view="lit"):
-    """{tau: (psnr over the union of coverage, psnr over the eroded intersection, result)}."""
-    r = Renderer(SIZE, SIZE, ctx=gpu)
+def compare(tess, mesh, gpu, *, distance=1.0, taus=(FULL, 1.0), view="lit",
+            direction=(0.3, 0.35, 1.0), options=None):
+    """{tau: (psnr over the union of coverage, psnr over the eroded intersection, result,
+    reference images)}."""
+    r = Renderer(SIZE, SIZE, ctx=gpu, options=options)
     r.add_instance(r.load(tess))
     center, radius = r.bounds()
-    cam = Camera.framing(center, radius * distance)
+    cam = Camera.framing(center, radius * distance, direction=direction)
     ref = ShadedReference(gpu, SIZE, SIZE, mesh).render(
         cam.matrices(SIZE, SIZE), cam.eye, [np.eye(4)], view=0 if view == "lit" else 7)
     out = {}
@@ -59,7 +61,7 @@ def compare(tess, mesh, gpu, *, distance=1.0, taus=(FULL, 1.0), view="lit"):
     return out
 
 
-def textured_plane(path):
+def textured_plane(path, *, double_sided=False):
     """A GLB: a wavy 2 x 2 sheet, uvs repeating twice, with a base-colour texture (smooth
     gradients and sharp stripes), a normal map of bumps and a metallic-roughness map."""
     n = 48
@@ -83,7 +85,8 @@ def textured_plane(path):
 
     mat = trimesh.visual.material.PBRMaterial(
         name="sheet", baseColorTexture=image(base), normalTexture=image(bumps),
-        metallicRoughnessTexture=image(mr), baseColorFactor=(1.0, 0.9, 0.8, 1.0))
+        metallicRoughnessTexture=image(mr), baseColorFactor=(1.0, 0.9, 0.8, 1.0),
+        doubleSided=double_sided)
     mesh = trimesh.Trimesh(v, faces, process=False)
     mesh.visual = trimesh.visual.TextureVisuals(uv=uv, material=mat)
     mesh.export(path)
@@ -184,3 +187,27 @@ def test_materials_vertex_colours_and_their_borders(tmp_path, gpu):
             assert res.coverage[inside].all(), (distance, tau, int((~res.coverage[inside]).sum()))
             levels |= set(np.unique(res.level[res.coverage]).tolist())
         assert len(levels) >= 3
+
+
+@pytest.mark.parametrize("sw_max_edge", [np.inf, 0.0], ids=["software", "hardware"])
+def test_double_sided_materials_draw_back_faces(tmp_path, gpu, sw_max_edge):
+    # an open sheet seen from behind: a double-sided material shows its back (normal flipped,
+    # lit as the reference's front_facing flip lights it); a single-sided one shows nothing
+    options = RenderOptions(sw_max_edge=sw_max_edge)
+    behind = (0.3, 0.35, -1.0)
+    for double in (True, False):
+        src = textured_plane(tmp_path / f"sheet{double}.glb", double_sided=double)
+        out = tmp_path / f"sheet{double}.tess"
+        build_file(src, out)
+        got = compare(out, load_mesh(src), gpu, taus=(FULL, 2.0), direction=behind,
+                      options=options)
+        full, _, img, ref = got[FULL]
+        if double:
+            assert img.coverage.sum() > 0.2 * SIZE * SIZE
+            assert full >= 40, full
+            assert (img.hardware[img.coverage] == (sw_max_edge == 0)).all()
+            # the normal faces the viewer: flipped from the sheet's +z
+            assert (img.normal[img.coverage][:, 2] < 0).mean() > 0.99
+            assert got[2.0][1] >= 28
+        else:
+            assert not img.coverage.any() and not (ref["depth"] > 0).any()
