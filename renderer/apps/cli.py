@@ -258,7 +258,8 @@ def cmd_render(args: argparse.Namespace) -> int:
             started.append(args.arrays)
             np.savez_compressed(args.arrays, color=res.color, depth=res.depth, normal=res.normal,
                                 instance=res.instance, cluster=res.cluster,
-                                triangle=res.triangle, level=res.level, hardware=res.hardware)
+                                triangle=res.triangle, level=res.level, hardware=res.hardware,
+                                velocity=res.velocity)
     except OSError as e:  # a full disk, a folder removed meanwhile: nothing half written stays
         for path in started:
             Path(path).unlink(missing_ok=True)
