@@ -3,7 +3,8 @@
     instance cull -> BVH/cluster cull (persistent or per level) -> raster args
     -> SW raster + HW raster (64-bit visibility buffer; or depth then ids without 64-bit atomics)
     -> [post pass: HZB, re-cull what the old HZB hid, raster] -> HZB for the next frame
-    -> resolve -> statistics, timestamps (and page requests) copied for readback
+    -> depth targets (velocity) -> resolve -> statistics, timestamps (and page requests) copied
+    for readback
 
 Around it, one module a concern: the options (`renderer.options`), the results
 (`renderer.results`), the pages on the GPU and the GPU side of streaming (`renderer.page_pool`),
@@ -38,6 +39,7 @@ from renderer.limits import (
 from renderer.options import DEBUG_VIEWS, RenderOptions
 from renderer.page_pool import PagePool
 from renderer.passes.cull import Cull
+from renderer.passes.depth_targets import DepthTargets
 from renderer.passes.hzb import HZB, hzb_levels
 from renderer.passes.instance_cull import InstanceCull
 from renderer.passes.raster_hw import RasterHW
@@ -45,7 +47,7 @@ from renderer.passes.raster_sw import RasterSW
 from renderer.passes.resolve import Resolve
 from renderer.readback import InFlight, ReadbackRing, RingLayout
 from renderer.results import FrameStats, RenderResult
-from renderer.scene import Scene, SceneError, grid_offsets, open_asset
+from renderer.scene import PREV_WORLD_BYTES, Scene, SceneError, grid_offsets, open_asset
 
 __all__ = ["FrameResources", "Renderer"]
 
@@ -161,6 +163,14 @@ class Renderer:
         self._uniform_key: tuple | None = None  # what _uniform_static was made for
         self._uniform_static = np.zeros(1, FRAME_DTYPE)
         self._last_view: tuple[np.ndarray, np.ndarray] | None = None
+        # velocity's previous frame: the last submitted view_proj and the epoch it belongs to
+        # (bumped by a resize and a new scene: no camera motion across them); the instances'
+        # rows of `prev_worlds` that hold a transform other than the current one (rewritten on
+        # the next frame)
+        self._prev_view_proj: tuple[int, np.ndarray] | None = None
+        self._motion_epoch = 0
+        self._prev_stale: set[int] = set()
+        self._moving = False  # this frame's camera or an instance moved (else velocity is 0)
         self.pool: PagePool | None = None  # the scene's pages on the GPU
         self._frozen_last = False
         d = self.device
@@ -177,6 +187,7 @@ class Renderer:
                          level_workgroups=self.options.level_workgroups or (16 if cpu else 1024),
                          sw_per_workgroup=self.raster_sw.clusters_per_workgroup)
         self.raster_hw = RasterHW(d, vis64=self.vis64)
+        self.depth_targets = DepthTargets(d, vis64=self.vis64)
         self.resolve = Resolve(d, vis64=self.vis64)
         self.hzb = HZB(d, vis64=self.vis64)
         self.occlusion = self.options.occlusion
@@ -228,13 +239,30 @@ class Renderer:
         """Place an asset with a (4, 4) object-to-world transform (identity by default)."""
         self.check_instances(1)
         if transform is not None and 0 <= asset < len(self.scene.assets):
-            m = np.asarray(transform, np.float64)
-            if m.shape == (4, 4) and np.isfinite(m).all():
-                s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
-                reach = (np.abs(m[:3, :3] @ s[:3] + m[:3, 3])
-                         + s[3] * np.linalg.norm(m[:3, :3], axis=0).max())
-                _check_world(float(reach.max()), "the instance's bounds")
+            self._check_reach(asset, transform)
         return self.scene.add_instance(asset, transform)
+
+    def set_transform(self, instance: int, transform: np.ndarray) -> None:
+        """Move an instance: its (4, 4) object-to-world transform from the next frame on,
+        checked as `add_instance` checks it (SceneError, or ValueError past `MAX_WORLD`). The
+        next frame's velocity measures the motion from the transform of the frame before; the
+        rows change in place (no re-upload, the HZB stays valid)."""
+        n = self.scene.instance_count
+        if (isinstance(instance, bool) or not isinstance(instance, (int, np.integer))
+                or not 0 <= instance < n):
+            raise SceneError(f"no instance {instance!r} (the scene has {n})")
+        self._check_reach(self.scene.instance_asset[instance], transform)
+        self.scene.set_transform(int(instance), transform)
+
+    def _check_reach(self, asset: int, transform: np.ndarray) -> None:
+        """ValueError if an instance of `asset` under `transform` reaches past MAX_WORLD (a
+        malformed transform is left to the scene's one-line SceneError)."""
+        m = np.asarray(transform, np.float64)
+        if m.shape == (4, 4) and np.isfinite(m).all():
+            s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
+            reach = (np.abs(m[:3, :3] @ s[:3] + m[:3, 3])
+                     + s[3] * np.linalg.norm(m[:3, :3], axis=0).max())
+            _check_world(float(reach.max()), "the instance's bounds")
 
     def add_grid(self, asset: int, count: int, *, spacing: float | None = None,
                  origin=(0.0, 0.0, 0.0)) -> range:
@@ -338,8 +366,10 @@ class Renderer:
         self.check_image(width, height)
         d, f = self.device, self.frame
         f.width, f.height = int(width), int(height)
+        self._motion_epoch += 1  # new pixels: no camera motion into the next frame
         for name, nbytes in image_buffers(f.width, f.height, self.vis64).items():
-            usage = _BU.STORAGE | _BU.COPY_SRC | (_BU.COPY_DST if name.startswith("vis") else 0)
+            cleared = name.startswith("vis") or name == "velocity"  # by enc.clear_buffer
+            usage = _BU.STORAGE | _BU.COPY_SRC | (_BU.COPY_DST if cleared else 0)
             label = "frame.depth" if name == "depth_out" else f"frame.{name}"
             f.buffers[name] = buffer(d, nbytes, label, usage)
         f.hzb_levels = hzb_levels(f.width, f.height)
@@ -362,6 +392,7 @@ class Renderer:
         """The scene's hierarchy, and its pages: all of them, or (streaming) a pool holding the
         root pages, with the residency and effective tables the culling pass reads."""
         s, f, o = self.scene, self.frame, self.options
+        self._motion_epoch += 1  # a new scene: no camera motion into its first frame
         f.buffers.update(s.upload_geometry(self.device, binding_limit(self.device)[0]))
         self.pool = PagePool(self.device, s, o, self.ctx.limits)
         f.buffers.update(self.pool.buffers)
@@ -377,13 +408,32 @@ class Renderer:
             f.max_depth = max(a.depth for a in s.assets)
             self._asset_version = s.asset_version
             f.generation += 1
+        moved = s.take_moved()  # {instance: its world in the previous frame}
         if self._instance_version != s.instance_version:
             if not s.instance_count:
                 raise SceneError("the scene has no instance: add_instance() first")
-            f.buffers.update(s.upload_instances(self.device))
+            f.buffers.update(s.upload_instances(self.device, moved))
             f.instance_count = s.instance_count
             self._instance_version = s.instance_version
             f.generation += 1
+        elif moved or self._prev_stale:
+            self._write_moved(moved)
+        self._prev_stale = set(moved)
+        self._moving = bool(moved)
+
+    def _write_moved(self, moved: dict[int, np.ndarray]) -> None:
+        """Rewrite in place the rows of the instances moved since the previous frame (their new
+        world; their previous one in `prev_worlds`) and of those moved the frame before (their
+        `prev_worlds` row back to the current world), run by contiguous run."""
+        s, f, q = self.scene, self.frame, self.device.queue
+        rows = sorted(set(moved) | self._prev_stale)
+        starts = [0, *(k for k in range(1, len(rows)) if rows[k] != rows[k - 1] + 1)]
+        for a, b in zip(starts, [*starts[1:], len(rows)], strict=True):
+            run = range(rows[a], rows[b - 1] + 1)
+            q.write_buffer(f.buffers["instances"], run.start * INSTANCE_DTYPE.itemsize,
+                           s.instance_rows(run))
+            q.write_buffer(f.buffers["prev_worlds"], run.start * PREV_WORLD_BYTES,
+                           s.prev_world_rows(run, moved))
 
     def _frame_uniforms(self, camera: Camera, tau: float, debug_view: int) -> np.ndarray:
         f, o = self.frame, self.options
@@ -413,6 +463,11 @@ class Renderer:
             fw[first : first + n] = np.asarray(values, np.float32).reshape(-1)
 
         put("view_proj", vp.T)
+        prev = self._prev_view_proj
+        same = prev is not None and prev[0] == self._motion_epoch
+        put("prev_view_proj", (prev[1] if same else vp).T)
+        self._moving = self._moving or (same and not np.array_equal(prev[1], vp))
+        self._prev_view_proj = (self._motion_epoch, vp)
         put("view", view.T)
         put("planes", frustum_planes(vp))
         put("camera", [*camera.eye, camera.lod_scale(f.height)])
@@ -438,11 +493,11 @@ class Renderer:
         `freeze_culling`, the clusters chosen by the previous frame are drawn again from this
         camera (culling is skipped), to inspect what a view selected from elsewhere."""
         t0 = time.perf_counter()
-        self._sync_scene()
         view = DEBUG_VIEWS.index(debug_view) if isinstance(debug_view, str) else int(debug_view)
         tau = self.options.tau if tau is None else float(tau)
         if not (np.isfinite(tau) and tau > 0):
             raise ValueError(f"tau must be a finite number > 0 pixels, not {tau}")
+        self._sync_scene()  # after the checks: a frame refused keeps the moves for the next
         d, f = self.device, self.frame
         d.queue.write_buffer(f.buffers["frame"], 0, self._frame_uniforms(camera, tau, view))
         f.labels = []
@@ -480,6 +535,10 @@ class Renderer:
             self._hzb_from = (view, proj, f.generation)
         elif frozen:
             self._hzb_from = None
+        if self._moving:
+            self.depth_targets.encode(f, enc)
+        else:  # what the pass would write, exactly (0 where nothing moved), for a buffer clear
+            enc.clear_buffer(f.buffers["velocity"])
         self.resolve.encode(f, enc)
         self.pool.begin_frame()
         ring = self.ring.acquire()
@@ -528,7 +587,8 @@ class Renderer:
         return self._latest
 
     def read_images(self) -> dict[str, np.ndarray]:
-        """The resolve outputs of the last submitted frame (waits for the GPU)."""
+        """The resolve and depth-target outputs of the last submitted frame (waits for the
+        GPU)."""
         f = self.frame
         h, w = f.height, f.width
         q = self.device.queue
@@ -553,6 +613,7 @@ class Renderer:
         def bytes4(words: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(words).view(np.uint8).reshape(h, w, 4)
 
+        velocity = np.frombuffer(q.read_buffer(f.buffers["velocity"]), np.float32)[: 2 * n]
         return {
             "color": color.reshape(h, w, 4).copy(),
             "depth": depth.reshape(h, w).copy(),
@@ -569,6 +630,7 @@ class Renderer:
             "material": np.where(empty, -1, (gb[..., 0] >> 16).astype(np.int64)),
             "emissive": bytes4(gb[..., 1])[..., :3].copy(),
             "occlusion": (gb[..., 1] >> 24).astype(np.float32) / 255,
+            "velocity": velocity.reshape(h, w, 2).copy(),
         }
 
     def render(self, camera: Camera, *, tau: float | None = None,

@@ -48,6 +48,9 @@ MATERIALS_HEADER_WORDS = 4
 
 FRAME_DTYPE = np.dtype([
     ("view_proj", "<f4", 16),  # world -> clip, column-major
+    # the previous submitted frame's view_proj (velocity: shaders/depth_targets.wgsl); this
+    # frame's own on the first frame and after a resize or a new scene (no camera motion)
+    ("prev_view_proj", "<f4", 16),
     ("view", "<f4", 16),  # world -> view, column-major
     ("planes", "<f4", (5, 4)),  # frustum planes, world space, inside where n.p + d >= 0
     ("camera", "<f4", 4),  # xyz eye position, w: lod scale (pixels per unit at distance 1)

@@ -71,8 +71,9 @@ ID_EMPTY = 0xFFFFFFFF
 MAX_IMAGE_SIZE = 16384
 # the frame's image buffers, in bytes a pixel (renderer/frame.py allocates them from this): the
 # visibility buffer (one 64-bit word, or depth and ids words without 64-bit atomics), then the
-# resolve outputs, split so that none holds more than the visibility buffer. 60 bytes a pixel
-# in all (and the HZB's 1.3), 15 GiB at 16384 x 16384
+# resolve outputs (the G-buffer among them), split so that none holds more than the visibility
+# buffer, and the depth targets' velocity. 68 bytes a pixel in all (and the HZB's 1.3),
+# 17 GiB at 16384 x 16384
 IMAGE_BUFFER_BYTES = {
     "vis": 8,  # 64-bit visibility: depth << 32 | payload
     "vis_depth": 4,  # 32-bit fallback: depth
@@ -88,6 +89,7 @@ IMAGE_BUFFER_BYTES = {
     # occlusion (8)
     "gbuffer_a": 8,
     "gbuffer_b": 8,
+    "velocity": 8,  # depth targets: screen motion since the previous frame, pixels (2 x f32)
 }
 # mips of the hierarchical depth buffer: 16 mips cover 65,536 pixels a side; the frame uniforms
 # carry one u32 offset per mip (FRAME_DTYPE.hzb_mips)

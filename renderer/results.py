@@ -48,6 +48,11 @@ class RenderResult:
     triangle: np.ndarray  # (h, w) int64 triangle index within its cluster, -1 = background
     level: np.ndarray  # (h, w) int64 LOD level of the cluster (0 finest), -1 = background
     hardware: np.ndarray  # (h, w) bool: drawn by the hardware rasterizer
+    # (h, w, 2) float32 screen motion of the surface under each pixel since the previous
+    # submitted frame (camera and instance motion), in pixels, x right, y down: the point was at
+    # (pixel centre - velocity). 0 on the background, on the first frame, after a resize or a new
+    # scene, and where the point was behind the previous camera (shaders/depth_targets.wgsl)
+    velocity: np.ndarray
     stats: FrameStats
     near: float = 0.0
     # the G-buffer the lit image is shaded from (resolve, Nanite's BasePass); background 0 / -1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +30,8 @@ from preprocess.tess.container import TessFile, read_tess
 from renderer.gpu import buffer_with
 from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE, MATERIALS_HEADER_WORDS
 from renderer.limits import SLOT_BITS
+
+PREV_WORLD_BYTES = 64  # a row of `prev_worlds`: one column-major mat4x4<f32> an instance
 
 
 class SceneError(ValueError):
@@ -171,6 +174,17 @@ def full_detail_mesh(asset: Asset) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(positions), np.concatenate(triangles)
 
 
+def checked_world(world: np.ndarray) -> np.ndarray:
+    """An instance transform as a (4, 4) float32 copy (SceneError unless finite and
+    non-singular): the caller may change its array afterwards, for the next `set_transform`."""
+    m = np.array(world, np.float32)
+    if m.shape != (4, 4) or not np.isfinite(m).all():
+        raise SceneError("an instance transform must be a finite (4, 4) matrix")
+    if abs(float(np.linalg.det(m[:3, :3].astype(np.float64)))) < 1e-30:
+        raise SceneError("an instance transform must not be singular")
+    return m
+
+
 def max_scale(m: np.ndarray) -> float:
     """The largest axis scale of a (4, 4) affine transform (the norm of its longest column)."""
     return float(np.linalg.norm(np.asarray(m, np.float64)[:3, :3], axis=0).max())
@@ -195,7 +209,13 @@ class Scene:
     instance_asset: list[int] = field(default_factory=list)
     instance_world: list[np.ndarray] = field(default_factory=list)
     asset_version: int = 0  # bumped when assets change (geometry re-upload)
-    instance_version: int = 0  # bumped when instances change
+    instance_version: int = 0  # bumped when instances are added or cleared (re-upload)
+    # instance -> its world before the `set_transform` calls since `take_moved` (the renderer
+    # takes them once a frame: rows to rewrite in place, and the previous transforms of velocity)
+    moved: dict[int, np.ndarray] = field(default_factory=dict)
+    # instances at the last `take_moved`: those added since have no previous frame, and their
+    # moves before their first frame are no motion
+    taken_count: int = 0
 
     def add_asset(self, asset: Asset) -> int:
         self.assets.append(asset)
@@ -205,15 +225,22 @@ class Scene:
     def add_instance(self, asset: int, world: np.ndarray | None = None) -> int:
         if not 0 <= asset < len(self.assets):
             raise SceneError(f"no asset {asset} (the scene has {len(self.assets)})")
-        m = np.eye(4, dtype=np.float32) if world is None else np.asarray(world, np.float32)
-        if m.shape != (4, 4) or not np.isfinite(m).all():
-            raise SceneError("an instance transform must be a finite (4, 4) matrix")
-        if abs(float(np.linalg.det(m[:3, :3].astype(np.float64)))) < 1e-30:
-            raise SceneError("an instance transform must not be singular")
+        m = np.eye(4, dtype=np.float32) if world is None else checked_world(world)
         self.instance_asset.append(int(asset))
         self.instance_world.append(m)
         self.instance_version += 1
         return len(self.instance_asset) - 1
+
+    def set_transform(self, instance: int, world: np.ndarray) -> None:
+        """Move an instance: its (4, 4) object-to-world transform, checked as `add_instance`
+        checks it. The instance table is not rebuilt: the renderer rewrites the moved rows in
+        place (`take_moved`)."""
+        if not 0 <= instance < self.instance_count:
+            raise SceneError(f"no instance {instance} (the scene has {self.instance_count})")
+        m = checked_world(world)
+        if instance < self.taken_count:
+            self.moved.setdefault(int(instance), self.instance_world[instance])
+        self.instance_world[instance] = m
 
     def add_instances(self, asset: int, worlds: np.ndarray) -> range:
         """Many instances of one asset: worlds (k, 4, 4)."""
@@ -225,7 +252,16 @@ class Scene:
     def clear_instances(self) -> None:
         self.instance_asset.clear()
         self.instance_world.clear()
+        self.moved.clear()
+        self.taken_count = 0
         self.instance_version += 1
+
+    def take_moved(self) -> dict[int, np.ndarray]:
+        """The instances moved since the last call, each with its world before (the previous
+        frame's, when the renderer calls this once a frame), and forget them."""
+        out, self.moved = self.moved, {}
+        self.taken_count = self.instance_count
+        return out
 
     @property
     def instance_count(self) -> int:
@@ -236,11 +272,32 @@ class Scene:
         return sum(int(self.assets[a].meta["input_triangles"]) for a in self.instance_asset)
 
     def instance_table(self) -> np.ndarray:
-        out = np.zeros(max(1, self.instance_count), INSTANCE_DTYPE)
-        for i, (a, m) in enumerate(zip(self.instance_asset, self.instance_world, strict=True)):
-            out[i]["world"] = m.T.reshape(-1)
-            out[i]["asset"] = a
-            out[i]["scale"] = max_scale(m)
+        """The instance buffer's rows (INSTANCE_DTYPE), at least one."""
+        return self.instance_rows(range(max(1, self.instance_count)))
+
+    def instance_rows(self, rows: range) -> np.ndarray:
+        """INSTANCE_DTYPE rows `rows` of the instance buffer (zero past the last instance)."""
+        out = np.zeros(len(rows), INSTANCE_DTYPE)
+        k = max(0, min(rows.stop, self.instance_count) - rows.start)
+        if k:
+            w = np.asarray(self.instance_world[rows.start : rows.start + k], np.float32)
+            out["world"][:k] = w.transpose(0, 2, 1).reshape(k, 16)
+            out["asset"][:k] = self.instance_asset[rows.start : rows.start + k]
+            # max_scale, row by row: the longest column of each 3 x 3
+            out["scale"][:k] = np.linalg.norm(w[:, :3, :3].astype(np.float64), axis=1).max(axis=1)
+        return out
+
+    def prev_world_rows(self, rows: range, before: Mapping[int, np.ndarray]) -> np.ndarray:
+        """(len(rows), 16) float32 rows of the previous-transform buffer, column-major: each
+        instance's world, or `before[i]` for an instance moved since the previous frame."""
+        out = np.zeros((len(rows), 16), np.float32)
+        k = max(0, min(rows.stop, self.instance_count) - rows.start)
+        if k:
+            w = np.array(self.instance_world[rows.start : rows.start + k], np.float32)
+            for i, m in before.items():
+                if rows.start <= i < rows.start + k:
+                    w[i - rows.start] = m
+            out[:k] = w.transpose(0, 2, 1).reshape(k, 16)
         return out
 
     def asset_table(self, material_bases: np.ndarray | None = None) -> np.ndarray:
@@ -318,9 +375,19 @@ class Scene:
                                 np.zeros(1, np.uint32)])
         return words, np.array(bases, np.uint32)
 
-    def upload_instances(self, device: wgpu.GPUDevice) -> dict[str, wgpu.GPUBuffer]:
-        return {"instances": buffer_with(device, self.instance_table(), "scene.instances",
-                                         wgpu.BufferUsage.STORAGE)}
+    def upload_instances(self, device: wgpu.GPUDevice,
+                         before: Mapping[int, np.ndarray] | None = None
+                         ) -> dict[str, wgpu.GPUBuffer]:
+        """The instance buffer, and the previous frame's transforms (`prev_world_rows`), apart:
+        only the depth targets read them, and culling's rows stay 80 bytes. Both take in-place
+        row writes (COPY_DST) when instances move."""
+        n = max(1, self.instance_count)
+        return {
+            "instances": buffer_with(device, self.instance_table(), "scene.instances",
+                                     wgpu.BufferUsage.STORAGE),
+            "prev_worlds": buffer_with(device, self.prev_world_rows(range(n), before or {}),
+                                       "scene.prev_worlds", wgpu.BufferUsage.STORAGE),
+        }
 
     def page_data(self) -> np.ndarray:
         """Every page of every asset, in scene page order, as one (n,) uint32 array."""

@@ -16,7 +16,7 @@
 // holds 128 MiB on some adapters (renderer.limits.IMAGE_BUFFER_BYTES).
 #include "layout.wgsl"
 #include "math.wgsl"
-#include "cluster.wgsl"
+#include "pixel_triangle.wgsl"
 #include "shading.wgsl"
 #include "material.wgsl"
 
@@ -34,18 +34,6 @@ fn level_color(level: u32) -> vec3<f32> {
     return palette[min(level, 7u)];
 }
 
-// barycentrics of the point of the triangle (clip-space corners) whose projection is ndc: the
-// clip-space method, perspective-correct
-fn barycentrics(c0: vec4<f32>, c1: vec4<f32>, c2: vec4<f32>, ndc: vec2<f32>) -> vec3<f32> {
-    let s0 = c0.xy - ndc * c0.w;
-    let s1 = c1.xy - ndc * c1.w;
-    let s2 = c2.xy - ndc * c2.w;
-    let b = vec3<f32>(s1.x * s2.y - s1.y * s2.x, s2.x * s0.y - s2.y * s0.x,
-                      s0.x * s1.y - s0.y * s1.x);
-    let sum = b.x + b.y + b.z;
-    return select(vec3<f32>(1.0 / 3.0), b / sum, abs(sum) > 0.0);
-}
-
 fn interpolate2(b: vec3<f32>, a: array<vec2<f32>, 3>) -> vec2<f32> {
     return b.x * a[0] + b.y * a[1] + b.z * a[2];
 }
@@ -58,14 +46,8 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let pixel = gid.y * w + gid.x;
-#ifdef VIS64
-    let word = vis[pixel];
-    let depth = bitcast<f32>(word.y);
-    let payload = word.x;
-#else
-    let depth = bitcast<f32>(vis_depth[pixel]);
-    let payload = vis_ids[pixel];
-#endif
+    let sample = vis_sample(pixel);
+    let depth = sample.depth;
     if depth <= 0.0 {
         color[pixel] = pack_rgba(linear_to_srgb(vec3<f32>(0.006, 0.008, 0.011)));
         depth_out[pixel] = 0.0;
@@ -77,24 +59,24 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
         gbuffer_b[pixel] = vec2<u32>(0xffff0000u, 0u);
         return;
     }
-    let idx = payload >> TRIANGLE_BITS;
-    let t = payload & ((1u << TRIANGLE_BITS) - 1u);
-    let entry = visible[idx];
-    let inst = instances[entry.x];
+    let ndc = pixel_ndc(gid.xy);
+    let pt = pixel_triangle(sample.payload, ndc);
+    let idx = pt.visible;
+    let t = pt.triangle;
+    let inst = pt.inst;
     let asset = assets[inst.asset];
-    let page = page_start(entry.y);
-    let base = cluster_base(entry.y);
+    let page = pt.page;
+    let base = pt.base;
     let mode = rec_u(base, CLUSTER_MODE);
-    let c = cluster_triangle(page, base, t);
-    // world positions and normals of the three corners
-    var pw: array<vec3<f32>, 3>;
+    let c = pt.corners;
+    let pw = pt.world;
+    // world normals, uvs and colours of the three corners
     var nw: array<vec3<f32>, 3>;
     var uv: array<vec2<f32>, 3>;
     var vc: array<vec4<f32>, 3>;
     let has_uv = (mode & MODE_HAS_UV) != 0u;
     let has_color = (mode & MODE_HAS_COLOR) != 0u;
     for (var k = 0u; k < 3u; k++) {
-        pw[k] = (inst.world * vec4<f32>(cluster_position(page, base, c[k], asset.step), 1.0)).xyz;
         nw[k] = (inst.world * vec4<f32>(cluster_normal(page, base, c[k]), 0.0)).xyz;
         uv[k] = vec2<f32>(0.0);
         vc[k] = vec4<f32>(1.0);
@@ -108,14 +90,11 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     // barycentrics at the pixel centre and one pixel right and down: their differences are the
     // screen-space derivatives (exact for the triangle's plane)
-    let ndc = vec2<f32>((f32(gid.x) + 0.5) * frame.viewport.z * 2.0 - 1.0,
-                        1.0 - (f32(gid.y) + 0.5) * frame.viewport.w * 2.0);
-    let c0 = frame.view_proj * vec4<f32>(pw[0], 1.0);
-    let c1 = frame.view_proj * vec4<f32>(pw[1], 1.0);
-    let c2 = frame.view_proj * vec4<f32>(pw[2], 1.0);
-    let b = barycentrics(c0, c1, c2, ndc);
-    let bx = barycentrics(c0, c1, c2, ndc + vec2<f32>(2.0 * frame.viewport.z, 0.0));
-    let by = barycentrics(c0, c1, c2, ndc - vec2<f32>(0.0, 2.0 * frame.viewport.w));
+    let b = pt.bary;
+    let bx = clip_barycentrics(pt.clip[0], pt.clip[1], pt.clip[2],
+                               ndc + vec2<f32>(2.0 * frame.viewport.z, 0.0));
+    let by = clip_barycentrics(pt.clip[0], pt.clip[1], pt.clip[2],
+                               ndc - vec2<f32>(0.0, 2.0 * frame.viewport.w));
     let e1 = pw[1] - pw[0];
     let e2 = pw[2] - pw[0];
     let face = cross(e1, e2);
@@ -181,7 +160,7 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     depth_out[pixel] = depth;
     normal_xy[pixel] = n.xy;
     normal_z[pixel] = n.z;
-    ids_a[pixel] = vec2<u32>(entry.x, cluster);
+    ids_a[pixel] = vec2<u32>(pt.instance, cluster);
     ids_b[pixel] = vec2<u32>(t, (level << 1u) | hw);
     let q = vec2<u32>(round(clamp(vec2<f32>(surf.roughness, surf.metallic), vec2<f32>(0.0),
                                   vec2<f32>(1.0)) * 255.0));
@@ -197,11 +176,11 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // at every dispatch and never frees the variant: ~0.43 MB of native memory a frame (measured
     // with tools/soak.py) and an LLVM compile a dispatch. Views 1, 2, 3, 6 and 8 hash one key.
     let view = frame.debug_view;
-    let hashed = select(select(select(select(entry.x + 1u,
-                                             rec_u(base, CLUSTER_GROUP) * 31u + entry.x,
+    let hashed = select(select(select(select(pt.instance + 1u,
+                                             rec_u(base, CLUSTER_GROUP) * 31u + pt.instance,
                                              view == 3u),
                                       (cluster << 7u) + t, view == 2u),
-                               cluster * 7919u + entry.x, view == 1u),
+                               cluster * 7919u + pt.instance, view == 1u),
                         m * 2654435761u + 17u, view == 8u);
     let hashes = (view == 1u) | (view == 2u) | (view == 3u) | (view == 6u) | (view == 8u);
     // the id views show their albedo times a scalar camera light (a key from above and behind

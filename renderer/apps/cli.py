@@ -279,7 +279,7 @@ def cmd_render(args: argparse.Namespace) -> int:
                                 base_color=res.base_color, shading_normal=res.shading_normal,
                                 roughness=res.roughness, metallic=res.metallic,
                                 occlusion=res.occlusion, emissive=res.emissive,
-                                material=res.material)
+                                material=res.material, velocity=res.velocity)
     except OSError as e:  # a full disk, a folder removed meanwhile: nothing half written stays
         for path in started:
             Path(path).unlink(missing_ok=True)

@@ -16,7 +16,7 @@ TRAVERSAL_NAMES = ["persistent", "per level"]
 # the frame's passes in the order they run (renderer.frame.Renderer.submit)
 PASS_ORDER = ["instance_cull", "cull", "raster_sw", "raster_hw", "hzb", "post_cull",
               "post_raster_sw", "post_raster_hw", "raster_sw.ids", "raster_hw.ids", "hzb_next",
-              "resolve"]
+              "depth_targets", "resolve"]
 
 
 def draw_panel(app: ViewerApp) -> None:
@@ -58,9 +58,10 @@ def draw_panel(app: ViewerApp) -> None:
     s = r.stats() if app.ready else None
     if s is not None:
         if s.gpu_ms:
-            # every pass seen so far keeps its line (frozen culling skips two): no jumping
+            # every pass seen so far keeps its line (frozen culling skips two): no jumping; the
+            # depth targets, skipped while nothing moves, have theirs from the first frame
             names = app.panel_passes
-            names.extend(n for n in s.gpu_ms if n not in names)
+            names.extend(n for n in (*s.gpu_ms, "depth_targets") if n not in names)
             names.sort(key=lambda n: PASS_ORDER.index(n) if n in PASS_ORDER else len(PASS_ORDER))
             imgui.text(f"GPU {s.gpu_total_ms:.2f} ms")
             for name in names:

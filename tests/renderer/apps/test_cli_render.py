@@ -39,6 +39,8 @@ def test_render_writes_png_arrays_and_stats(sphere_tess, tmp_path, capsys):
     assert covered.any() and (~covered).any()
     assert set(np.unique(arrays["instance"][covered])) <= {0, 1, 2, 3}
     assert (arrays["depth"][covered] > 0).all() and (arrays["depth"][~covered] == 0).all()
+    # one camera, no motion (tests/renderer/test_depth_targets.py measures real motion)
+    assert arrays["velocity"].shape == (64, 96, 2) and not arrays["velocity"].any()
 
 
 @pytest.mark.gpu

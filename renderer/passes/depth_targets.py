@@ -1,0 +1,36 @@
+"""Depth targets (Nanite's EmitDepthTargets): per-pixel velocity from the visibility buffer, this
+frame's and the previous frame's camera and instance transforms (shaders/depth_targets.wgsl)."""
+
+from __future__ import annotations
+
+import wgpu
+
+from renderer.gpu import READ, STORAGE, Binding, compute_pipelines
+from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
+
+
+class DepthTargets(Pass):
+    label = "depth_targets"
+
+    def __init__(self, device: wgpu.GPUDevice, *, vis64: bool) -> None:
+        super().__init__()
+        self.bindings = (
+            *cluster_reader_bindings(),
+            *vis_bindings(vis64, write=False),
+            # each instance's world transform in the previous submitted frame (column-major);
+            # apart from `instances` so that culling reads no more bytes an instance
+            Binding("prev_worlds", READ, "array<mat4x4<f32>>"),
+            Binding("velocity", STORAGE, "array<vec2<f32>>"),  # pixels, x right, y down
+        )
+        self.bgl, pipes = compute_pipelines(device, "depth_targets.wgsl", self.bindings,
+                                            ["cs_main"], defines=["VIS64"] if vis64 else [],
+                                            label=self.label)
+        self.pipeline = pipes["cs_main"]
+
+    def encode(self, frame, encoder: wgpu.GPUCommandEncoder) -> None:
+        cp = encoder.begin_compute_pass(label=self.label,
+                                        timestamp_writes=frame.timestamps(self.label))
+        cp.set_pipeline(self.pipeline)
+        cp.set_bind_group(0, self.group(frame))
+        cp.dispatch_workgroups((frame.width + 7) // 8, (frame.height + 7) // 8)
+        cp.end()
