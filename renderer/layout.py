@@ -42,9 +42,12 @@ from renderer.limits import BVH_FANOUT, HZB_MAX_MIPS, WGSL_CONSTANTS
 
 # the scene's `materials` buffer (renderer.scene.Scene.material_data, shaders/material.wgsl):
 # a header of MATERIALS_HEADER_WORDS words (first word of the texture table, first word of the
-# texels, material count, texture count), every asset's MATERIAL_DTYPE records, the
-# TEXTURE_DTYPE records (offsets counted from the first texel), the texels
-MATERIALS_HEADER_WORDS = 4
+# texels, material count, texture count, then SRGB_TABLE_WORDS f32: the linear value of each
+# 8-bit sRGB code, a lookup instead of three pow() a texel), every asset's MATERIAL_DTYPE
+# records, the TEXTURE_DTYPE records (offsets counted from the first texel), the texels
+SRGB_TABLE_WORDS = 256
+SRGB_TABLE = 4  # its first word
+MATERIALS_HEADER_WORDS = SRGB_TABLE + SRGB_TABLE_WORDS
 
 FRAME_DTYPE = np.dtype([
     ("view_proj", "<f4", 16),  # world -> clip, column-major
@@ -235,7 +238,8 @@ def generated_includes() -> dict[str, str]:
             ("MATERIAL_BYTE_DOUBLE_SIDED", MATERIAL_BYTE_DOUBLE_SIDED),
             ("MATERIAL_DOUBLE_SIDED", MATERIAL_DOUBLE_SIDED),
             ("MATERIAL_ALPHA_MASK", MATERIAL_ALPHA_MASK), ("NO_TEXTURE", NO_TEXTURE),
-            ("TEXTURE_SRGB", TEXTURE_SRGB), ("MATERIALS_HEADER_WORDS", MATERIALS_HEADER_WORDS))),
+            ("TEXTURE_SRGB", TEXTURE_SRGB), ("MATERIALS_HEADER_WORDS", MATERIALS_HEADER_WORDS),
+            ("SRGB_TABLE", SRGB_TABLE))),
         f"const BVH_FANOUT: u32 = {BVH_FANOUT}u;",
         "\n".join(wgsl_const(n, v) for n, v in WGSL_CONSTANTS.items()),
         "\n".join(f"const S_{n.upper()}: u32 = {i}u;" for n, i in STATE.items()),

@@ -28,7 +28,7 @@ from preprocess.tess.records import (
 from preprocess.tess.limits import ROOT_ERROR
 from preprocess.tess.container import TessFile, read_tess
 from renderer.gpu import buffer_with
-from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE, MATERIALS_HEADER_WORDS
+from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE, MATERIALS_HEADER_WORDS, SRGB_TABLE_WORDS
 from renderer.limits import SLOT_BITS
 
 PREV_WORLD_BYTES = 64  # a row of `prev_worlds`: one column-major mat4x4<f32> an instance
@@ -368,8 +368,11 @@ class Scene:
             fitted = fitted.copy()
             fitted["offset"] = np.cumsum([0] + [len(p) for p in parts])[:-1]
             all_texels = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
-        head = np.array([head_words - tex.nbytes // 4, head_words, len(mat), len(tex)],
-                        np.uint32)
+        code = np.arange(SRGB_TABLE_WORDS) / 255.0
+        table = np.where(code <= 0.04045, code / 12.92, ((code + 0.055) / 1.055) ** 2.4)
+        head = np.concatenate([
+            np.array([head_words - tex.nbytes // 4, head_words, len(mat), len(tex)], np.uint32),
+            table.astype(np.float32).view(np.uint32)])
         words = np.concatenate([head, mat.view(np.uint32).reshape(-1),
                                 fitted.view(np.uint32).reshape(-1), all_texels,
                                 np.zeros(1, np.uint32)])

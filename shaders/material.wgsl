@@ -51,10 +51,19 @@ fn texture_info(t: u32) -> TextureInfo {
                        (materials[base + TEXTURE_FLAGS] & TEXTURE_SRGB) != 0u);
 }
 
+// the linear value of an 8-bit sRGB code, from the table in the buffer's header
+fn srgb_code(code: u32) -> f32 {
+    return bitcast<f32>(materials[SRGB_TABLE + code]);
+}
+
 // texel (x, y) of mip level `lvl` (x, y wrapped already), linear
 fn texel(tex: TextureInfo, first: u32, size: vec2<u32>, x: u32, y: u32) -> vec4<f32> {
-    let c = unpack_rgba8(materials[first + y * size.x + x]);
-    return select(c, vec4<f32>(srgb_to_linear(c.rgb), c.a), tex.srgb);
+    let w = materials[first + y * size.x + x];
+    if tex.srgb {
+        return vec4<f32>(srgb_code(w & 0xffu), srgb_code((w >> 8u) & 0xffu),
+                         srgb_code((w >> 16u) & 0xffu), f32(w >> 24u) / 255.0);
+    }
+    return unpack_rgba8(w);
 }
 
 // bilinear sample of one mip at uv (repeat); uv's origin is the lower left (v up, as trimesh
@@ -66,14 +75,16 @@ fn sample_mip(tex: TextureInfo, lvl: u32, uv: vec2<f32>) -> vec4<f32> {
         first += size.x * size.y;
         size = max(size / 2u, vec2<u32>(1u));
     }
-    let st = vec2<f32>(uv.x, 1.0 - uv.y) * vec2<f32>(size) - 0.5;
+    let n = vec2<f32>(size);
+    let st = vec2<f32>(uv.x, 1.0 - uv.y) * n - 0.5;
     let f = fract(st);
-    let i0 = vec2<i32>(floor(st));
-    let n = vec2<i32>(size);
-    let x0 = u32(((i0.x % n.x) + n.x) % n.x);
-    let y0 = u32(((i0.y % n.y) + n.y) % n.y);
-    let x1 = (x0 + 1u) % size.x;
-    let y1 = (y0 + 1u) % size.y;
+    // wrapped with float arithmetic: integer division is slow on CPU adapters
+    let i0 = floor(st);
+    let w0 = vec2<u32>(clamp(i0 - n * floor(i0 / n), vec2<f32>(0.0), n - 1.0));
+    let x0 = w0.x;
+    let y0 = w0.y;
+    let x1 = select(x0 + 1u, 0u, x0 + 1u >= size.x);
+    let y1 = select(y0 + 1u, 0u, y0 + 1u >= size.y);
     let a = mix(texel(tex, first, size, x0, y0), texel(tex, first, size, x1, y0), f.x);
     let b = mix(texel(tex, first, size, x0, y1), texel(tex, first, size, x1, y1), f.x);
     return mix(a, b, f.y);
@@ -95,12 +106,38 @@ fn sample_texture(t: u32, uv: vec2<f32>, duv_dx: vec2<f32>, duv_dy: vec2<f32>) -
     return mix(a, sample_mip(tex, l1, uv), lod - f32(l0));
 }
 
-// a material's texture, or `fallback` where it has none
-fn material_texture(m: u32, field: u32, uv: vec2<f32>, duv_dx: vec2<f32>, duv_dy: vec2<f32>,
-                    fallback: vec4<f32>) -> vec4<f32> {
-    let t = material_word(m, field);
-    if t == NO_TEXTURE {
-        return fallback;
+// the textures of material m at uv, in the order of the record's texture fields (base colour,
+// metallic-roughness, normal, emissive, occlusion), white where it has none
+struct MaterialTexels {
+    t: array<vec4<f32>, 5>,
+}
+
+// A loop over the textures the material has, no more, with no dynamic indexing: a CPU adapter
+// (lavapipe) runs both sides of a divergent `if` with masked lanes and keeps dynamically
+// indexed arrays in memory, so five `if present { sample }` cost five samples on every pixel,
+// textured or not; a loop whose lanes all start done costs nothing.
+fn material_textures(m: u32, uv: vec2<f32>, duv_dx: vec2<f32>, duv_dy: vec2<f32>
+                     ) -> MaterialTexels {
+    var present = 0u;
+    for (var i = 0u; i < 5u; i++) {
+        present |= select(0u, 1u << i, material_word(m, MATERIAL_BASE_COLOR_TEXTURE + i)
+                                      != NO_TEXTURE);
     }
-    return sample_texture(t, uv, duv_dx, duv_dy);
+    var t0 = vec4<f32>(1.0);
+    var t1 = vec4<f32>(1.0);
+    var t2 = vec4<f32>(1.0);
+    var t3 = vec4<f32>(1.0);
+    var t4 = vec4<f32>(1.0);
+    while present != 0u {
+        let i = firstTrailingBit(present);
+        present &= present - 1u;
+        let s = sample_texture(material_word(m, MATERIAL_BASE_COLOR_TEXTURE + i), uv, duv_dx,
+                               duv_dy);
+        t0 = select(t0, s, i == 0u);
+        t1 = select(t1, s, i == 1u);
+        t2 = select(t2, s, i == 2u);
+        t3 = select(t3, s, i == 3u);
+        t4 = select(t4, s, i == 4u);
+    }
+    return MaterialTexels(array<vec4<f32>, 5>(t0, t1, t2, t3, t4));
 }

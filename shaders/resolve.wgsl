@@ -84,8 +84,9 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
             uv[k] = cluster_uv(page, base, c[k], asset.uv_box);
         }
         if has_color {
-            let q = unpack_rgba8(cluster_color_word(page, base, c[k]));
-            vc[k] = vec4<f32>(srgb_to_linear(q.rgb), q.a);
+            let q = cluster_color_word(page, base, c[k]);
+            vc[k] = vec4<f32>(srgb_code(q & 0xffu), srgb_code((q >> 8u) & 0xffu),
+                              srgb_code((q >> 16u) & 0xffu), f32(q >> 24u) / 255.0);
         }
     }
     // barycentrics at the pixel centre and one pixel right and down: their differences are the
@@ -111,22 +112,18 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let dx = interpolate2(bx, uv) - st;
     let dy = interpolate2(by, uv) - st;
     let vcolor = b.x * vc[0] + b.y * vc[1] + b.z * vc[2];
-    let base_color = mat.base_color * vcolor
-        * material_texture(m, MATERIAL_BASE_COLOR_TEXTURE, st, dx, dy, vec4<f32>(1.0));
-    let mr = material_texture(m, MATERIAL_METALLIC_ROUGHNESS_TEXTURE, st, dx, dy,
-                              vec4<f32>(1.0));
-    let occlusion_texel = material_texture(m, MATERIAL_OCCLUSION_TEXTURE, st, dx, dy,
-                                           vec4<f32>(1.0)).r;
-    let emissive = mat.emissive
-        * material_texture(m, MATERIAL_EMISSIVE_TEXTURE, st, dx, dy, vec4<f32>(1.0)).rgb;
+    let texels = material_textures(m, st, dx, dy).t;
+    let base_color = mat.base_color * vcolor * texels[0];
+    let mr = texels[1];
+    let emissive = mat.emissive * texels[3].rgb;
+    let occlusion_texel = texels[4].r;
     // double-sided: a back face shows its other side
     let back = dot(face, frame.camera.xyz - pw[0]) < 0.0;
     let flip = select(1.0, -1.0, back && (mat.flags & MATERIAL_DOUBLE_SIDED) != 0u);
     n *= flip;
     // the normal map, in the triangle's tangent frame (dP/du, dP/dv made orthogonal to n)
     var shading_n = n;
-    let nt = material_word(m, MATERIAL_NORMAL_TEXTURE);
-    if nt != NO_TEXTURE {
+    if material_word(m, MATERIAL_NORMAL_TEXTURE) != NO_TEXTURE {
         let d1 = uv[1] - uv[0];
         let d2 = uv[2] - uv[0];
         let r = d1.x * d2.y - d2.x * d1.y;
@@ -138,7 +135,7 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
             if dot(tg, tg) > 0.0 {
                 let tn = normalize(tg);
                 let bn = cross(n, tn) * handed;
-                let q = sample_texture(nt, st, dx, dy).xyz * 2.0 - 1.0;
+                let q = texels[2].xyz * 2.0 - 1.0;
                 let xy = q.xy * mat.normal_scale;
                 let mapped = normalize(tn * xy.x + bn * xy.y * flip + n * max(q.z, 1e-3));
                 shading_n = select(shading_n, mapped, dot(mapped, mapped) > 0.5);
@@ -164,12 +161,17 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     ids_b[pixel] = vec2<u32>(t, (level << 1u) | hw);
     let q = vec2<u32>(round(clamp(vec2<f32>(surf.roughness, surf.metallic), vec2<f32>(0.0),
                                   vec2<f32>(1.0)) * 255.0));
-    gbuffer_a[pixel] = vec2<u32>(pack_rgba(linear_to_srgb(surf.base_color))
+    let base_srgb = linear_to_srgb(surf.base_color);
+    var emissive_srgb = vec3<f32>(0.0);
+    if any(surf.emissive > vec3<f32>(0.0)) {
+        emissive_srgb = linear_to_srgb(surf.emissive);
+    }
+    gbuffer_a[pixel] = vec2<u32>(pack_rgba(base_srgb)
                                      & (0x00ffffffu | (u32(round(clamp(base_color.a, 0.0, 1.0)
                                                                   * 255.0)) << 24u)),
                                  pack_octahedral(shading_n));
     gbuffer_b[pixel] = vec2<u32>(q.x | (q.y << 8u) | (min(m, 0xffffu) << 16u),
-                                 (pack_rgba(linear_to_srgb(surf.emissive)) & 0x00ffffffu)
+                                 (pack_rgba(emissive_srgb) & 0x00ffffffu)
                                  | (u32(round(clamp(surf.occlusion, 0.0, 1.0) * 255.0)) << 24u));
     // The debug view picks the colour with selects, never a switch or an if on frame.debug_view:
     // lavapipe (Mesa 22.3) inlines a uniform that alone decides a branch, recompiles the shader
@@ -193,7 +195,7 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
                                    hw == 1u), view == 5u);
     var out = albedo * flat;
     out = select(out, linear_to_srgb(lit), view == 0u);
-    out = select(out, linear_to_srgb(surf.base_color), view == 7u);
+    out = select(out, base_srgb, view == 7u);
     out = select(out, vec3<f32>(fract(st), 0.0), view == 9u);
     out = select(out, shading_n * 0.5 + 0.5, view == 10u);
     color[pixel] = pack_rgba(out);
