@@ -521,11 +521,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-panel", action="store_true", help="hide the imgui panel")
     p.set_defaults(func=cmd_view)
     p = sub.add_parser("bench", help="the benchmark suite (closeup, scaling, occluded, "
-                       "streaming) with brute-force and pygfx baselines; or one custom run")
+                       "streaming, textured) with brute-force and pygfx baselines; or one custom "
+                       "run")
     _add_render_options(p, bench=True)
     p.set_defaults(instances=None, file=None)
     p.add_argument("--scenario", action="append", choices=["closeup", "scaling", "occluded",
-                                                           "streaming", "quality"],
+                                                           "streaming", "textured", "quality"],
                    help="suite: run this scenario (repeat; default all but quality, which "
                         "builds its own models: what the LOD cut costs the picture)")
     p.add_argument("--models", nargs="+", metavar="NAME",

@@ -12,7 +12,11 @@ Scenarios (`SCENARIOS`):
 - ``occluded``: a dense field of overlapping instances seen from ground level, drawn with
   occlusion culling on and off (`renderer.bench.measure.field_path`);
 - ``streaming``: four copies of the asset (each its own pages) on a grid, a pool of a quarter of
-  their pages, the camera jumping close to one instance after another.
+  their pages, the camera jumping close to one instance after another;
+- ``textured``: the built-in terrain (built here: 200,000 triangles, ``--quick`` 50,000) with
+  its 1024 x 1024 base-colour texture and, beside it, the same terrain with the default
+  material: what the BasePass's texture sampling costs (resolve's GPU time per pixel, where the
+  adapter has timestamps) and what the texture holds on the GPU.
 
 For every run: per-frame medians and 95th percentiles of the frame (submit to completion), of
 the CPU's work before submission (``encode_ms``: Python and encoding; on lavapipe the GPU work
@@ -39,7 +43,7 @@ import numpy as np
 from renderer.bench.measure import brute_force_ms, camera_path, field_path, measure
 from renderer.camera import Camera
 
-SCENARIOS = ("closeup", "scaling", "occluded", "streaming")
+SCENARIOS = ("closeup", "scaling", "occluded", "streaming", "textured")
 SIZES = (1, 16, 256, 4096, 65536)
 QUICK_SIZES = (1, 16, 256)
 REGRESSION = 1.15  # --compare: slower than this ratio (and by more than 0.5 ms) is flagged
@@ -158,7 +162,8 @@ class Suite:
         self.size = (cfg.width, cfg.height)
         self.ctx = None
         self.results: dict = {}
-        steps = {"closeup": 1, "scaling": 3 * len(cfg.sizes), "occluded": 2, "streaming": 2}
+        steps = {"closeup": 1, "scaling": 3 * len(cfg.sizes), "occluded": 2, "streaming": 2,
+                 "textured": 2}
         self.total = sum(steps[s] for s in cfg.scenarios)
         self._bar = None
         if cfg.progress:
@@ -295,6 +300,41 @@ class Suite:
         return rows
 
 
+    def textured(self) -> list[dict]:
+        import tempfile
+
+        from assets.rock import make_terrain
+        from preprocess.build import build_file
+
+        tris = 50_000 if self.cfg.quick else 200_000
+        resolution = max(1, round((tris / 2) ** 0.5))
+        rows = []
+        with tempfile.TemporaryDirectory(prefix="tessera-bench-") as tmp:
+            for texture in (1024, 0):
+                path = Path(tmp) / f"terrain{texture}.tess"
+                build_file(make_terrain(resolution, texture=texture), path)
+                r = self.renderer()
+                a = r.load(path)
+                r.add_instance(a)
+                center, radius = r.bounds()
+                cams = camera_path(center, radius, self.cfg.frames)
+                m = measure(r, cams, self.cfg.warmup)
+                self._step(f"textured {texture or 'none'}")
+                pixels = self.size[0] * self.size[1]
+                resolve = m["gpu_pass_ms"].get("resolve", float("nan"))
+                covered = int(r.render(cams[len(cams) // 2]).coverage.sum())
+                rows.append({
+                    "variant": "1024 texture" if texture else "no texture", **m,
+                    "covered": covered,
+                    "texture_mb": r.scene.assets[a].meta.get("texture_bytes", 0) / 2**20,
+                    "resolve_ns_per_pixel": 1e6 * resolve / pixels})
+        # frame medians side by side: lavapipe's timestamps around resolve read near zero
+        extra = rows[0]["frame_ms"]["median"] - rows[1]["frame_ms"]["median"]
+        rows[0]["texture_frame_ms"] = extra
+        rows[0]["texture_ns_per_covered_pixel"] = 1e6 * extra / max(rows[0]["covered"], 1)
+        return rows
+
+
 # ---------------------------------------------------------------------------------- reporting
 
 
@@ -354,6 +394,14 @@ def table(report: dict) -> str:
                              f"{_fmt(st['uploaded_mb_per_frame']['median'])} MB uploaded a "
                              f"frame (p95 {_fmt(st['uploaded_mb_per_frame']['p95'])}), "
                              f"{r.get('evicted_total', 0)} evicted")
+            if "resolve_ns_per_pixel" in r:
+                lines.append(f"{'':<10} {'  resolve':<17} "
+                             f"{_fmt(r['resolve_ns_per_pixel'])} ns a pixel (GPU timestamps), "
+                             f"textures {r['texture_mb']:.1f} MiB")
+            if "texture_frame_ms" in r:
+                lines.append(f"{'':<10} {'  texturing':<17} {_fmt(r['texture_frame_ms'])} ms a "
+                             f"frame more than without ({_fmt(r['texture_ns_per_covered_pixel'])}"
+                             f" ns a covered pixel; frame medians side by side)")
             if "occlusion_triangle_ratio" in r:
                 lines.append(f"{'':<10} {'  occlusion':<17} "
                              f"{r['occlusion_triangle_ratio']:.1f}x fewer triangles")

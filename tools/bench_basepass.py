@@ -1,0 +1,80 @@
+"""What the BasePass (the resolve pass: G-buffer, textures, light) costs a pixel, measured alone.
+
+A frame is drawn once (culling and rasterization fill the visibility buffer); then the resolve
+pass alone is encoded, submitted and waited for, again and again, and its median wall time is
+taken (lavapipe's timestamps around this pass read near zero, and a whole frame mixes in the
+culling and rasterization). Scenes: the built-in terrain (200,000 triangles, filling most of the
+view) with its 1024 x 1024 base-colour texture and with the default material, measured
+alternately in one run; optionally a .tess of your own (its materials as built).
+
+    python tools/bench_basepass.py [--sizes 512 1024] [--repeats 9] [extra.tess ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def resolve_ms(r, repeats: int) -> float:
+    """Median ms of the resolve pass alone, submitted and waited for `repeats` times."""
+    d = r.device
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        enc = d.create_command_encoder(label="bench_basepass")
+        r.frame.labels = []
+        r.resolve.encode(r.frame, enc)
+        d.queue.submit([enc.finish()])
+        d.queue.read_buffer(r.frame.buffers["state"], 0, 4)  # waits for the queue
+        times.append(time.perf_counter() - t)
+    return 1e3 * statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("extra", nargs="*", help="more .tess files to measure")
+    p.add_argument("--sizes", type=int, nargs="+", default=[512, 1024])
+    p.add_argument("--repeats", type=int, default=9)
+    args = p.parse_args(argv)
+
+    from assets.rock import make_terrain
+    from preprocess.build import build_file
+    from renderer import Camera, Renderer
+
+    with tempfile.TemporaryDirectory(prefix="tessera-basepass-") as tmp:
+        files = {}
+        for texture in (1024, 0):
+            path = Path(tmp) / f"terrain{texture}.tess"
+            build_file(make_terrain(316, texture=texture), path)
+            files["terrain, 1024 texture" if texture else "terrain, default material"] = path
+        for extra in args.extra:
+            files[Path(extra).name] = Path(extra)
+        for size in args.sizes:
+            scenes = []
+            for name, path in files.items():
+                r = Renderer(size, size)
+                r.add_instance(r.load(path))
+                cam = Camera.framing(*r.bounds(), direction=(0.2, 0.9, 0.4), fill=1.8)
+                img = r.render(cam)
+                scenes.append((name, r, int(img.coverage.sum()), []))
+            for _ in range(3):  # alternate: the machine's noise falls on every scene alike
+                for _, r, _, ms in scenes:
+                    ms.append(resolve_ms(r, args.repeats))
+            for name, r, covered, ms in scenes:
+                m = statistics.median(ms)
+                print(f"{size}x{size} {name:<28} resolve {m:7.2f} ms: "
+                      f"{1e6 * m / (size * size):6.1f} ns a pixel, "
+                      f"{1e6 * m / max(covered, 1):6.1f} ns a covered pixel "
+                      f"({covered:,} covered; {r.ctx.description})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
