@@ -929,11 +929,12 @@ _GLTF_MATERIAL_DRAWN = frozenset({"KHR_materials_emissive_strength", "KHR_materi
                                   "KHR_materials_pbrSpecularGlossiness", "KHR_texture_transform"})
 
 
-def _check_gltf(path: Path, file_type: str, label: str) -> None:
+def _check_gltf(path: Path, file_type: str, label: str) -> dict:
     """Raise `MeshError` for a glTF/GLB file trimesh cannot read right: a GLB container that is
     not one or is cut short, JSON that does not parse, extensions it requires and trimesh does not
     know, buffers missing or too short, accessors reading past their views. Extensions used but
-    not required and not known are named in a `MeshWarning` (their content is ignored)."""
+    not required and not known are named in a `MeshWarning` (their content is ignored). Returns
+    the JSON."""
     binary = -1  # bytes of the GLB's BIN chunk
     if file_type == "glb":
         with path.open("rb") as f:  # the header and the JSON: the BIN chunk is trimesh's to read
@@ -972,6 +973,55 @@ def _check_gltf(path: Path, file_type: str, label: str) -> None:
               f"{', '.join(drawn)}")
     _check_gltf_buffers(tree, path, binary, label)
     _check_gltf_materials(tree, path, label)
+    return tree
+
+
+def read_gltf_json(path: Path) -> dict:
+    """The checked JSON of a glTF/GLB file (`_check_gltf`: `MeshError` with one line for a
+    broken file; its `MeshWarning`s as the caller's)."""
+    label = path.name
+    file_type = "glb" if path.suffix.lower() == ".glb" else "gltf"
+    try:
+        return _check_gltf(path, file_type, label)
+    except MeshError:
+        raise
+    except Exception as exc:
+        raise MeshError(f"{label}: invalid glTF: {_one_line(exc)}") from None
+
+
+def mesh_from_gltf_json(path: Path, tree: dict, *, name: str,
+                        crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
+    """The `Mesh` of a glTF file whose JSON is `tree` (the file's, edited: its buffers and
+    images still resolved beside `path`, a GLB's BIN chunk reused), read through trimesh like
+    `load_mesh` reads a glTF: materials, colours, node transforms."""
+    import trimesh
+
+    label = path.name
+    data = json.dumps(tree).encode()
+    if path.suffix.lower() == ".glb":
+        with path.open("rb") as f:
+            _, binary = _glb_json(f, path.stat().st_size, label)
+            f.seek(0)
+            raw = f.read()
+        chunks = [(data + b" " * (-len(data) % 4), _GLB_JSON)]
+        if binary >= 0:
+            at = 20 + struct.unpack("<I", raw[12:16])[0]
+            chunks.append((raw[at + 8 : at + 8 + binary], _GLB_BIN))
+        body = b"".join(struct.pack("<II", len(c), k) + c for c, k in chunks)
+        glb = b"glTF" + struct.pack("<II", 2, 12 + len(body)) + body
+        source, file_type = io.BytesIO(glb), "glb"
+    else:
+        source, file_type = io.BytesIO(data), "gltf"
+    with _quiet():
+        try:
+            scene = _load_scene_from(trimesh, source, file_type,
+                                     trimesh.resolvers.FilePathResolver(str(path)))
+            parts = _flatten(scene, label, linear_colors=True)[0]
+        except Exception as exc:
+            raise MeshError(f"{label}: cannot read mesh {name!r}: {_one_line(exc)}") from None
+    if not parts:
+        raise MeshError(f"{label}: mesh {name!r} has no triangles")
+    return _merge_and_weld(parts, name=name, source=label, crease_angle=crease_angle)
 
 
 _GLTF_TEXTURE_ROLES = (("pbrMetallicRoughness", "baseColorTexture", "base colour"),

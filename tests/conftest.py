@@ -168,3 +168,100 @@ def imgui_panel() -> type[_Imgui]:
     """The class that drives a `ViewerApp`'s panel with fed mouse events: `ui = imgui_panel(app)`,
     then `ui.frame()`, `ui.click(label)`, and `ui.close()` at the end."""
     return _Imgui
+
+
+# ------------------------------------------------------------------------------------ glTF scenes
+
+def _rewrite_glb(path, edit) -> None:
+    """Apply `edit(tree)` to a GLB's JSON chunk, keeping its BIN chunk."""
+    import json
+    import struct
+
+    raw = path.read_bytes()
+    n = struct.unpack("<I", raw[12:16])[0]
+    tree = json.loads(raw[20 : 20 + n])
+    edit(tree)
+    text = json.dumps(tree).encode()
+    text += b" " * (-len(text) % 4)
+    rest = raw[20 + n :]
+    body = struct.pack("<II", len(text), 0x4E4F534A) + text + rest
+    path.write_bytes(b"glTF" + struct.pack("<II", 2, 12 + len(body)) + body)
+
+
+def _quat(axis, degrees):
+    import numpy as np
+
+    a = np.radians(degrees) / 2
+    x, y, z = np.asarray(axis, float) / np.linalg.norm(axis) * np.sin(a)
+    return [x, y, z, np.cos(a)]
+
+
+def _street(path):
+    """A GLB: a lamp post (a tall box) used by three nodes under a rotated, translated parent
+    (one of them mirrored by a negative scale), and a ball used by one node; the meshes' two
+    glTF copies of the post share accessors, as trimesh writes them."""
+    import trimesh
+
+    post = trimesh.creation.box(extents=(0.2, 2.0, 0.2))
+    post.apply_translation((0.3, 1.0, 0.0))  # off-centre, so that a mirror shows
+    ball = trimesh.creation.icosphere(subdivisions=2, radius=0.4)
+    s = trimesh.Scene()
+    for k in range(3):
+        s.add_geometry(post, geom_name="post", node_name=f"post{k}")
+    s.add_geometry(ball, geom_name="ball", node_name="ball")
+    s.export(path)
+
+    def edit(tree):
+        nodes = tree["nodes"]
+        posts = [i for i, n in enumerate(nodes) if n["name"].startswith("post")]
+        ball = next(i for i, n in enumerate(nodes) if n["name"] == "ball")
+        for k, i in enumerate(posts):
+            nodes[i].pop("matrix", None)
+            nodes[i]["translation"] = [2.0 * k, 0.0, 0.0]
+        nodes[posts[2]]["scale"] = [-1.0, 1.0, 1.0]
+        nodes[ball]["translation"] = [0.0, 2.4, 0.0]
+        nodes.append({"name": "street", "children": [*posts, ball],
+                      "translation": [1.0, 0.0, -3.0], "rotation": _quat((0, 1, 0), 90)})
+        tree["scenes"] = [{"nodes": [len(nodes) - 1]}]
+        tree["scene"] = 0
+
+    _rewrite_glb(path, edit)
+    return path
+
+
+def _street_worlds():
+    """The world matrices of `street`'s nodes, composed by hand: parent T * R, child T (* S)."""
+    import numpy as np
+
+    parent = np.eye(4)
+    parent[:3, :3] = [[0, 0, 1], [0, 1, 0], [-1, 0, 0]]  # 90 degrees about +y
+    parent[:3, 3] = [1.0, 0.0, -3.0]
+    out = []
+    for k in range(3):
+        child = np.eye(4)
+        child[0, 3] = 2.0 * k
+        if k == 2:
+            child = child @ np.diag([-1.0, 1.0, 1.0, 1.0])
+        out.append(parent @ child)
+    ball = np.eye(4)
+    ball[1, 3] = 2.4
+    out.append(parent @ ball)
+    return out
+
+
+
+class _Street:
+    """What `gltf_street` hands out: `write(path)` writes the GLB, `worlds()` its nodes' world
+    matrices composed by hand, `rewrite(path, edit)` edits a GLB's JSON."""
+
+    write = staticmethod(_street)
+    worlds = staticmethod(_street_worlds)
+    rewrite = staticmethod(_rewrite_glb)
+
+
+@pytest.fixture(scope="session")
+def gltf_street() -> type[_Street]:
+    """A glTF scene as authored: a lamp post used by three nodes (one mirrored) under a rotated,
+    translated parent, and a ball in a fourth node (tests/preprocess/test_scene.py,
+    tests/renderer/apps/test_scene_render.py)."""
+    return _Street

@@ -115,7 +115,7 @@ class LoadJob:
                 for k, (name, path) in enumerate(self.spec.assets.items()):
                     self.asset = f"{path.name} ({k + 1} of {n})" if n > 1 else path.name
                     self.tess[name] = self._resolve(path, self.spec.up.get(name))
-            else:
+            elif not self._gltf_scene(Path(self.source)):
                 self.asset = Path(self.source).name
                 self.tess = {Path(self.source).stem: self._resolve(Path(self.source), self.up)}
             self.stage = "done"
@@ -158,6 +158,39 @@ class LoadJob:
         build_file(path, out, BuildConfig(up=up or "y"), progress=self._progress)
         self.built.append(str(out))
         return str(out)
+
+    def _gltf_scene(self, path: Path) -> bool:
+        """A glTF of several meshes or nodes opens as its scene (`preprocess.scene`): a scene
+        file and a .tess per distinct mesh, cached beside it (`cache_path` with `.json`) while
+        newer than the file and built with the asked up axis. False where it is no scene."""
+        if path.suffix.lower() not in (".gltf", ".glb") or not path.is_file():
+            return False
+        scene_path = cache_path(path).with_suffix(".json")
+        spec = None
+        if scene_path.exists() and scene_path.stat().st_mtime >= path.stat().st_mtime:
+            try:
+                spec = load_scene_file(scene_path)
+            except ValueError:
+                spec = None
+            if spec is not None and not all(
+                    _usable(p, path.stat().st_mtime, self.up) for p in spec.assets.values()):
+                spec = None
+        if spec is None:
+            from preprocess.config import BuildConfig
+            from preprocess.scene import build_scene, read_scene
+
+            self.stage, self.done, self.total = "reading the scene", 0, 1
+            scene = read_scene(path)
+            if scene is None:
+                return False
+            scene_path.parent.mkdir(parents=True, exist_ok=True)
+            results = build_scene(scene, scene_path, BuildConfig(), progress=self._progress,
+                                  up=self.up or "y")
+            self.built += [str(r.path) for r in results]
+            spec = load_scene_file(scene_path)
+        self.spec = spec
+        self.tess = {name: str(p) for name, p in spec.assets.items()}
+        return True
 
     def _builtin_rock(self) -> str:
         from preprocess.build import build_file

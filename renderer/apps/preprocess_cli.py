@@ -140,7 +140,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 class StageBars:
-    """One tqdm bar per stage, fed by the builder's (stage, done, total) reports."""
+    """One tqdm bar per stage, fed by the builder's (stage, done, total) reports; a scene's
+    ("meshes", k, n) reports keep one bar of meshes and start the stage bars again for each."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
@@ -149,6 +150,9 @@ class StageBars:
     def __call__(self, stage: str, done: int, total: int) -> None:
         if not self.enabled:
             return
+        if stage == "meshes":
+            for name in [n for n in self.bars if n != "meshes"]:
+                self.bars.pop(name).close()
         bar = self.bars.get(stage)
         if bar is None:
             from tqdm import tqdm
@@ -205,6 +209,9 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                         "tools) Y-up, Tessera's up. glTF is Y-up by its specification; --up z "
                         "on a glTF warns, then rotates as asked, for exporters that wrote Z-up "
                         f"anyway (default: {d.up})")
+    p.add_argument("--merge", action="store_true",
+                   help="a glTF of several meshes or nodes: one .tess of every mesh placed by "
+                        "its node, instead of a scene file and a .tess per distinct mesh")
     p.add_argument("--threads", type=int, default=0,
                    help="worker threads, 0 = one per core (default: 0)")
     p.add_argument("--verify", action="store_true",
@@ -263,13 +270,32 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
                              max_texture_size=args.max_texture_size, up=args.up)
     except ValueError as e:
         return fail(str(e))
+    scene = None
+    if (not args.builtin and not args.merge
+            and Path(args.mesh).suffix.lower() in (".gltf", ".glb")):
+        from preprocess.scene import read_scene
+
+        try:
+            scene = read_scene(args.mesh, crease_angle=args.crease_angle)
+        except MeshError as e:
+            return fail(str(e))
     if args.builtin:
         source: str | Mesh = args.builtin
         output = Path(args.output or f"{args.builtin}.tess")
+    elif scene is not None:
+        source = args.mesh
+        output = Path(args.output) if args.output else Path(args.mesh).with_suffix(".json")
+        if output.suffix != ".json":
+            return fail(f"{Path(args.mesh).name}: a scene of {len(scene.meshes)} meshes in "
+                        f"{len(scene.instances)} nodes: the output is a scene file and a .tess "
+                        f"per mesh, -o NAME.json; or --merge for one .tess")
+        if args.texture:
+            return fail("--texture applies to one mesh, not to a glTF scene (its materials "
+                        "name their textures)")
     else:
         source = args.mesh
         output = Path(args.output) if args.output else Path(args.mesh).with_suffix(".tess")
-    if output.suffix != ".tess":
+    if output.suffix != ".tess" and scene is None:
         return fail(f"{output}: the output file must end in .tess")
     parent = output.parent
     if not parent.exists():
@@ -305,6 +331,20 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
         bars(stage, done, total)
 
     try:
+        if scene is not None:
+            from preprocess.scene import build_scene, scene_summary
+            from preprocess.up_axis import warn_against_spec
+
+            warn_against_spec(args.mesh, args.up)
+            results = build_scene(scene, output, config, progress=progress, verify=args.verify,
+                                  up=args.up)
+            if not args.quiet:
+                print(f"{output.name}: {scene_summary(scene)}")
+                for r in results:
+                    print(r.summary())
+                print(f"scene file {output}: open it with `tessera view {output}` or "
+                      f"`tessera render {output}`")
+            return 0
         if args.builtin:
             from assets import builtin_mesh
 

@@ -1,0 +1,260 @@
+"""glTF scenes as authored: one asset per distinct mesh, one instance per node that uses it.
+
+A glTF file is a tree of nodes, each with a transform and perhaps a mesh; several nodes may use
+one mesh (a wheel four times, a lamp in every street). `load_mesh` flattens all of it into one
+mesh; `read_scene` keeps it: each distinct mesh is loaded once in its own space, and every node
+that uses it becomes an instance with the node's world transform. `build_scene` preprocesses
+each mesh into its own `.tess` (simplified once however many nodes use it) and writes a scene
+file (`renderer.apps.scene_file`: the format `tessera render` and `tessera view` open) that
+places them:
+
+    lamp.json                {"assets": {"post": "lamp.post.tess", ...},
+                              "instances": [{"asset": "post", "matrix": [[...], ...]}, ...]}
+    lamp.post.tess, lamp.bulb.tess, ...
+
+Distinct means the same geometry: two glTF meshes whose primitives read the same accessors with
+the same materials are one (exporters, trimesh's among them, write a mesh per node that share
+accessors). A node whose transform mirrors (negative determinant) uses a mirrored copy of its mesh
+(x negated, winding reversed) and the transform times that mirror, so that every instance
+transform keeps the winding (the renderer culls back faces by it). A file of one mesh in one node
+is no scene: `preprocess` builds it as one `.tess` as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from preprocess.mesh import Mesh, MeshError
+
+__all__ = ["SceneMeshes", "build_scene", "read_scene", "scene_summary"]
+
+MIRROR = np.diag([-1.0, 1.0, 1.0, 1.0])  # object-space mirror of a mirrored node's mesh
+# glTF nodes nested deeper than this are an error (a cycle the file should not have)
+MAX_NODE_DEPTH = 1000
+
+
+@dataclass
+class SceneMeshes:
+    """A glTF scene: `meshes` (name -> Mesh, object space) and `instances` (mesh name, (4, 4)
+    float64 object-to-world, row-major), in node order."""
+
+    meshes: dict[str, Mesh] = field(default_factory=dict)
+    instances: list[tuple[str, np.ndarray]] = field(default_factory=list)
+
+
+def _local(node: dict) -> np.ndarray:
+    """A glTF node's local transform (`matrix`, column-major, or T * R * S)."""
+    if "matrix" in node:
+        return np.asarray(node["matrix"], np.float64).reshape(4, 4).T
+    m = np.eye(4)
+    if "scale" in node:
+        m = np.diag([*np.asarray(node["scale"], np.float64), 1.0]) @ m
+    if "rotation" in node:
+        x, y, z, w = np.asarray(node["rotation"], np.float64)
+        r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        rot = np.eye(4)
+        rot[:3, :3] = r
+        m = rot @ m
+    if "translation" in node:
+        t = np.eye(4)
+        t[:3, 3] = np.asarray(node["translation"], np.float64)
+        m = t @ m
+    return m
+
+
+def _node_instances(tree: dict, label: str) -> list[tuple[int, int, np.ndarray]]:
+    """(node, mesh index, world) of every node with a mesh in the file's scene, in the order
+    a depth-first walk from the scene's roots meets them."""
+    nodes = tree.get("nodes") or []
+    scenes = tree.get("scenes") or []
+    if scenes:
+        roots = (scenes[int(tree.get("scene", 0) or 0)] or {}).get("nodes") or []
+    else:  # no scene: every node nobody names as a child
+        children = {c for n in nodes for c in n.get("children") or []}
+        roots = [i for i in range(len(nodes)) if i not in children]
+    out = []
+    stack = [(int(i), np.eye(4), 0) for i in reversed(roots)]
+    while stack:
+        i, parent, depth = stack.pop()
+        if not 0 <= i < len(nodes) or depth > MAX_NODE_DEPTH:
+            raise MeshError(f"{label}: node {i} is missing or the node tree has a cycle")
+        node = nodes[i]
+        world = parent @ _local(node)
+        if not np.isfinite(world).all():
+            raise MeshError(f"{label}: node {i}'s transform is not finite")
+        if "mesh" in node:
+            out.append((i, int(node["mesh"]), world))
+        stack.extend((int(c), world, depth + 1) for c in reversed(node.get("children") or []))
+    return out
+
+
+def _signature(mesh: dict) -> str:
+    """What makes two glTF meshes the same geometry: their primitives' accessors, indices,
+    modes, materials and targets (names and extras aside)."""
+    prims = [{k: p.get(k) for k in ("attributes", "indices", "mode", "material", "targets",
+                                    "extensions")} for p in mesh.get("primitives") or []]
+    return json.dumps(prims, sort_keys=True)
+
+
+def _safe(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")
+    return s[:40] or "mesh"
+
+
+def _single_mesh_tree(tree: dict, mesh_index: int) -> dict:
+    """The file's JSON with one scene of one untransformed node holding mesh `mesh_index`."""
+    t = dict(tree)
+    t["nodes"] = [{"mesh": mesh_index}]
+    t["scenes"] = [{"nodes": [0]}]
+    t["scene"] = 0
+    t.pop("animations", None)
+    t.pop("skins", None)
+    return t
+
+
+def _mirrored(mesh: Mesh) -> Mesh:
+    """`mesh` mirrored in x: positions and normals negated in x, winding reversed."""
+    pos = mesh.positions.copy()
+    pos[:, 0] = -pos[:, 0] + np.float32(0.0)
+    nrm = mesh.wedge_normal.copy()
+    nrm[:, 0] = -nrm[:, 0] + np.float32(0.0)
+    return Mesh(positions=pos, triangles=np.ascontiguousarray(mesh.triangles[:, ::-1]),
+                wedge_position=mesh.wedge_position, wedge_normal=nrm, wedge_uv=mesh.wedge_uv,
+                name=mesh.name + "-mirrored", wedge_color=mesh.wedge_color,
+                wedge_material=mesh.wedge_material, materials=mesh.materials,
+                textures=mesh.textures)
+
+
+def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
+               ) -> SceneMeshes | None:
+    """The meshes and instances of a glTF/GLB file, or None where it is no scene (one mesh used
+    by one node, or no glTF): then `load_mesh` reads it as one asset.
+
+    Raises:
+        MeshError: one line naming the file (a broken file, a node tree with a cycle).
+    Warns:
+        MeshWarning: as `load_mesh`.
+    """
+    from preprocess.config import DEFAULT_CREASE_DEGREES
+    from preprocess.load import mesh_from_gltf_json, read_gltf_json
+
+    p = Path(path)
+    if p.suffix.lower() not in (".gltf", ".glb") or not p.is_file():
+        return None
+    label = p.name
+    tree = read_gltf_json(p)
+    placed = _node_instances(tree, label)
+    meshes = tree.get("meshes") or []
+    signature = {m: _signature(meshes[m]) for m in {m for _, m, _ in placed}
+                 if 0 <= m < len(meshes)}
+    if len(placed) <= 1:
+        return None
+    first: dict[str, int] = {}  # signature -> the first mesh index with it
+    for _, m, _ in placed:
+        if m in signature:
+            first.setdefault(signature[m], m)
+    names: dict[int, str] = {}
+    taken: set[str] = set()
+    for m in first.values():
+        base = _safe(str(meshes[m].get("name") or f"mesh{m}"))
+        name, k = base, 2
+        while name in taken:
+            name, k = f"{base}-{k}", k + 1
+        taken.add(name)
+        names[m] = name
+    out = SceneMeshes()
+    crease = DEFAULT_CREASE_DEGREES if crease_angle is None else crease_angle
+    for _node, m, world in placed:
+        if m not in signature:
+            raise MeshError(f"{label}: a node names mesh {m}; the file has {len(meshes)}")
+        key = first[signature[m]]
+        name = names[key]
+        if name not in out.meshes:
+            out.meshes[name] = mesh_from_gltf_json(p, _single_mesh_tree(tree, key), name=name,
+                                                   crease_angle=crease)
+        if np.linalg.det(world[:3, :3]) < 0:
+            mirror = name + "-mirrored"
+            if mirror not in out.meshes:
+                out.meshes[mirror] = _mirrored(out.meshes[name])
+            out.instances.append((mirror, world @ MIRROR))
+        else:
+            out.instances.append((name, world))
+    return out
+
+
+def scene_summary(scene: SceneMeshes) -> str:
+    """One line: how many meshes, instances and triangles."""
+    per = {n: 0 for n in scene.meshes}
+    for n, _ in scene.instances:
+        per[n] += 1
+    tris = sum(scene.meshes[n].triangle_count * k for n, k in per.items())
+    return (f"{len(scene.meshes)} meshes, {len(scene.instances)} instances, {tris:,} triangles "
+            f"placed ({sum(m.triangle_count for m in scene.meshes.values()):,} stored)")
+
+
+def _scene_json(doc: dict) -> str:
+    """The scene file's text: an asset or an instance a line."""
+    assets = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in doc["assets"].items())
+    inst = ",\n".join(f"  {json.dumps(i)}" for i in doc["instances"])
+    return f'{{\n "assets": {{\n{assets}\n }},\n "instances": [\n{inst}\n ]\n}}\n'
+
+
+def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
+                progress=None, verify: bool = False, up: str = "y") -> list:
+    """Preprocess every mesh of `scene` into `<output stem>.<mesh>.tess` beside `output` (a
+    `.json` scene file), then write the scene file; returns the `BuildResult`s. Nothing is left
+    behind on failure (the `.tess` files written so far are removed). `up`: the scene's up axis;
+    a Z-up scene's instance transforms are turned Y-up (the meshes stay in their own space).
+    progress(stage, done, total): each mesh's build stages as `build_file` reports them (where a
+    caller cancels), and ("meshes", k, n) as the meshes are done."""
+    from preprocess.build import build_file
+    from preprocess.config import BuildConfig
+    from preprocess.up_axis import Z_UP_TO_Y_UP
+
+    out = Path(output)
+    cfg = config or BuildConfig()
+    if cfg.up != "y":  # the rotation goes into the instances, not into every mesh
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, up="y")
+    turn = np.eye(4)
+    if up == "z":
+        turn[:3, :3] = Z_UP_TO_Y_UP
+    stem = out.name[: -len(out.suffix)] if out.suffix else out.name
+    written: list[Path] = []
+    results = []
+    try:
+        files = {}
+        for k, (name, mesh) in enumerate(scene.meshes.items()):
+            tess = out.parent / f"{stem}.{name}.tess"
+
+            if progress is not None:
+                progress("meshes", k, len(scene.meshes))
+            results.append(build_file(mesh, tess, cfg, progress=progress, verify=verify))
+            written.append(tess)
+            files[name] = tess.name
+        if progress is not None:
+            progress("meshes", len(scene.meshes), len(scene.meshes))
+        doc = {
+            "assets": files,
+            "instances": [{"asset": name, "matrix": [[float(x) for x in row]
+                                                     for row in (turn @ world)]}
+                          for name, world in scene.instances],
+        }
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(_scene_json(doc))
+        os.replace(tmp, out)
+    except BaseException:
+        for f in written:
+            f.unlink(missing_ok=True)
+        out.with_name(out.name + ".tmp").unlink(missing_ok=True)
+        raise
+    return results

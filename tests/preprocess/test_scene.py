@@ -1,0 +1,93 @@
+"""glTF scenes as authored (issue 16): one asset per distinct mesh, one instance per node, node
+transforms composed down the tree (matrix or T * R * S), mirrored nodes, and the `preprocess`
+command's scene files. The scene (`gltf_street` in tests/conftest.py) is written in the tests."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import trimesh
+
+from preprocess.load import load_mesh
+from preprocess.scene import read_scene
+from renderer.apps.preprocess_cli import main as preprocess_main
+
+
+def test_a_scene_keeps_its_meshes_once_and_its_nodes_as_instances(tmp_path, gltf_street):
+    scene = read_scene(gltf_street.write(tmp_path / "street.glb"))
+    assert scene is not None
+    assert sorted(scene.meshes) == ["ball", "post", "post-mirrored"]
+    assert scene.meshes["post"].triangle_count == 12
+    names = [n for n, _ in scene.instances]
+    assert names == ["post", "post", "post-mirrored", "ball"]
+    want = gltf_street.worlds()
+    for (name, world), w in zip(scene.instances, want, strict=True):
+        if name.endswith("mirrored"):  # the mirror moved into the mesh: world @ mirror
+            w = w @ np.diag([-1.0, 1.0, 1.0, 1.0])
+        np.testing.assert_allclose(world, w, atol=1e-12)
+        assert np.linalg.det(world[:3, :3]) > 0  # no instance transform mirrors
+    # placed, every instance's triangles are where the flattened file has them
+    placed = []
+    for name, world in scene.instances:
+        m = scene.meshes[name]
+        p = m.positions[m.wedge_position[m.triangles]].reshape(-1, 3).astype(np.float64)
+        placed.append((np.c_[p, np.ones(len(p))] @ world.T)[:, :3])
+    flat = load_mesh(tmp_path / "street.glb")
+    got = np.unique(np.round(np.concatenate(placed), 5), axis=0)
+    ref = np.unique(np.round(flat.positions.astype(np.float64), 5), axis=0)
+    np.testing.assert_allclose(got, ref, atol=1e-5)
+    # and the mirrored copy keeps its triangles outward: its signed volume is positive
+    m = scene.meshes["post-mirrored"]
+    p = m.positions[m.wedge_position[m.triangles]].astype(np.float64)
+    assert np.einsum("ij,ij->i", p[:, 0], np.cross(p[:, 1], p[:, 2])).sum() > 0
+
+
+def test_one_mesh_in_one_node_is_no_scene(tmp_path):
+    path = tmp_path / "one.glb"
+    trimesh.creation.box().export(path)
+    assert read_scene(path) is None
+    assert read_scene(tmp_path / "none.obj") is None
+
+
+def test_preprocess_writes_a_scene_file_and_a_tess_per_mesh(tmp_path, capsys, gltf_street):
+    src = gltf_street.write(tmp_path / "street.glb")
+    assert preprocess_main([str(src), "-q"]) == 0
+    doc = json.loads((tmp_path / "street.json").read_text())
+    assert doc["assets"] == {"post": "street.post.tess", "post-mirrored":
+                             "street.post-mirrored.tess", "ball": "street.ball.tess"}
+    assert len(doc["instances"]) == 4
+    for f in doc["assets"].values():
+        assert (tmp_path / f).is_file()
+    capsys.readouterr()
+    # a .tess output for a scene: one line, exit 2, nothing written
+    assert preprocess_main([str(src), "-o", str(tmp_path / "x.tess")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["preprocess: error: street.glb: a scene of 3 meshes in 4 nodes: the output "
+                   "is a scene file and a .tess per mesh, -o NAME.json; or --merge for one .tess"]
+    assert not list(tmp_path.glob("x*"))
+    # --merge keeps one asset of every placed triangle
+    assert preprocess_main([str(src), "--merge", "-o", str(tmp_path / "m.tess"), "-q"]) == 0
+    from preprocess.tess import read_tess
+
+    with read_tess(tmp_path / "m.tess") as f:
+        assert f.meta["input_triangles"] == 3 * 12 + 320
+
+
+@pytest.mark.parametrize("bad", ["cycle", "missing mesh"])
+def test_a_broken_node_tree_is_one_line(tmp_path, capsys, bad, gltf_street):
+    src = gltf_street.write(tmp_path / "street.glb")
+    capsys.readouterr()
+
+    def edit(tree):
+        if bad == "cycle":
+            tree["nodes"][0]["children"] = [len(tree["nodes"]) - 1]
+        else:
+            tree["nodes"][0]["mesh"] = 99
+
+    gltf_street.rewrite(src, edit)
+    assert preprocess_main([str(src), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("preprocess: error: street.glb: ")
+    assert not list(tmp_path.glob("street.*.tess")) and not (tmp_path / "street.json").exists()
