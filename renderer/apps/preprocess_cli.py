@@ -177,7 +177,9 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
 
     d = BuildConfig()
     p.add_argument("mesh", nargs="?", help="input mesh: .obj .ply .stl .off .gltf .glb")
-    p.add_argument("-o", "--output", help="output .tess (default: beside the input)")
+    p.add_argument("-o", "--output", help="output .tess (default: beside the input); a glTF "
+                   "of several meshes or nodes: a scene file NAME.json and a .tess per mesh "
+                   "beside it (the default), or NAME.tess merged")
     p.add_argument("--builtin", choices=BUILTIN,
                    help="build a built-in procedural asset instead of reading a file")
     p.add_argument("--triangles", type=int, default=1_000_000,
@@ -282,13 +284,25 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
     if args.builtin:
         source: str | Mesh = args.builtin
         output = Path(args.output or f"{args.builtin}.tess")
+    elif scene is not None and args.output and Path(args.output).suffix == ".tess":
+        # one .tess asked for by name: the scene is merged, and the line says so
+        import warnings
+
+        from preprocess.mesh import MeshWarning
+
+        warnings.warn(f"{Path(args.mesh).name}: a scene of {len(scene.meshes)} meshes in "
+                      f"{len(scene.instances)} nodes, merged into one .tess as -o asks "
+                      f"(-o NAME.json keeps it a scene: a .tess per mesh)", MeshWarning,
+                      stacklevel=1)
+        scene = None
+        source = args.mesh
+        output = Path(args.output)
     elif scene is not None:
         source = args.mesh
         output = Path(args.output) if args.output else Path(args.mesh).with_suffix(".json")
         if output.suffix != ".json":
-            return fail(f"{Path(args.mesh).name}: a scene of {len(scene.meshes)} meshes in "
-                        f"{len(scene.instances)} nodes: the output is a scene file and a .tess "
-                        f"per mesh, -o NAME.json; or --merge for one .tess")
+            return fail(f"{output}: a scene's output is a scene file, NAME.json (and a .tess "
+                        f"per mesh beside it), or NAME.tess for one merged .tess")
         if args.texture:
             return fail("--texture applies to one mesh, not to a glTF scene (its materials "
                         "name their textures)")

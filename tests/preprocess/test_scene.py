@@ -5,12 +5,14 @@ command's scene files. The scene (`gltf_street` in tests/conftest.py) is written
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
 import trimesh
 
 from preprocess.load import load_mesh
+from preprocess.mesh import MeshWarning
 from preprocess.scene import read_scene
 from renderer.apps.preprocess_cli import main as preprocess_main
 
@@ -61,18 +63,24 @@ def test_preprocess_writes_a_scene_file_and_a_tess_per_mesh(tmp_path, capsys, gl
     for f in doc["assets"].values():
         assert (tmp_path / f).is_file()
     capsys.readouterr()
-    # a .tess output for a scene: one line, exit 2, nothing written
-    assert preprocess_main([str(src), "-o", str(tmp_path / "x.tess")]) == 2
+    # a .tess asked for by name: merged, with one line saying so
+    with warnings.catch_warnings():  # the CLI prints them (pyproject ignores MeshWarning)
+        warnings.simplefilter("always", MeshWarning)
+        assert preprocess_main([str(src), "-o", str(tmp_path / "x.tess"), "-q"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["preprocess: error: street.glb: a scene of 3 meshes in 4 nodes: the output "
-                   "is a scene file and a .tess per mesh, -o NAME.json; or --merge for one .tess"]
-    assert not list(tmp_path.glob("x*"))
+    assert err == ["preprocess: warning: street.glb: a scene of 3 meshes in 4 nodes, merged "
+                   "into one .tess as -o asks (-o NAME.json keeps it a scene: a .tess per mesh)"]
     # --merge keeps one asset of every placed triangle
     assert preprocess_main([str(src), "--merge", "-o", str(tmp_path / "m.tess"), "-q"]) == 0
     from preprocess.tess import read_tess
 
-    with read_tess(tmp_path / "m.tess") as f:
-        assert f.meta["input_triangles"] == 3 * 12 + 320
+    for name in ("x.tess", "m.tess"):
+        with read_tess(tmp_path / name) as f:
+            assert f.meta["input_triangles"] == 3 * 12 + 320
+    # any other output: one line, exit 2, nothing written
+    assert preprocess_main([str(src), "-o", str(tmp_path / "y.obj")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "NAME.json" in err[0] and not list(tmp_path.glob("y*"))
 
 
 @pytest.mark.parametrize("bad", ["cycle", "missing mesh"])

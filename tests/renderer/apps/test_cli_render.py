@@ -99,7 +99,8 @@ def test_bench_suite_quick_json_plots_and_compare(sphere_tess, tmp_path, capsys)
     assert tessera_cli.main(args) == 0
     out = capsys.readouterr().out
     report = json.loads(js.read_text())
-    assert set(report["scenarios"]) == {"closeup", "scaling", "occluded", "streaming"}
+    assert set(report["scenarios"]) == {"closeup", "scaling", "occluded", "streaming",
+                                        "textured"}
     rows = report["scenarios"]["scaling"]
     assert [r["instances"] for r in rows] == [1, 16, 256]
     for r in rows:
@@ -108,6 +109,10 @@ def test_bench_suite_quick_json_plots_and_compare(sphere_tess, tmp_path, capsys)
     assert "brute_frame_ms" in rows[0]  # measured at the smallest size at least
     assert "pygfx_frame_ms" in rows[0]  # the dev extra installs pygfx
     assert report["scenarios"]["streaming"][0]["streaming"]["pool_pages"] > 0
+    textured = report["scenarios"]["textured"]
+    assert [r["variant"] for r in textured] == ["1024 texture", "no texture"]
+    assert textured[0]["texture_mb"] > 5 and textured[1]["texture_mb"] == 0
+    assert "texturing" in out
     assert (tmp_path / "scaling.png").stat().st_size > 1000
     assert (tmp_path / "passes.png").stat().st_size > 1000
     assert "targets:" in out and "scaling" in out
