@@ -316,7 +316,8 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
                positions: np.ndarray, attrs: np.ndarray, locked: np.ndarray, wslot: np.ndarray,
                pslot: np.ndarray, ratio: float, stuck_ratio: float,
                max_triangles: int, max_vertices: int, permissive: bool, below: float,
-               ptri: np.ndarray, nbr: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray):
+               ptri: np.ndarray, nbr: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray,
+               color_start: int):
     """Merge, simplify and re-split one group, all in numba so that the worker threads never
     wait for the GIL. Returns (ok, new triangles cluster after cluster: global wedge ids, or
     -1 - j for the j-th fresh wedge, fresh wedges: (their source wedge (q,) int32, their
@@ -347,7 +348,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
     d = np.zeros(0, np.float64)
     slack = 0.0
     shade = 0.0
-    normal = np.zeros((wedges.shape[0], 3), np.float32)
+    normal = np.zeros((wedges.shape[0], attrs.shape[1]), np.float32)
     fresh = np.zeros(wedges.shape[0], np.bool_)
     near = np.zeros(0, np.int32)
     in_pt = np.zeros((0, 3), np.int32)
@@ -355,7 +356,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
         for attempt in range(3 if permissive else 2):
             (new_local, X, d, slack, normal, fresh, shade, near, in_pt, _, _,
              _) = _simplify_sampled(pos, local, local_wp, attr, lock, target, attempt > 0,
-                                        attempt > 1)
+                                        attempt > 1, color_start)
             if new_local.shape[0] <= stuck_ratio * m:
                 break
         if permissive and new_local.shape[0] > stuck_ratio * m:
@@ -363,7 +364,8 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
                                            int(stuck_ratio * m))
     k = new_local.shape[0]
     if k == 0 or k > stuck_ratio * m:
-        return (False, new_local, np.zeros(0, np.int32), np.zeros((0, 3), np.float32), 0.0,
+        return (False, new_local, np.zeros(0, np.int32),
+                np.zeros((0, attrs.shape[1]), np.float32), 0.0,
                 slack, 0.0, shade, np.zeros(1, np.int64), np.zeros((0, 4), np.float32))
     own = _original_distance(X, d, below, near, in_pt, pos_ids, positions, ptri, nbr, vt_off,
                              vt_tri)
@@ -379,12 +381,12 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
                 fresh_id[w] = q
                 q += 1
     fresh_src = np.empty(q, np.int32)
-    fresh_normal = np.empty((q, 3), np.float32)
+    fresh_attr = np.empty((q, attrs.shape[1]), np.float32)
     for w in range(wedges.shape[0]):
         if fresh_id[w] >= 0:
             fresh_src[fresh_id[w]] = wedges[w]
-            for j in range(3):
-                fresh_normal[fresh_id[w], j] = normal[w, j]
+            for j in range(attrs.shape[1]):
+                fresh_attr[fresh_id[w], j] = normal[w, j]
     ordered = np.empty((k, 3), np.int32)
     out = np.empty((k, 3), np.int32)
     for t in range(k):
@@ -392,7 +394,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
             w = new_local[order[t], c]
             ordered[t, c] = w
             out[t, c] = -1 - fresh_id[w] if fresh_id[w] >= 0 else wedges[w]
-    return (True, out, fresh_src, fresh_normal, own, slack, dropped, shade, offsets,
+    return (True, out, fresh_src, fresh_attr, own, slack, dropped, shade, offsets,
             _cluster_bounds(pos, ordered, local_wp, offsets))
 
 
@@ -611,6 +613,8 @@ class _Builder:
         self.wedge_rows.extend(np.asarray(mesh.wedge_position, np.int32))
         self.attr_rows = _Rows((attrs.shape[1],), np.float32, 2 * len(attrs) + 1024)
         self.attr_rows.extend(attrs)
+        color = mesh.attribute_columns().get("color")
+        self.color_start = -1 if color is None else color.start  # prefiltered like normals
         m = mesh.triangle_count
         self.store = _Rows((3,), np.int32, 2 * m + 1024)  # every cluster's (t, 3) wedge ids
         self.tri_off = _Rows((), np.int64, m // 32 + 64)
@@ -685,26 +689,25 @@ class _Builder:
             scratch = (np.full(2 * len(wpos), -1, np.int32),
                        np.full(len(self.positions), -1, np.int32))
             self.scratch[threading.get_ident()] = scratch
-        (ok, new_tris, fresh_src, fresh_normal, own, slack, dropped, shade, offsets,
+        (ok, new_tris, fresh_src, fresh_attr, own, slack, dropped, shade, offsets,
          bounds) = _group_job(
             self.store.view, self.tri_off.view, members, wpos, self.positions, attrs,
             locked, *scratch, cfg.simplify_ratio, cfg.stuck_ratio,
             cfg.max_triangles, cfg.max_vertices, permissive,
-            float(self.self_error.view[members].max()), *self.original)
+            float(self.self_error.view[members].max()), *self.original, self.color_start)
         if not ok:
             return None
         err = max(own * SAMPLED_FACTOR + 2.0 * slack, dropped, cfg.shading_weight * shade)
-        return new_tris, err, offsets, bounds, fresh_src, fresh_normal
+        return new_tris, err, offsets, bounds, fresh_src, fresh_attr
 
     def add_simplified(self, members: np.ndarray, level: int, result) -> np.ndarray:
         """Record a simplified group and its new clusters (one level up); returns their ids.
         Its error: its own against the original surface, at least its members' (so errors
         never decrease from child to parent)."""
-        new_tris, err, offsets, bounds, fresh_src, fresh_normal = result
-        if len(fresh_src):  # number the fresh wedges: the source's position and uv, a new normal
-            base = self.wedge_rows.n
-            rows = self.attrs[fresh_src].copy()
-            rows[:, :3] = fresh_normal
+        new_tris, err, offsets, bounds, fresh_src, fresh_attr = result
+        if len(fresh_src):  # number the fresh wedges: the source's position, uv and material,
+            base = self.wedge_rows.n  # a prefiltered normal and colour
+            rows = fresh_attr
             self.wedge_rows.extend(self.wpos[fresh_src])
             self.attr_rows.extend(rows)
             new_tris = np.where(new_tris < 0, base - 1 - new_tris, new_tris).astype(np.int32)

@@ -1253,8 +1253,11 @@ def _load(path: str | os.PathLike, *, fast: bool,
             meshes = None
     if meshes is None:
         meshes = _trimesh_parts(p, file_type, label)
-    return _merge_and_weld(meshes, name=p.stem, source=label, crease_angle=crease_angle,
+    mesh = _merge_and_weld(meshes, name=p.stem, source=label, crease_angle=crease_angle,
                            base_color_texture=texture)
+    if file_type == "obj" and mesh.materials:
+        _mtl_extras(mesh, p, label)
+    return mesh
 
 
 def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
@@ -1533,3 +1536,67 @@ def weld_positions(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     inverse, first = _group_keys(_float_bits(P32))
     return P32[first] + np.float32(0.0), inverse
 
+
+
+# --------------------------------------------------------------------------------------------------
+# OBJ + MTL: what trimesh's MTL reader drops (normal maps, missing files) read here
+
+
+_MTL_DRAWN = {"newmtl", "kd", "ka", "ks", "ns", "ni", "map_kd", "illum", "map_bump", "bump",
+              "norm", "d", "tr", "ke", "tf"}
+
+
+def _mtl_files(obj: Path) -> list[Path]:
+    """The MTL files an OBJ names that exist beside it."""
+    from preprocess.readers import mtl_library_names
+
+    return [obj.parent / n for n in mtl_library_names(obj.read_bytes())
+            if (obj.parent / n).is_file()]
+
+
+def _mtl_extras(mesh: Mesh, obj: Path, label: str) -> None:
+    """Add the normal maps of an OBJ's MTL files (``norm``, ``map_Bump``, ``bump``: a
+    tangent-space normal map; a grey one is a height map and is named, not used) to `mesh`'s
+    materials, and name in a `MeshWarning` what is left out: a texture file missing, the MTL
+    statements not drawn."""
+    from preprocess.materials import read_image_file
+
+    by_name = {m.name: m for m in mesh.materials}
+    unknown: set[str] = set()
+    current = None
+    for mtl in _mtl_files(obj):
+        for line in mtl.read_text(errors="replace").splitlines():
+            words = line.split()
+            if not words or words[0].startswith("#"):
+                continue
+            key = words[0].lower()
+            if key == "newmtl":
+                current = by_name.get(" ".join(words[1:]))
+                continue
+            if key not in _MTL_DRAWN:
+                unknown.add(words[0])
+                continue
+            if key not in ("map_kd", "map_bump", "bump", "norm") or len(words) < 2:
+                continue
+            file = mtl.parent / words[-1]  # options (-bm 1.0 ...) come before the file
+            if not file.is_file():
+                _warn(f"{label}: texture {words[-1]!r} not found ({mtl.name} {words[0]}); "
+                      f"drawn without it")
+                continue
+            if key == "map_kd" or current is None or mesh.wedge_uv is None:
+                continue
+            image = read_image_file(file, label)
+            if np.ptp(image[..., :3].astype(np.int16), axis=2).max() == 0:
+                _warn(f"{label}: {words[0]} {words[-1]!r} is a height map (grey); bump maps are "
+                      f"not supported, normal maps are: drawn without it")
+                continue
+            mesh.textures.append(Texture(image, False, file.name))
+            current.normal_texture = len(mesh.textures) - 1
+            if "-bm" in words[1:-1]:
+                at = words.index("-bm")
+                try:
+                    current.normal_scale = float(words[at + 1])
+                except (IndexError, ValueError):
+                    pass
+    if unknown:
+        _warn(f"{label}: MTL statements not supported, ignored: {', '.join(sorted(unknown))}")

@@ -52,7 +52,7 @@ import numpy as np
 
 from preprocess.mesh import MeshError, MeshWarning
 
-__all__ = ["check_text", "has_material_library", "is_text", "read_parts"]
+__all__ = ["check_text", "has_material_library", "is_text", "mtl_library_names", "read_parts"]
 
 #: One geometry as `load._flatten` returns it: positions (n, 3) float, triangles (m, 3) int64,
 #: normals (n, 3) float64 or None, uvs (n, 2) float64 or None.
@@ -94,13 +94,14 @@ def read_parts(path: Path, file_type: str, label: str) -> list[Part] | None:
 _MTLLIB = re.compile(rb"^[ \t]*mtllib[ \t]+([^\r\n]+)", re.MULTILINE)
 
 
+def mtl_library_names(raw: Raw) -> list[str]:
+    """The MTL file names an OBJ's `mtllib` lines give."""
+    return [m.group(1).strip().decode("utf-8", "replace") for m in _MTLLIB.finditer(raw)]
+
+
 def has_material_library(raw: Raw, path: Path) -> bool:
     """Whether an OBJ names an MTL file that exists beside it (its materials need trimesh)."""
-    for m in _MTLLIB.finditer(raw):
-        name = m.group(1).strip().decode("utf-8", "replace")
-        if (path.parent / name).is_file():
-            return True
-    return False
+    return any((path.parent / name).is_file() for name in mtl_library_names(raw))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -534,7 +534,9 @@ def _simplify_core(
             on[t, 2] = nz / ln
     kind = _classify(P, tp, tw, m, n, off, adj, locked, Q, permissive)
     k_w = wedge_attr.shape[0]
-    nacc = np.zeros((k_w, 3), np.float64)
+    # per wedge: area-weighted sums of every attribute column, then the area itself
+    na = wedge_attr.shape[1] + 1
+    nacc = np.zeros((k_w, na), np.float64)
     grew = np.zeros(k_w, np.bool_)
     wstamp = np.full(k_w, -1, np.int64)
     for t in range(m):
@@ -542,8 +544,9 @@ def _simplify_core(
         third = np.sqrt(nx * nx + ny * ny + nz * nz) / 6.0  # a third of the area
         for c in range(3):
             w = tw[t, c]
-            for j in range(3):
+            for j in range(na - 1):
                 nacc[w, j] += third * wedge_attr[w, j]
+            nacc[w, na - 1] += third
     multi = np.zeros(n, np.bool_)  # positions with several wedges (seams, creases)
     if permissive:
         first_w = np.full(n, -1, np.int32)
@@ -662,12 +665,12 @@ def _simplify_core(
                 continue
             if kind[u] == _SEAM and wu1 == wu2:
                 continue
-            for j in range(3):
+            for j in range(na):
                 nacc[wv1, j] += nacc[wu1, j]
             grew[wv1] = True
             wstamp[wu1] = sid
             if wu2 != wu1:
-                for j in range(3):
+                for j in range(na):
                     nacc[wv2, j] += nacc[wu2, j]
                 grew[wv2] = True
                 wstamp[wu2] = sid
@@ -688,7 +691,7 @@ def _simplify_core(
                     nw = _closest_wedge(wedge_attr, w, wv1, wv2)
                     if wstamp[w] != sid:  # a third wedge of u (permissive): into the closest
                         wstamp[w] = sid
-                        for j in range(3):
+                        for j in range(na):
                             nacc[nw, j] += nacc[w, j]
                         grew[nw] = True
                 tp[t, iu] = v
@@ -1590,12 +1593,15 @@ def _weights(positions, pt, t, px, py, pz):
 
 
 @_jit
-def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive):
-    """The collapses of `simplify`, the prefiltered normals, then the dense samples of the
-    changed triangles with their distances to this input (`_sample_distances`) and the shading
-    term (`_shading`): (new triangles (m2, 3) int32 wedge ids, points (s, 3), distances (s,),
-    slack: 1e-6 of the input's bounding-box diagonal, normals (k, 3) float32 per wedge: the
-    prefiltered normal where `fresh`, else the input's, fresh (k,) bool: wedges that took in
+def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive, color_start):
+    """The collapses of `simplify`, the prefiltered normals (and vertex colours: the four
+    columns of `attr` from `color_start`, none where it is negative), then the dense samples of
+    the changed triangles with their distances to this input (`_sample_distances`) and the
+    shading term (`_shading`): (new triangles (m2, 3) int32 wedge ids, points (s, 3), distances
+    (s,), slack: 1e-6 of the input's bounding-box diagonal, attributes (k, a) float32 per wedge:
+    where `fresh`, the prefiltered normal (the area-weighted normals it stands for, normalized)
+    and colour (their area-weighted mean), the input's uvs and material; else the input's
+    attributes, fresh (k,) bool: wedges that took in
     others and whose position is not locked by the caller (a locked position is shared with
     other groups, which keep its normal), shading term, near (s,) int32: each sample's nearest
     input triangle, in_pt (m, 3) int32: the input's position triangles, owner (s,) and row_tri:
@@ -1605,12 +1611,14 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive):
         pos, tri, wpos, attr, lock, target, np.inf, persist, permissive
     )
     k_w = attr.shape[0]
+    na = attr.shape[1]
     in_normal = np.empty((k_w, 3), np.float32)
-    out_normal = np.empty((k_w, 3), np.float32)
+    out_normal = np.empty((k_w, na), np.float32)  # every attribute; the normal first
     fresh = np.zeros(k_w, np.bool_)
     for w in range(k_w):
         for j in range(3):
             in_normal[w, j] = attr[w, j]
+        for j in range(na):
             out_normal[w, j] = attr[w, j]
         if grew[w] and not lock[wpos[w]]:
             ln = np.sqrt(nacc[w, 0] ** 2 + nacc[w, 1] ** 2 + nacc[w, 2] ** 2)
@@ -1618,6 +1626,10 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive):
                 fresh[w] = True
                 for j in range(3):
                     out_normal[w, j] = nacc[w, j] / ln
+                area = nacc[w, na]
+                if color_start >= 0 and area > 0.0:
+                    for j in range(color_start, color_start + 4):
+                        out_normal[w, j] = min(max(nacc[w, j] / area, 0.0), 1.0)
     in_pt, slack = _input_triangles(pos, tri, wpos)
     # sampled: the moved triangles, and those whose normals changed
     sampled = modified.copy()

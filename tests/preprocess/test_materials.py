@@ -216,3 +216,75 @@ def test_a_corrupted_texel_is_found(tmp_path):
     out.write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="texels"):
         read_tess(out).close()
+
+
+def test_coarse_levels_prefilter_vertex_colours():
+    # per-vertex noise: a coarse vertex stands for many, and carries their area-weighted mean
+    # colour (as a far view's pixel averages them), not one original vertex's; the surface's
+    # mean colour stays, its vertex-to-vertex spread shrinks level by level
+    from preprocess.load import mesh_from_arrays
+
+    s = trimesh.creation.icosphere(subdivisions=4)
+    rng = np.random.default_rng(1)
+    colors = np.c_[rng.random((len(s.vertices), 3)), np.ones(len(s.vertices))]
+    dag = build_dag(mesh_from_arrays(s.vertices, s.faces, colors=colors))
+    m = dag.mesh
+
+    def level(lv):
+        cl = np.flatnonzero(dag.cluster_level == lv)
+        rows = np.concatenate([np.arange(dag.cluster_tri_offset[c], dag.cluster_tri_offset[c + 1])
+                               for c in cl])
+        tri = np.asarray(dag.triangles)[rows]
+        p = m.positions[m.wedge_position[tri]].astype(np.float64)
+        area = 0.5 * np.linalg.norm(np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]), axis=1)
+        mean = (m.wedge_color[tri].mean(axis=1) * area[:, None]).sum(0) / area.sum()
+        return mean[:3], m.wedge_color[np.unique(tri)][:, :3].std(0).mean()
+
+    mean0, spread0 = level(0)
+    assert spread0 > 0.25
+    for lv in range(2, dag.level_count):
+        mean, spread = level(lv)
+        assert np.abs(mean - mean0).max() < 0.03, lv
+        assert spread < 0.8 ** lv * spread0, (lv, spread)  # 0.29 -> 0.18, 0.13, 0.10 ... 0.01
+
+
+def test_obj_mtl_colours_textures_and_normal_maps(tmp_path):
+    # three materials over a subdivided quad: a map_Kd texture with a `norm` normal map (its
+    # -bm scale kept), a grey map_Bump (a height map: named, not used), a map_Kd file missing
+    # (named; trimesh drops it silently) and an MTL statement not drawn (map_Ks)
+    grid = trimesh.creation.box(extents=(2, 2, 0.1)).subdivide()
+    v, f = grid.vertices, grid.faces
+    lines = ["mtllib scene.mtl"] + [f"v {a} {b} {c}" for a, b, c in v]
+    lines += [f"vt {a * 0.5 + 0.5} {b * 0.5 + 0.5}" for a, b, _ in v]
+    third = len(f) // 3
+    for k, name in enumerate(("painted", "bumpy", "lost")):
+        lines.append(f"usemtl {name}")
+        lines += [f"f {a + 1}/{a + 1} {b + 1}/{b + 1} {c + 1}/{c + 1}"
+                  for a, b, c in f[k * third:(k + 1) * third if k < 2 else len(f)]]
+    (tmp_path / "scene.obj").write_text("\n".join(lines) + "\n")
+    Image.fromarray(np.full((8, 8, 3), (200, 60, 30), np.uint8)).save(tmp_path / "paint.png")
+    Image.fromarray(np.full((8, 8, 3), (140, 128, 250), np.uint8)).save(tmp_path / "nrm.png")
+    Image.fromarray(np.full((8, 8), 90, np.uint8)).save(tmp_path / "height.png")
+    (tmp_path / "scene.mtl").write_text(
+        "newmtl painted\nKd 1 1 1\nmap_Kd paint.png\nnorm -bm 0.5 nrm.png\nmap_Ks spec.png\n"
+        "newmtl bumpy\nKd 0.2 0.8 0.2\nmap_Bump height.png\n"
+        "newmtl lost\nKd 0.5 0.5 0.5\nmap_Kd gone.png\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MeshWarning)
+        mesh = load_mesh(tmp_path / "scene.obj")
+    text = sorted(str(w.message) for w in caught)
+    assert text == sorted([
+        "scene.obj: texture 'gone.png' not found (scene.mtl map_Kd); drawn without it",
+        "scene.obj: map_Bump 'height.png' is a height map (grey); bump maps are not supported, "
+        "normal maps are: drawn without it",
+        "scene.obj: MTL statements not supported, ignored: map_Ks"])
+    mats = {m.name: m for m in mesh.materials}
+    assert sorted(mats) == ["bumpy", "lost", "painted"]
+    painted = mats["painted"]
+    assert painted.base_color_texture >= 0 and painted.normal_texture >= 0
+    assert painted.normal_scale == 0.5
+    normal_map = mesh.textures[painted.normal_texture]
+    assert not normal_map.srgb and tuple(normal_map.image[0, 0, :3]) == (140, 128, 250)
+    assert mats["bumpy"].normal_texture == -1
+    assert np.allclose(mats["bumpy"].base_color[:3], (0.2, 0.8, 0.2), atol=1 / 255)
+    assert mats["lost"].base_color_texture == -1
