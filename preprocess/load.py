@@ -1433,9 +1433,6 @@ def _material_from_trimesh(m, texture, label: str) -> Material:
             mode = "OPAQUE"
         if mode == "BLEND":
             _warn(f"{label}: material {name!r}: alpha blending is not supported; drawn opaque")
-        elif mode == "MASK":
-            _warn(f"{label}: material {name!r}: alpha cut-outs (MASK) are not supported yet; "
-                  f"drawn opaque")
         return Material(
             name=name, base_color=base,
             base_color_texture=texture(m.baseColorTexture, True, f"{name} base colour"),

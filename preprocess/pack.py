@@ -30,6 +30,7 @@ from preprocess.tess.records import (
     CLUSTER_DTYPE,
     GROUP_DTYPE,
     MATERIAL_BYTE_DOUBLE_SIDED,
+    MODE_ALPHA_MASK,
     MODE_DOUBLE_SIDED,
     MODE_HAS_COLOR,
     MODE_HAS_MATERIAL,
@@ -371,6 +372,9 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     else:
         lo = np.zeros(dag.cluster_count, np.int32)
     double = np.array([m.double_sided for m in mesh.materials] or [False], bool)
+    masked = np.array([m.alpha_mode == "MASK" for m in mesh.materials] or [False], bool)
+    any_masked = (np.maximum.reduceat(masked[tri_material].astype(np.int8), tstart).astype(bool)
+                  if len(tri_material) else np.zeros(dag.cluster_count, bool))
     tri_double = double[tri_material] if len(tri_material) else np.zeros(0, bool)
     any_double = (np.maximum.reduceat(tri_double.astype(np.int8), tstart).astype(bool)
                   if len(tri_material) else np.zeros(dag.cluster_count, bool))
@@ -409,7 +413,8 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     records["mode"] = (mode | (MODE_HAS_UV if has_uv else 0) | (MODE_HAS_COLOR if has_color else 0)
                        | np.where(mixed, MODE_HAS_MATERIAL,
                                   lo.astype(np.int64) << MODE_MATERIAL_SHIFT)
-                       | np.where(any_double, MODE_DOUBLE_SIDED, 0))
+                       | np.where(any_double, MODE_DOUBLE_SIDED, 0)
+                       | np.where(any_masked, MODE_ALPHA_MASK, 0))
     records["vertex_count"] = nv
     records["triangle_count"] = nt
     records["level"] = dag.cluster_level

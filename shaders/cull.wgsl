@@ -199,7 +199,7 @@ fn visit_part(p: u32, ii: u32, inst: Instance, a: AssetInfo) {
             }
         }
         let tris = rec_u(base, CLUSTER_TRIANGLE_COUNT);
-        emit(ii, cref, wants_hardware(b, tris), tris);
+        emit(ii, cref, wants_hardware(b, tris, rec_u(base, CLUSTER_MODE)), tris);
     }
 }
 
@@ -300,5 +300,5 @@ fn cs_post_seed(@builtin(global_invocation_id) gid: vec3<u32>,
         return;
     }
     let tris = rec_u(base, CLUSTER_TRIANGLE_COUNT);
-    emit(e.x, e.y, wants_hardware(b, tris), tris);
+    emit(e.x, e.y, wants_hardware(b, tris, rec_u(base, CLUSTER_MODE)), tris);
 }

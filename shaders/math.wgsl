@@ -51,7 +51,10 @@ fn projected_error(err: f32, s: vec4<f32>, scale: f32) -> f32 {
 
 // hardware raster for clusters that reach the near plane, or whose typical triangle edge is long
 // on screen (software raster loops over a triangle's box on one lane)
-fn wants_hardware(b: vec4<f32>, triangles: u32) -> bool {
+fn wants_hardware(b: vec4<f32>, triangles: u32, mode: u32) -> bool {
+    if (mode & MODE_ALPHA_MASK) != 0u {
+        return true;  // alpha cut-outs: the HW fragment shader tests the alpha
+    }
     let p = frame.planes[4];
     let ahead = dot(p.xyz, b.xyz) + p.w;
     if ahead < b.w {

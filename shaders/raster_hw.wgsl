@@ -5,15 +5,25 @@
 // rasterizer does. Back faces are culled here, not by the pipeline, since double-sided materials
 // keep theirs: each vertex decodes its triangle's three corners and tests the sign of the
 // homogeneous determinant of (x, y, w), the triangle's orientation on screen even where a corner
-// lies behind the eye (Olano and Greer 1997). Reads visible (HW half), pages, instances, assets,
-// frame.
+// lies behind the eye (Olano and Greer 1997). Alpha cut-outs (glTF MASK; culling sends every
+// such cluster here): the vertex shader passes the uv, the vertex colour's alpha and the scene
+// material, and the fragment shader drops a fragment whose alpha (factor x texture x colour)
+// is below the material's cutoff, before it reaches the visibility buffer: depth, the HZB and
+// occlusion then see only what is there. Reads visible (HW half), pages, instances, assets,
+// frame, materials.
 #include "layout.wgsl"
 #include "cluster.wgsl"
 #include "visbuffer.wgsl"
+#include "shading.wgsl"
+#include "material.wgsl"
 
 struct VertexOut {
     @builtin(position) position: vec4<f32>,
     @location(0) @interpolate(flat) payload: u32,
+    // alpha cut-outs: the scene material where it masks (else NO_TEXTURE), uv, colour alpha
+    @location(1) @interpolate(flat) mask_material: u32,
+    @location(2) uv: vec2<f32>,
+    @location(3) alpha: f32,
 }
 
 @vertex
@@ -25,6 +35,9 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> V
     let page = page_start(entry.y);
     let base = cluster_base(entry.y);
     let t = vi / 3u;
+    out.mask_material = NO_TEXTURE;
+    out.uv = vec2<f32>(0.0);
+    out.alpha = 1.0;
     if t >= rec_u(base, CLUSTER_TRIANGLE_COUNT) {
         out.position = vec4<f32>(0.0, 0.0, -1.0, 1.0);  // behind the depth range: clipped
         out.payload = 0u;
@@ -46,11 +59,44 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> V
     }
     out.position = clip[vi % 3u];
     out.payload = (idx << TRIANGLE_BITS) | t;
+    let mode = rec_u(base, CLUSTER_MODE);
+    if (mode & MODE_ALPHA_MASK) != 0u {
+        let asset = assets[inst.asset];
+        let m = asset.material_base + cluster_material(page, base, t);
+        if (material_word(m, MATERIAL_FLAGS) & MATERIAL_ALPHA_MASK) != 0u {
+            out.mask_material = m;
+            let v = c[vi % 3u];
+            if (mode & MODE_HAS_UV) != 0u {
+                out.uv = cluster_uv(page, base, v, asset.uv_box);
+            }
+            if (mode & MODE_HAS_COLOR) != 0u {
+                out.alpha = f32(cluster_color_word(page, base, v) >> 24u) / 255.0;
+            }
+        }
+    }
     return out;
+}
+
+// the alpha of a masked material's fragment: factor x base-colour texture x vertex colour
+fn masked_alpha(in: VertexOut, duv_dx: vec2<f32>, duv_dy: vec2<f32>) -> f32 {
+    let m = in.mask_material;
+    var a = material_f(m, MATERIAL_BASE_COLOR + 3u) * in.alpha;
+    let t = material_word(m, MATERIAL_BASE_COLOR_TEXTURE);
+    if t != NO_TEXTURE {
+        a *= sample_texture(t, in.uv, duv_dx, duv_dy).a;
+    }
+    return a;
 }
 
 @fragment
 fn fs_main(in: VertexOut) {
+    let duv_dx = dpdx(in.uv);  // in uniform control flow, as derivatives must be
+    let duv_dy = dpdy(in.uv);
+    if in.mask_material != NO_TEXTURE
+            && masked_alpha(in, duv_dx, duv_dy)
+               < material_f(in.mask_material, MATERIAL_ALPHA_CUTOFF) {
+        return;  // cut out
+    }
     let x = u32(in.position.x);
     let y = u32(in.position.y);
     vis_write(y * u32(frame.viewport.x) + x, in.position.z, in.payload);

@@ -25,7 +25,7 @@ struct MaterialU {
     emissive: vec4<f32>,  // w: unused
     factors: vec4<f32>,  // metallic, roughness, normal scale, occlusion strength
     flags: vec4<u32>,  // x: textures present (bit i: base, mr, normal, emissive, occlusion),
-                       // y: double-sided
+                       // y: double-sided, z: alpha mask (cutoff in emissive.w)
 }
 
 @group(0) @binding(0) var<uniform> u: Uniforms;
@@ -74,6 +74,9 @@ fn fs_main(in: VOut, @builtin(front_facing) front: bool) -> @location(0) vec4<f3
     let duv2 = dpdy(in.uv);
     let one = vec4<f32>(1.0);
     let base_color = mat.base_color * in.color * select(one, base_t, (has & 1u) != 0u);
+    if mat.flags.z != 0u && base_color.a < mat.emissive.w {
+        discard;  // alpha cut-out
+    }
     let mr = select(one, mr_t, (has & 2u) != 0u);
     let emissive = mat.emissive.rgb * select(one, emissive_t, (has & 8u) != 0u).rgb;
     let occlusion_texel = select(one, occlusion_t, (has & 16u) != 0u).r;

@@ -32,7 +32,8 @@ Page layout (page_size bytes, little-endian, every offset a multiple of 4):
                      material index in bits 0..6, bit 7 set where that material is double-sided,
                      right after the indices (padded to 4); else every triangle has material
                      MODE bits 16..23. MODE_DOUBLE_SIDED: some triangle is double-sided (all of
-                     them without a material stream): the rasterizers keep its back faces
+                     them without a material stream): the rasterizers keep its back faces.
+                     MODE_ALPHA_MASK: some triangle's material cuts out by alpha
 
 Materials (sections; a file without them has one default material):
     materials    MATERIAL_DTYPE per material, glTF metallic-roughness (preprocess.materials)
@@ -64,6 +65,7 @@ __all__ = [
     "MATERIAL_DOUBLE_SIDED",
     "MATERIAL_DTYPE",
     "MATERIAL_TEXTURES",
+    "MODE_ALPHA_MASK",
     "MODE_DOUBLE_SIDED",
     "MODE_HAS_COLOR",
     "MODE_HAS_MATERIAL",
@@ -142,6 +144,9 @@ MODE_HAS_COLOR = 0x200  # the cluster stores vertex colours (after the uvs)
 MODE_HAS_MATERIAL = 0x400  # the cluster stores a material byte per triangle (after the indices)
 MODE_MATERIAL_SHIFT = 16  # else bits 16..23 of mode: the material of all its triangles
 MODE_DOUBLE_SIDED = 0x800  # some triangle's material is double-sided (back faces drawn)
+# some triangle's material cuts out by alpha (glTF MASK): the cluster is drawn by the hardware
+# rasterizer, whose fragment shader tests the alpha (shaders/raster_hw.wgsl)
+MODE_ALPHA_MASK = 0x1000
 MATERIAL_BYTE_DOUBLE_SIDED = 0x80  # in the material stream: this triangle's is
 
 MATERIAL_DTYPE = np.dtype([

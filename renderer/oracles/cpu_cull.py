@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from preprocess.tess.pages import page_clusters
-from preprocess.tess.records import CHILD_EMPTY, CHILD_GROUP, CLUSTER_DTYPE
+from preprocess.tess.records import CHILD_EMPTY, CHILD_GROUP, CLUSTER_DTYPE, MODE_ALPHA_MASK
 from preprocess.tess.limits import ROOT_ERROR
 from renderer.camera import Camera, frustum_planes
 from renderer.limits import SLOT_BITS
@@ -101,6 +101,7 @@ class _SceneTables:
     cl_bounds: np.ndarray  # (C, 4) float64
     cl_self_error: np.ndarray  # (C,) float64
     cl_triangles: np.ndarray  # (C,) int64
+    cl_mode: np.ndarray  # (C,) int64 record modes (MODE_ALPHA_MASK: always HW)
     cl_ref: np.ndarray  # (C,) uint32: global page << 10 | slot
     cl_record: np.ndarray  # (C,) CLUSTER_DTYPE: the records themselves
 
@@ -195,7 +196,9 @@ def _scene_tables(scene: Scene) -> _SceneTables:
         group_offset=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
         group_clusters=np.concatenate(g_members), cl_self_sphere=np.concatenate(cs),
         cl_bounds=np.concatenate(cb), cl_self_error=np.concatenate(ce),
-        cl_triangles=np.concatenate(ct), cl_ref=np.concatenate(cref).astype(np.uint32),
+        cl_triangles=np.concatenate(ct),
+        cl_mode=np.concatenate([r["mode"].astype(np.int64) for r in crec]),
+        cl_ref=np.concatenate(cref).astype(np.uint32),
         cl_record=np.concatenate(crec))
 
 
@@ -289,10 +292,10 @@ def _projected_decision(view: CullView, err: np.ndarray, s: np.ndarray, scale: n
     return above, margin
 
 
-def _hardware_decision(view: CullView, b: np.ndarray, triangles: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """`wants_hardware` for world bounds b (k, 4) and triangle counts (k,) -> (hw (k,) bool,
-    margin (k,) float64)."""
+def _hardware_decision(view: CullView, b: np.ndarray, triangles: np.ndarray,
+                       mode: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`wants_hardware` for world bounds b (k, 4), triangle counts (k,) and record modes (k,)
+    -> (hw (k,) bool, margin (k,) float64); an alpha-masked cluster always (margin inf)."""
     p = view.planes[4]
     ahead = b[:, :3] @ p[:3] + p[3]
     near = ahead < b[:, 3]
@@ -311,6 +314,10 @@ def _hardware_decision(view: CullView, b: np.ndarray, triangles: np.ndarray
     t_near = np.where(near, near_margin, 0.0)
     t_edge = np.where(edge, edge_margin, 0.0)
     margin = np.where(hw, np.maximum(t_near, t_edge), np.minimum(near_margin, edge_margin))
+    if mode is not None:
+        masked = (np.asarray(mode, np.int64) & MODE_ALPHA_MASK) != 0
+        hw = hw | masked
+        margin = np.where(masked, np.inf, margin)
     return hw, margin
 
 
@@ -425,7 +432,7 @@ def cull(scene: Scene, camera: Camera, width: int, height: int, *, tau: float,
     drawn = c_exact & draw
     near = ~drawn & (row_margin < slack) & (draw | (m_cl < slack))
     tris = t.cl_triangles[cc]
-    hw, hw_m = _hardware_decision(view, b, tris)
+    hw, hw_m = _hardware_decision(view, b, tris, t.cl_mode[cc])
     near_decisions += int((drawn & (hw_m < slack)).sum())
 
     def rows_of(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

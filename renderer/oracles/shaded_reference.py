@@ -129,8 +129,9 @@ class ShadedReference:
             u = np.zeros(16, np.float32)
             u[0:4] = m.base_color
             u[4:7] = m.emissive
+            u[7] = m.alpha_cutoff
             u[8:12] = (m.metallic, m.roughness, m.normal_scale, m.occlusion_strength)
-            u.view(np.uint32)[12:14] = (present, int(m.double_sided))
+            u.view(np.uint32)[12:15] = (present, int(m.double_sided), int(m.alpha_mode == "MASK"))
             ubuf = d.create_buffer_with_data(label=f"shaded_reference.material{i}", data=u,
                                              usage=wgpu.BufferUsage.UNIFORM)
             group = d.create_bind_group(label=f"shaded_reference.material{i}.group",

@@ -20,6 +20,8 @@ class RasterHW(Pass):
             *cluster_reader_bindings(VF, wgpu.ShaderStage.VERTEX),
             Binding("state", READ, "array<u32>", wgpu.ShaderStage.VERTEX),
             *vis_bindings(vis64, write=True, stages=wgpu.ShaderStage.FRAGMENT),
+            # alpha cut-outs (glTF MASK): the fragment shader samples the base colour's alpha
+            Binding("materials", READ, "array<u32>", VF),
         )
         module = shader_module(device, "raster_hw.wgsl", self.bindings,
                                defines=["VIS64"] if vis64 else [], label=f"{self.label}.shader")
