@@ -85,21 +85,7 @@ fn fs_main(in: VOut, @builtin(front_facing) front: bool) -> @location(0) vec4<f3
     n *= flip;
     var shading_n = n;
     if (has & 4u) != 0u {
-        let r = duv1.x * duv2.y - duv2.x * duv1.y;
-        if abs(r) > 1e-20 {
-            let tu = (dp1 * duv2.y - dp2 * duv1.y) / r;
-            let tv = (dp2 * duv1.x - dp1 * duv2.x) / r;
-            let tg = tu - n * dot(n, tu);
-            let handed = select(-1.0, 1.0, dot(cross(n, tg), tv) >= 0.0);
-            if dot(tg, tg) > 0.0 {
-                let tn = normalize(tg);
-                let bn = cross(n, tn) * handed;
-                let q = normal_t.xyz * 2.0 - 1.0;
-                let xy = q.xy * mat.factors.z;
-                let mapped = normalize(tn * xy.x + bn * xy.y * flip + n * max(q.z, 1e-3));
-                shading_n = select(shading_n, mapped, dot(mapped, mapped) > 0.5);
-            }
-        }
+        shading_n = apply_normal_map(n, dp1, dp2, duv1, duv2, normal_t.xyz, mat.factors.z, flip);
     }
     var s: Surface;
     s.base_color = base_color.rgb;

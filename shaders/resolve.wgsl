@@ -124,23 +124,8 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // the normal map, in the triangle's tangent frame (dP/du, dP/dv made orthogonal to n)
     var shading_n = n;
     if material_word(m, MATERIAL_NORMAL_TEXTURE) != NO_TEXTURE {
-        let d1 = uv[1] - uv[0];
-        let d2 = uv[2] - uv[0];
-        let r = d1.x * d2.y - d2.x * d1.y;
-        if abs(r) > 1e-20 {
-            let tu = (e1 * d2.y - e2 * d1.y) / r;
-            let tv = (e2 * d1.x - e1 * d2.x) / r;
-            let tg = tu - n * dot(n, tu);
-            let handed = select(-1.0, 1.0, dot(cross(n, tg), tv) >= 0.0);
-            if dot(tg, tg) > 0.0 {
-                let tn = normalize(tg);
-                let bn = cross(n, tn) * handed;
-                let q = texels[2].xyz * 2.0 - 1.0;
-                let xy = q.xy * mat.normal_scale;
-                let mapped = normalize(tn * xy.x + bn * xy.y * flip + n * max(q.z, 1e-3));
-                shading_n = select(shading_n, mapped, dot(mapped, mapped) > 0.5);
-            }
-        }
+        shading_n = apply_normal_map(n, e1, e2, uv[1] - uv[0], uv[2] - uv[0], texels[2].xyz,
+                                     mat.normal_scale, flip);
     }
     var surf: Surface;
     surf.base_color = base_color.rgb;

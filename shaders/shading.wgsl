@@ -66,6 +66,33 @@ fn unpack_rgba8(w: u32) -> vec4<f32> {
                      f32(w >> 24u)) / 255.0;
 }
 
+// `n` bent by a tangent-space normal-map texel (`texel`: the map's rgb, 0..1) in the frame
+// whose tangent and bitangent are dP/du and dP/dv of two directions on the surface (dp1, dp2)
+// and their uv changes (duv1, duv2): a triangle's edges (resolve) or one pixel's screen
+// derivatives (the shaded reference), the same frame on a planar triangle with linear uvs.
+// The tangent is made orthogonal to n; `flip` -1 on a double-sided back face. `n` itself where
+// the uvs are degenerate.
+fn apply_normal_map(n: vec3<f32>, dp1: vec3<f32>, dp2: vec3<f32>, duv1: vec2<f32>,
+                    duv2: vec2<f32>, texel: vec3<f32>, scale: f32, flip: f32) -> vec3<f32> {
+    let r = duv1.x * duv2.y - duv2.x * duv1.y;
+    if !(abs(r) > 1e-20) {
+        return n;
+    }
+    let tu = (dp1 * duv2.y - dp2 * duv1.y) / r;
+    let tv = (dp2 * duv1.x - dp1 * duv2.x) / r;
+    let tg = tu - n * dot(n, tu);
+    if !(dot(tg, tg) > 0.0) {
+        return n;
+    }
+    let handed = select(-1.0, 1.0, dot(cross(n, tg), tv) >= 0.0);
+    let tn = normalize(tg);
+    let bn = cross(n, tn) * handed;
+    let q = texel * 2.0 - 1.0;
+    let xy = q.xy * scale;
+    let mapped = normalize(tn * xy.x + bn * xy.y * flip + n * max(q.z, 1e-3));
+    return select(n, mapped, dot(mapped, mapped) > 0.5);
+}
+
 // octahedral encoding of a unit vector in 2 x 16-bit snorm (the pages' normal encoding)
 fn pack_octahedral(n: vec3<f32>) -> u32 {
     var p = n.xy / (abs(n.x) + abs(n.y) + abs(n.z));

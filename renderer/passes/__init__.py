@@ -61,3 +61,18 @@ class Pass:
                                   f"{self.label}.bind_group")
             self._bg_key = frame.generation
         return self._bg
+
+
+class PixelPass(Pass):
+    """A pass of one lane per pixel, in 8 x 8 workgroups (`cs_main` with
+    `@workgroup_size(8, 8)`): `self.pipeline` dispatched over the frame."""
+
+    pipeline: wgpu.GPUComputePipeline
+
+    def encode(self, frame: FrameResources, encoder: wgpu.GPUCommandEncoder) -> None:
+        cp = encoder.begin_compute_pass(label=self.label,
+                                        timestamp_writes=frame.timestamps(self.label))
+        cp.set_pipeline(self.pipeline)
+        cp.set_bind_group(0, self.group(frame))
+        cp.dispatch_workgroups((frame.width + 7) // 8, (frame.height + 7) // 8)
+        cp.end()

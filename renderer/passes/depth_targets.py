@@ -6,10 +6,10 @@ from __future__ import annotations
 import wgpu
 
 from renderer.gpu import READ, STORAGE, Binding, compute_pipelines
-from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
+from renderer.passes import PixelPass, cluster_reader_bindings, vis_bindings
 
 
-class DepthTargets(Pass):
+class DepthTargets(PixelPass):
     label = "depth_targets"
 
     def __init__(self, device: wgpu.GPUDevice, *, vis64: bool) -> None:
@@ -26,11 +26,3 @@ class DepthTargets(Pass):
                                             ["cs_main"], defines=["VIS64"] if vis64 else [],
                                             label=self.label)
         self.pipeline = pipes["cs_main"]
-
-    def encode(self, frame, encoder: wgpu.GPUCommandEncoder) -> None:
-        cp = encoder.begin_compute_pass(label=self.label,
-                                        timestamp_writes=frame.timestamps(self.label))
-        cp.set_pipeline(self.pipeline)
-        cp.set_bind_group(0, self.group(frame))
-        cp.dispatch_workgroups((frame.width + 7) // 8, (frame.height + 7) // 8)
-        cp.end()

@@ -4,10 +4,10 @@ normal and ids (shaders/resolve.wgsl)."""
 from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, Binding, compute_pipelines
-from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
+from renderer.passes import PixelPass, cluster_reader_bindings, vis_bindings
 
 
-class Resolve(Pass):
+class Resolve(PixelPass):
     label = "resolve"
 
     def __init__(self, device, *, vis64: bool) -> None:
@@ -29,11 +29,3 @@ class Resolve(Pass):
         self.bgl, pipes = compute_pipelines(device, "resolve.wgsl", self.bindings, ["cs_main"],
                                             defines=["VIS64"] if vis64 else [], label=self.label)
         self.pipeline = pipes["cs_main"]
-
-    def encode(self, frame, encoder) -> None:
-        cp = encoder.begin_compute_pass(label=self.label,
-                                        timestamp_writes=frame.timestamps(self.label))
-        cp.set_pipeline(self.pipeline)
-        cp.set_bind_group(0, self.group(frame))
-        cp.dispatch_workgroups((frame.width + 7) // 8, (frame.height + 7) // 8)
-        cp.end()
