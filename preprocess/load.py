@@ -1597,3 +1597,41 @@ def _mtl_extras(mesh: Mesh, obj: Path, label: str) -> None:
                     pass
     if unknown:
         _warn(f"{label}: MTL statements not supported, ignored: {', '.join(sorted(unknown))}")
+
+
+def mesh_from_obj_text(path: Path, data: bytes, *, name: str,
+                       crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
+    """The `Mesh` of OBJ text `data` (an OBJ file's, edited: one object's faces kept), its MTL
+    files and textures resolved beside `path`, read as `load_mesh` reads an OBJ."""
+    import trimesh
+
+    from preprocess.readers import has_material_library, read_obj_bytes
+
+    label = path.name
+    parts = None
+    mtl = has_material_library(data, path)
+    if not mtl:
+        try:
+            with np.errstate(all="ignore"):
+                parts = read_obj_bytes(data, label)
+        except MeshError:
+            raise
+        except Exception:
+            parts = None
+    if parts is None:
+        with _quiet():
+            try:
+                scene = _load_scene_from(trimesh, io.BytesIO(data), "obj",
+                                         trimesh.resolvers.FilePathResolver(str(path)))
+                parts = _flatten(scene, label)[0]
+            except Exception as exc:
+                raise MeshError(f"{label}: cannot read object {name!r}: {_one_line(exc)}"
+                                ) from None
+        if not mtl:  # trimesh's placeholder materials
+            parts = [(*part[:5], None) for part in parts]
+    if not parts:
+        raise MeshError(f"{label}: object {name!r} has no triangles")
+    mesh = _merge_and_weld(parts, name=name, source=label, crease_angle=crease_angle)
+    if mesh.materials:
+        _mtl_extras(mesh, path, label)
+    return mesh

@@ -52,7 +52,8 @@ import numpy as np
 
 from preprocess.mesh import MeshError, MeshWarning
 
-__all__ = ["check_text", "has_material_library", "is_text", "mtl_library_names", "read_parts"]
+__all__ = ["check_text", "has_material_library", "is_text", "mtl_library_names", "read_obj_bytes",
+           "read_parts"]
 
 #: One geometry as `load._flatten` returns it: positions (n, 3) float, triangles (m, 3) int64,
 #: normals (n, 3) float64 or None, uvs (n, 2) float64 or None.
@@ -1508,3 +1509,8 @@ def _triangulate_mixed(flat: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 _READERS = {"obj": _read_obj, "stl": _read_stl, "ply": _read_ply, "off": _read_off}
+
+
+def read_obj_bytes(data: bytes, label: str) -> list[Part] | None:
+    """`read_parts` of OBJ text held in memory (None: trimesh must read it)."""
+    return _read_obj(data, label)

@@ -133,10 +133,56 @@ def _mirrored(mesh: Mesh) -> Mesh:
                 textures=mesh.textures)
 
 
+_OBJ_OBJECT = re.compile(rb"^[ \t]*o[ \t]+([^\r\n]*)", re.MULTILINE)
+_OBJ_FACE = re.compile(rb"^[ \t]*f[ \t]", re.MULTILINE)
+
+
+def _obj_objects(path: Path, crease: float) -> SceneMeshes | None:
+    """An OBJ of several objects (`o` lines with faces): a mesh per object (the file's text with
+    the other objects' faces left out: vertices are global, unused ones drop), each placed once
+    where it is (identity). None for fewer than two objects with faces."""
+    from preprocess.load import mesh_from_obj_text
+
+    data = path.read_bytes()
+    heads = list(_OBJ_OBJECT.finditer(data))
+    if len(heads) < 2:
+        return None
+    bounds = [h.start() for h in heads] + [len(data)]
+    spans = [(heads[k].group(1).strip().decode("utf-8", "replace") or f"object{k}",
+              bounds[k], bounds[k + 1]) for k in range(len(heads))]
+    spans = [s for s in spans if _OBJ_FACE.search(data, s[1], s[2])]
+    if len(spans) < 2:
+        return None
+    faces_before = data[: spans[0][1]]
+    if _OBJ_FACE.search(faces_before):  # faces before the first object: an object of its own
+        spans.insert(0, ("default", 0, spans[0][1]))
+    out = SceneMeshes()
+    taken: set[str] = set()
+    for name, start, end in spans:
+        lines = []
+        for _, s, e in spans:
+            chunk = data[s:e]
+            if (s, e) != (start, end):  # other objects: every line but their faces
+                chunk = b"".join(line for line in chunk.splitlines(keepends=True)
+                                 if not _OBJ_FACE.match(line))
+            lines.append(chunk)
+        head = data[: spans[0][1]] if spans[0][1] > 0 else b""
+        text = head + b"".join(lines)
+        base = _safe(name)
+        key, n = base, 2
+        while key in taken:
+            key, n = f"{base}-{n}", n + 1
+        taken.add(key)
+        out.meshes[key] = mesh_from_obj_text(path, text, name=key, crease_angle=crease)
+        out.instances.append((key, np.eye(4)))
+    return out
+
+
 def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
                ) -> SceneMeshes | None:
-    """The meshes and instances of a glTF/GLB file, or None where it is no scene (one mesh used
-    by one node, or no glTF): then `load_mesh` reads it as one asset.
+    """The meshes and instances of a glTF/GLB file (or of an OBJ of several objects: a mesh
+    each, placed where they are), or None where it is no scene (one mesh used by one node, one
+    object, or another format): then `load_mesh` reads it as one asset.
 
     Raises:
         MeshError: one line naming the file (a broken file, a node tree with a cycle).
@@ -147,6 +193,9 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
     from preprocess.load import mesh_from_gltf_json, read_gltf_json
 
     p = Path(path)
+    crease = DEFAULT_CREASE_DEGREES if crease_angle is None else crease_angle
+    if p.suffix.lower() == ".obj" and p.is_file():
+        return _obj_objects(p, crease)
     if p.suffix.lower() not in (".gltf", ".glb") or not p.is_file():
         return None
     label = p.name
@@ -171,7 +220,6 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
         taken.add(name)
         names[m] = name
     out = SceneMeshes()
-    crease = DEFAULT_CREASE_DEGREES if crease_angle is None else crease_angle
     for _node, m, world in placed:
         if m not in signature:
             raise MeshError(f"{label}: a node names mesh {m}; the file has {len(meshes)}")

@@ -160,10 +160,11 @@ class LoadJob:
         return str(out)
 
     def _gltf_scene(self, path: Path) -> bool:
-        """A glTF of several meshes or nodes opens as its scene (`preprocess.scene`): a scene
-        file and a .tess per distinct mesh, cached beside it (`cache_path` with `.json`) while
-        newer than the file and built with the asked up axis. False where it is no scene."""
-        if path.suffix.lower() not in (".gltf", ".glb") or not path.is_file():
+        """A glTF of several meshes or nodes, or an OBJ of several objects, opens as its scene
+        (`preprocess.scene`): a scene file and a .tess per distinct mesh, cached beside it
+        (`cache_path` with `.json`) while newer than the file and built with the asked up
+        axis. False where it is no scene."""
+        if path.suffix.lower() not in (".gltf", ".glb", ".obj") or not path.is_file():
             return False
         scene_path = cache_path(path).with_suffix(".json")
         spec = None

@@ -212,8 +212,9 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                         "on a glTF warns, then rotates as asked, for exporters that wrote Z-up "
                         f"anyway (default: {d.up})")
     p.add_argument("--merge", action="store_true",
-                   help="a glTF of several meshes or nodes: one .tess of every mesh placed by "
-                        "its node, instead of a scene file and a .tess per distinct mesh")
+                   help="a glTF of several meshes or nodes, an OBJ of several objects: one .tess "
+                        "of everything placed, instead of a scene file and a .tess per distinct "
+                        "mesh")
     p.add_argument("--threads", type=int, default=0,
                    help="worker threads, 0 = one per core (default: 0)")
     p.add_argument("--verify", action="store_true",
@@ -274,7 +275,7 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
         return fail(str(e))
     scene = None
     if (not args.builtin and not args.merge
-            and Path(args.mesh).suffix.lower() in (".gltf", ".glb")):
+            and Path(args.mesh).suffix.lower() in (".gltf", ".glb", ".obj")):
         from preprocess.scene import read_scene
 
         try:
@@ -304,8 +305,7 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
             return fail(f"{output}: a scene's output is a scene file, NAME.json (and a .tess "
                         f"per mesh beside it), or NAME.tess for one merged .tess")
         if args.texture:
-            return fail("--texture applies to one mesh, not to a glTF scene (its materials "
-                        "name their textures)")
+            return fail("--texture applies to one mesh, not to a scene (--merge builds one)")
     else:
         source = args.mesh
         output = Path(args.output) if args.output else Path(args.mesh).with_suffix(".tess")

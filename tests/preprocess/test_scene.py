@@ -67,7 +67,7 @@ def test_preprocess_writes_a_scene_file_and_a_tess_per_mesh(tmp_path, capsys, gl
     with warnings.catch_warnings():  # the CLI prints them (pyproject ignores MeshWarning)
         warnings.simplefilter("always", MeshWarning)
         assert preprocess_main([str(src), "-o", str(tmp_path / "x.tess"), "-q"]) == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if "compiling" not in line]
     assert err == ["preprocess: warning: street.glb: a scene of 3 meshes in 4 nodes, merged "
                    "into one .tess as -o asks (-o NAME.json keeps it a scene: a .tess per mesh)"]
     # --merge keeps one asset of every placed triangle
@@ -79,7 +79,7 @@ def test_preprocess_writes_a_scene_file_and_a_tess_per_mesh(tmp_path, capsys, gl
             assert f.meta["input_triangles"] == 3 * 12 + 320
     # any other output: one line, exit 2, nothing written
     assert preprocess_main([str(src), "-o", str(tmp_path / "y.obj")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if "compiling" not in line]
     assert len(err) == 1 and "NAME.json" in err[0] and not list(tmp_path.glob("y*"))
 
 
@@ -99,3 +99,26 @@ def test_a_broken_node_tree_is_one_line(tmp_path, capsys, bad, gltf_street):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("preprocess: error: street.glb: ")
     assert not list(tmp_path.glob("street.*.tess")) and not (tmp_path / "street.json").exists()
+
+
+def test_an_obj_of_several_objects_is_a_scene(tmp_path, capsys):
+    # two objects (the first with two materials, set before it and in it), vertices numbered
+    # across the file: an asset each, placed where they are
+    text = ("mtllib objs.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nusemtl red\no first\nf 1 2 3\n"
+            "usemtl blue\nf 2 4 3\no second\nv 3 0 0\nv 4 0 0\nv 3 1 0\nf 5 6 7\nf 6 4 7\n")
+    (tmp_path / "objs.obj").write_text(text)
+    (tmp_path / "objs.mtl").write_text("newmtl red\nKd 1 0 0\nnewmtl blue\nKd 0 0 1\n")
+    scene = read_scene(tmp_path / "objs.obj")
+    assert sorted(scene.meshes) == ["first", "second"]
+    first, second = scene.meshes["first"], scene.meshes["second"]
+    assert first.triangle_count == 2 and second.triangle_count == 2
+    assert sorted(m.name for m in first.materials) == ["blue", "red"]
+    assert [m.name for m in second.materials] == ["blue"]  # the material still active
+    assert all(np.array_equal(w, np.eye(4)) for _, w in scene.instances)
+    np.testing.assert_array_equal(np.sort(second.positions[:, 0]), [1, 3, 3, 4])
+    assert preprocess_main([str(tmp_path / "objs.obj"), "-q"]) == 0
+    assert json.loads((tmp_path / "objs.json").read_text())["assets"] == {
+        "first": "objs.first.tess", "second": "objs.second.tess"}
+    # one object: no scene
+    (tmp_path / "one.obj").write_text("o only\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    assert read_scene(tmp_path / "one.obj") is None
