@@ -115,7 +115,7 @@ class LoadJob:
                 for k, (name, path) in enumerate(self.spec.assets.items()):
                     self.asset = f"{path.name} ({k + 1} of {n})" if n > 1 else path.name
                     self.tess[name] = self._resolve(path, self.spec.up.get(name))
-            elif not self._gltf_scene(Path(self.source)):
+            elif not self._file_scene(Path(self.source)):
                 self.asset = Path(self.source).name
                 self.tess = {Path(self.source).stem: self._resolve(Path(self.source), self.up)}
             self.stage = "done"
@@ -159,7 +159,7 @@ class LoadJob:
         self.built.append(str(out))
         return str(out)
 
-    def _gltf_scene(self, path: Path) -> bool:
+    def _file_scene(self, path: Path) -> bool:
         """A glTF of several meshes or nodes, or an OBJ of several objects, opens as its scene
         (`preprocess.scene`): a scene file and a .tess per distinct mesh, cached beside it
         (`cache_path` with `.json`) while newer than the file and built with the asked up
