@@ -973,7 +973,38 @@ def _check_gltf(path: Path, file_type: str, label: str) -> dict:
               f"{', '.join(drawn)}")
     _check_gltf_buffers(tree, path, binary, label)
     _check_gltf_materials(tree, path, label)
+    _check_gltf_scene_features(tree, label)
     return tree
+
+
+def _check_gltf_scene_features(tree: dict, label: str) -> None:
+    """A `MeshWarning` naming what of a glTF scene is not drawn: animations, skins and morph
+    targets (the meshes are drawn in their rest pose), cameras, punctual lights, scenes other
+    than the default one, points and lines."""
+    left = []
+    if tree.get("animations"):
+        left.append(f"{len(tree['animations'])} animations")
+    if tree.get("skins"):
+        left.append(f"{len(tree['skins'])} skins (drawn in the rest pose)")
+    meshes = [m for m in tree.get("meshes") or [] if isinstance(m, dict)]
+    morphs = sum(1 for m in meshes for p in m.get("primitives") or []
+                 if isinstance(p, dict) and p.get("targets"))
+    if morphs:
+        left.append(f"morph targets on {morphs} primitives (drawn unmorphed)")
+    if tree.get("cameras"):
+        left.append(f"{len(tree['cameras'])} cameras")
+    lights = ((tree.get("extensions") or {}).get("KHR_lights_punctual") or {}).get("lights")
+    if lights:
+        left.append(f"{len(lights)} lights (Tessera lights every scene alike)")
+    scenes = tree.get("scenes") or []
+    if len(scenes) > 1:
+        left.append(f"{len(scenes) - 1} scenes besides the default one")
+    modes = {p.get("mode", 4) for m in meshes for p in m.get("primitives") or []
+             if isinstance(p, dict)}
+    if modes - {4, 5, 6}:
+        left.append("points and lines")
+    if left:
+        _warn(f"{label}: not drawn: {', '.join(left)}")
 
 
 def read_gltf_json(path: Path) -> dict:

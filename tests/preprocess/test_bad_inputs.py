@@ -492,3 +492,21 @@ def test_latin1_obj_and_stl_are_read(tmp_path):
     path = tmp_path / "comment.off"
     path.write_bytes(b"OFF\n# caf\xe9\n4 2 0\n0 0 0\n1 0 0\n0 1 0\n1 1 0\n3 0 1 2\n3 1 3 2\n")
     assert load_mesh(path).triangle_count == 2
+
+
+def test_gltf_scene_features_not_drawn_are_named(tmp_path):
+    def rich(tree: dict) -> None:
+        tree["animations"] = [{"channels": [], "samplers": []}]
+        tree["skins"] = [{"joints": [0]}]
+        tree["cameras"] = [{"type": "perspective", "perspective": {"yfov": 1.0, "znear": 0.1}}]
+        tree["extensions"] = {"KHR_lights_punctual": {"lights": [{"type": "point"}]}}
+        tree["extensionsUsed"] = ["KHR_lights_punctual"]
+        tree["scenes"] = [*tree.get("scenes", [{"nodes": [0]}]), {"nodes": []}]
+
+    path = tmp_path / "rich.glb"
+    path.write_bytes(glb(edit=rich))
+    mesh, warned = _warned(path)
+    assert mesh.triangle_count == 320
+    assert warned == ["rich.glb: not drawn: 1 animations, 1 skins (drawn in the rest pose), "
+                      "1 cameras, 1 lights (Tessera lights every scene alike), 1 scenes besides "
+                      "the default one"]
