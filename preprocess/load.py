@@ -57,6 +57,7 @@ from preprocess.materials import (
     srgb_to_linear,
 )
 from preprocess.mesh import Mesh, MeshError, MeshWarning, column_bounds
+from preprocess.tess.limits import MAX_MATERIALS
 from preprocess.topology import edge_neighbours, find
 
 __all__ = ["SUPPORTED_SUFFIXES", "load_mesh", "mesh_from_arrays", "weld_positions"]
@@ -1496,6 +1497,9 @@ def _merge_and_weld(meshes: list[tuple], *, name: str, source: str,
     fields): their vertices concatenated, each part's material and vertex colours kept per
     vertex, so that a material border becomes a seam of wedges."""
     materials, textures, part_material = _materials_of(meshes, source)
+    if len(materials) > MAX_MATERIALS:
+        raise MeshError(f"{source}: {len(materials)} materials in one mesh; an asset holds at "
+                        f"most {MAX_MATERIALS} (preprocess.tess.limits.MAX_MATERIALS)")
     if base_color_texture is not None:
         if not materials:
             materials = [default_material()]

@@ -13,6 +13,8 @@ file and on the GPU, a 1024 x 1024 one 5.3 MiB.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from preprocess.materials import Material, Texture, default_material, linear_to_srgb
@@ -127,8 +129,13 @@ def encode_materials(materials: list[Material], textures: list[Texture], *,
     tex = np.zeros(len(used), TEXTURE_DTYPE)
     chains = []
     offset = 0
+    # numpy releases the GIL in the averaging: the textures' chains are built side by side
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(used), os.cpu_count() or 1))) as pool:
+        built = list(pool.map(lambda t: mip_chain(textures[t], max_texture_size), used))
     for i, t in enumerate(used):
-        mips = mip_chain(textures[t], max_texture_size)
+        mips = built[i]
         h, w = mips[0].shape
         tex[i] = (offset, w, h, len(mips), TEXTURE_SRGB if textures[t].srgb else 0, (0, 0, 0))
         chains += [m.reshape(-1) for m in mips]

@@ -288,3 +288,19 @@ def test_obj_mtl_colours_textures_and_normal_maps(tmp_path):
     assert mats["bumpy"].normal_texture == -1
     assert np.allclose(mats["bumpy"].base_color[:3], (0.2, 0.8, 0.2), atol=1 / 255)
     assert mats["lost"].base_color_texture == -1
+
+
+def test_more_materials_than_an_asset_holds_is_one_line(tmp_path):
+    from preprocess.mesh import MeshError
+    from preprocess.tess.limits import MAX_MATERIALS
+
+    scene = trimesh.Scene()
+    for k in range(MAX_MATERIALS + 1):
+        tri = trimesh.Trimesh([[k, 0, 0], [k + 1, 0, 0], [k, 1, 0]], [[0, 1, 2]], process=False)
+        tri.visual = trimesh.visual.TextureVisuals(material=trimesh.visual.material.PBRMaterial(
+            name=f"m{k}", baseColorFactor=(k / 200, 0.5, 0.5, 1.0)))
+        scene.add_geometry(tri, geom_name=f"t{k}")
+    scene.export(tmp_path / "many.glb")
+    with pytest.raises(MeshError, match=r"many.glb: 129 materials in one mesh; an asset holds "
+                                        r"at most 128"):
+        load_mesh(tmp_path / "many.glb")
