@@ -32,6 +32,7 @@ from preprocess.tess.records import (
     MATERIAL_BYTE_DOUBLE_SIDED,
     MODE_ALPHA_MASK,
     MODE_DOUBLE_SIDED,
+    MODE_UV_FLOAT,
     MODE_HAS_COLOR,
     MODE_HAS_MATERIAL,
     MODE_HAS_UV,
@@ -378,8 +379,10 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     tri_double = double[tri_material] if len(tri_material) else np.zeros(0, bool)
     any_double = (np.maximum.reduceat(tri_double.astype(np.int8), tstart).astype(bool)
                   if len(tri_material) else np.zeros(dag.cluster_count, bool))
+    uv_float = has_uv and _uvs_need_floats(mesh, cfg.max_texture_size)
     pos_bytes = _align4(np.where(mode == 0, 6, 12) * nv)
-    attr_bytes = nv * 4 * (1 + has_uv + has_color)
+    uv_words = (2 if uv_float else 1) if has_uv else 0  # u32 words a vertex
+    attr_bytes = nv * 4 * (1 + uv_words + has_color)
     idx_bytes = _align4(nt * 3) + np.where(mixed, _align4(nt), 0)
     data_bytes = pos_bytes + attr_bytes + idx_bytes
     record = CLUSTER_DTYPE.itemsize
@@ -414,7 +417,8 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
                        | np.where(mixed, MODE_HAS_MATERIAL,
                                   lo.astype(np.int64) << MODE_MATERIAL_SHIFT)
                        | np.where(any_double, MODE_DOUBLE_SIDED, 0)
-                       | np.where(any_masked, MODE_ALPHA_MASK, 0))
+                       | np.where(any_masked, MODE_ALPHA_MASK, 0)
+                       | (MODE_UV_FLOAT if uv_float else 0))
     records["vertex_count"] = nv
     records["triangle_count"] = nt
     records["level"] = dag.cluster_level
@@ -452,17 +456,22 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
         uv_min = mesh.wedge_uv.min(axis=0).astype(np.float64)
         uv_max = mesh.wedge_uv.max(axis=0).astype(np.float64)
     for run in enc.runs:
-        if has_uv:
+        uvs = np.zeros(0, np.uint32)
+        if has_uv and not uv_float:
             uv = mesh.wedge_uv[run.vertices].astype(np.float64)
             q = np.round((uv - uv_min) / np.maximum(uv_max - uv_min, 1e-30) * 65535)
             uvs = (q[:, 0].astype(np.uint32) | (q[:, 1].astype(np.uint32) << 16))
-        else:
-            uvs = np.zeros(0, np.uint32)
         _write_streams(pages, cluster_page, *offsets, mode, pos_min, vertex_offset, run.vgrid,
-                       run.normals, uvs, has_uv, tri_offset, run.local, run.first, run.end)
+                       run.normals, uvs, has_uv and not uv_float, tri_offset, run.local,
+                       run.first, run.end)
+        if uv_float:
+            words = np.ascontiguousarray(mesh.wedge_uv[run.vertices], np.float32).view(np.uint32)
+            _write_words(pages, cluster_page, offsets[2], vertex_offset, words, run.first,
+                         run.end)
         if has_color:  # after the uvs (or normals): the offset follows from the record
-            _write_words(pages, cluster_page, offsets[1] + nv * 4 * (1 + has_uv), vertex_offset,
-                         _rgba8_srgb(mesh.wedge_color[run.vertices]), run.first, run.end)
+            _write_words(pages, cluster_page, offsets[1] + nv * 4 * (1 + uv_words),
+                         vertex_offset, _rgba8_srgb(mesh.wedge_color[run.vertices])[:, None],
+                         run.first, run.end)
     if mixed.any():  # after the indices
         _write_material_bytes(pages, cluster_page, offsets[3] + _align4(nt * 3), tri_offset,
                               (tri_material | np.where(tri_double, MATERIAL_BYTE_DOUBLE_SIDED,
@@ -506,6 +515,7 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
         "quantization_error": float(np.sqrt(3) / 2 * step),
         "has_uv": bool(has_uv),
         "has_color": bool(has_color),
+        "uv_float": bool(uv_float),
         "materials": [m.name for m in mesh.materials] or ["default"],
         "uv_min": mesh.wedge_uv.min(axis=0).tolist() if has_uv else [0.0, 0.0],
         "uv_max": mesh.wedge_uv.max(axis=0).tolist() if has_uv else [1.0, 1.0],
@@ -543,18 +553,35 @@ def _rgba8_srgb(c: np.ndarray) -> np.ndarray:
     return q[:, 0] | (q[:, 1] << 8) | (q[:, 2] << 16) | (q[:, 3] << 24)
 
 
+def _uvs_need_floats(mesh: Mesh, max_texture_size: int) -> bool:
+    """Whether 16-bit uvs over the asset's uv box would move a texel of its largest texture by
+    more than a quarter (`MODE_UV_FLOAT`)."""
+    used = {getattr(m, f) for m in mesh.materials for f in ("base_color_texture",
+            "metallic_roughness_texture", "normal_texture", "emissive_texture",
+            "occlusion_texture")} - {-1}
+    if not used:
+        return False
+    side = max(max(mesh.textures[t].image.shape[:2]) for t in used)
+    if max_texture_size:
+        side = min(side, max_texture_size)
+    lo, hi = column_bounds(mesh.wedge_uv)
+    return float((hi - lo).max()) * side / 65535 > 0.25
+
+
 @nb.njit(cache=True, nogil=True)
 def _write_words(pages, cluster_page, off, vertex_offset, words, first, end):
-    """One u32 per vertex of clusters first..end-1 at byte offset off[c] of their page; words
-    holds that run's vertices only."""
+    """The u32 words of each vertex (a row of `words`, (n, k)) of clusters first..end-1, one
+    after the other from byte offset off[c] of their page; words holds that run's vertices
+    only."""
     vbase = vertex_offset[first]
     for c in range(first, end):
         page = pages[cluster_page[c]]
         o = off[c]
         for v in range(vertex_offset[c] - vbase, vertex_offset[c + 1] - vbase):
-            for b in range(4):
-                page[o + b] = (words[v] >> (8 * b)) & 0xFF
-            o += 4
+            for k in range(words.shape[1]):
+                for b in range(4):
+                    page[o + b] = (words[v, k] >> (8 * b)) & 0xFF
+                o += 4
 
 
 @nb.njit(cache=True, nogil=True)

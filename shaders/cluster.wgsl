@@ -90,9 +90,14 @@ fn cluster_normal(page: u32, base: u32, v: u32) -> vec3<f32> {
     return normalize(n);
 }
 
-// uv of local vertex v (MODE_HAS_UV): 16-bit unorm pairs mapped onto the asset's uv box
+// uv of local vertex v (MODE_HAS_UV): 16-bit unorm pairs mapped onto the asset's uv box, or
+// two float32 (MODE_UV_FLOAT)
 fn cluster_uv(page: u32, base: u32, v: u32, uv_box: vec4<f32>) -> vec2<f32> {
-    let q = pages[page + (rec_u(base, CLUSTER_UV_OFFSET) >> 2u) + v];
+    let at = page + (rec_u(base, CLUSTER_UV_OFFSET) >> 2u);
+    if (rec_u(base, CLUSTER_MODE) & MODE_UV_FLOAT) != 0u {
+        return vec2<f32>(bitcast<f32>(pages[at + 2u * v]), bitcast<f32>(pages[at + 2u * v + 1u]));
+    }
+    let q = pages[at + v];
     let t = vec2<f32>(f32(q & 0xffffu), f32(q >> 16u)) / 65535.0;
     return uv_box.xy + t * (uv_box.zw - uv_box.xy);
 }
@@ -102,7 +107,9 @@ fn cluster_uv(page: u32, base: u32, v: u32, uv_box: vec4<f32>) -> vec2<f32> {
 fn cluster_color_word(page: u32, base: u32, v: u32) -> u32 {
     let mode = rec_u(base, CLUSTER_MODE);
     let nv = rec_u(base, CLUSTER_VERTEX_COUNT);
-    let streams = select(1u, 2u, (mode & MODE_HAS_UV) != 0u);
+    let uv_words = select(0u, select(1u, 2u, (mode & MODE_UV_FLOAT) != 0u),
+                          (mode & MODE_HAS_UV) != 0u);
+    let streams = 1u + uv_words;
     return pages[page + (rec_u(base, CLUSTER_NORMAL_OFFSET) >> 2u) + streams * nv + v];
 }
 

@@ -14,6 +14,7 @@ from preprocess.tess.records import (
     MODE_HAS_MATERIAL,
     MODE_HAS_UV,
     MODE_MATERIAL_SHIFT,
+    MODE_UV_FLOAT,
     MODE_POSITION_MASK,
     PAGE_HEADER_DTYPE,
 )
@@ -57,7 +58,10 @@ def decode_cluster(page: np.ndarray, rec: np.void, step: float, uv_range=None
     no = int(rec["normal_offset"])
     normals = octahedral_decode(page[no : no + 4 * nv].view("<u4"))
     uvs = None
-    if int(rec["mode"]) & MODE_HAS_UV and uv_range is not None:
+    if int(rec["mode"]) & MODE_UV_FLOAT:
+        uo = int(rec["uv_offset"])
+        uvs = page[uo : uo + 8 * nv].view("<f4").reshape(nv, 2).astype(np.float32)
+    elif int(rec["mode"]) & MODE_HAS_UV and uv_range is not None:
         uo = int(rec["uv_offset"])
         q = page[uo : uo + 4 * nv].view("<u4")
         lo, hi = np.asarray(uv_range[0]), np.asarray(uv_range[1])
@@ -66,7 +70,8 @@ def decode_cluster(page: np.ndarray, rec: np.void, step: float, uv_range=None
     mode = int(rec["mode"])
     colors = None
     if mode & MODE_HAS_COLOR:  # after the uvs (or the normals)
-        co = no + 4 * nv * (2 if mode & MODE_HAS_UV else 1)
+        uv_words = (2 if mode & MODE_UV_FLOAT else 1) if mode & MODE_HAS_UV else 0
+        co = no + 4 * nv * (1 + uv_words)
         colors = page[co : co + 4 * nv].reshape(nv, 4).copy()
     io = int(rec["index_offset"])
     tris = page[io : io + 3 * nt].reshape(nt, 3)

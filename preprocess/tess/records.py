@@ -23,7 +23,7 @@ Page layout (page_size bytes, little-endian, every offset a multiple of 4):
                      vertex is (pos_min + offset) * step (step from the asset meta)
           normals    u32 per vertex: octahedral, 16 bits per component (snorm)
           uvs        u32 per vertex when the asset has uvs: 16-bit unorm each, mapped to the
-                     asset's uv box (meta uv_min, uv_max)
+                     asset's uv box (meta uv_min, uv_max); or, with MODE_UV_FLOAT, two float32
           colours    u32 per vertex when the cluster has MODE_HAS_COLOR: RGBA8, RGB sRGB-encoded
                      (linear values are what the mesh holds; 8-bit sRGB keeps the darks), right
                      after the uvs (or the normals): no offset field of its own
@@ -72,6 +72,7 @@ __all__ = [
     "MODE_HAS_UV",
     "MODE_MATERIAL_SHIFT",
     "MODE_POSITION_MASK",
+    "MODE_UV_FLOAT",
     "NODE_DTYPE",
     "NO_GROUP",
     "NO_TEXTURE",
@@ -147,6 +148,10 @@ MODE_DOUBLE_SIDED = 0x800  # some triangle's material is double-sided (back face
 # some triangle's material cuts out by alpha (glTF MASK): the cluster is drawn by the hardware
 # rasterizer, whose fragment shader tests the alpha (shaders/raster_hw.wgsl)
 MODE_ALPHA_MASK = 0x1000
+# the cluster's uvs are two float32 (8 bytes a vertex) instead of 16-bit unorm in the asset's uv
+# box: where that box is so large against the textures that 1/65535 of it exceeds a quarter texel
+# (tiled uvs: 0..64 over a 2048 texture would move texels by 2)
+MODE_UV_FLOAT = 0x2000
 MATERIAL_BYTE_DOUBLE_SIDED = 0x80  # in the material stream: this triangle's is
 
 MATERIAL_DTYPE = np.dtype([
