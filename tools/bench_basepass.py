@@ -16,25 +16,9 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-
-def resolve_ms(r, repeats: int) -> float:
-    """Median ms of the resolve pass alone, submitted and waited for `repeats` times."""
-    d = r.device
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        enc = d.create_command_encoder(label="bench_basepass")
-        r.frame.labels = []
-        r.resolve.encode(r.frame, enc)
-        d.queue.submit([enc.finish()])
-        d.queue.read_buffer(r.frame.buffers["state"], 0, 4)  # waits for the queue
-        times.append(time.perf_counter() - t)
-    return 1e3 * statistics.median(times)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     from assets.rock import make_terrain
     from preprocess.build import build_file
     from renderer import Camera, Renderer
+    from renderer.bench.measure import pass_alone_ms
 
     with tempfile.TemporaryDirectory(prefix="tessera-basepass-") as tmp:
         files = {}
@@ -66,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                 scenes.append((name, r, int(img.coverage.sum()), []))
             for _ in range(3):  # alternate: the machine's noise falls on every scene alike
                 for _, r, _, ms in scenes:
-                    ms.append(resolve_ms(r, args.repeats))
+                    ms.append(pass_alone_ms(r, r.resolve.encode, args.repeats))
             for name, r, covered, ms in scenes:
                 m = statistics.median(ms)
                 print(f"{size}x{size} {name:<28} resolve {m:7.2f} ms: "

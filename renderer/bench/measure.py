@@ -114,6 +114,24 @@ def measure(r, cams: list[Camera], warmup: int) -> dict:
     return out
 
 
+def pass_alone_ms(r, encode, repeats: int = 9) -> float:
+    """Median ms of one pass alone, after a frame has filled what it reads: `encode(frame,
+    encoder)` (e.g. `r.resolve.encode`) recorded, submitted and waited for `repeats` times.
+    lavapipe's timestamps around a pass can read near zero, and a frame's time mixes in culling
+    and rasterization; this is the pass's own wall time."""
+    d = r.device
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        enc = d.create_command_encoder(label="bench.pass_alone")
+        r.frame.labels = []
+        encode(r.frame, enc)
+        d.queue.submit([enc.finish()])
+        d.queue.read_buffer(r.frame.buffers["state"], 0, 4)  # waits for the queue
+        times.append(time.perf_counter() - t)
+    return 1e3 * statistics.median(times)
+
+
 def brute_force_ms(ctx, asset, worlds, cams: list[Camera], size: tuple[int, int],
                    frames: int) -> list[float]:
     """Brute force: every triangle of every instance (`worlds`, (k, 4, 4)) at full detail, the
