@@ -1070,6 +1070,8 @@ def _check_gltf_materials(tree: dict, path: Path, label: str) -> None:
     textures = tree.get("textures") or []
     samplers = tree.get("samplers") or []
     missing: dict[str, list[str]] = {}
+    broken: dict[str, list[str]] = {}
+    checked: dict[str, str | None] = {}
     for mi, mat in enumerate(tree.get("materials") or []):
         if not isinstance(mat, dict):
             continue
@@ -1094,8 +1096,13 @@ def _check_gltf_materials(tree: dict, path: Path, label: str) -> None:
             img = images[src] if isinstance(src, int) and 0 <= src < len(images) else None
             uri = img.get("uri") if isinstance(img, dict) else None
             if isinstance(uri, str) and not uri.startswith("data:"):
-                if not (path.parent / urllib.parse.unquote(uri)).is_file():
+                file = path.parent / urllib.parse.unquote(uri)
+                if not file.is_file():
                     missing.setdefault(uri, []).append(f"{name} {role}")
+                elif uri not in checked:
+                    checked[uri] = _image_problem(file)
+                if checked.get(uri):
+                    broken.setdefault(uri, []).append(f"{name} {role}")
         emissive = mat.get("emissiveFactor")
         if (isinstance(emissive, list) and any(float(x) > 0 for x in emissive[:3])
                 and "emissiveTexture" not in mat):
@@ -1103,6 +1110,21 @@ def _check_gltf_materials(tree: dict, path: Path, label: str) -> None:
                   f"emissive texture: the whole surface glows (as the file says)")
     for uri, uses in missing.items():
         _warn(f"{label}: texture {uri!r} not found ({', '.join(uses)}); drawn without it")
+    for uri, uses in broken.items():
+        _warn(f"{label}: texture {uri!r} cannot be read ({checked[uri]}; {', '.join(uses)}); "
+              f"drawn without it")
+
+
+def _image_problem(file: Path) -> str | None:
+    """Why an image file cannot be decoded (Pillow's verdict on its header and data), or None."""
+    from PIL import Image
+
+    try:
+        with Image.open(file) as img:
+            img.verify()
+        return None
+    except Exception as exc:
+        return _one_line(exc) or type(exc).__name__
 
 
 def _glb_json(f: io.BufferedReader, size: int, label: str) -> tuple[bytes, int]:

@@ -4,6 +4,7 @@ sections that hold it all. The scenes are made in the tests with trimesh's expor
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -304,3 +305,29 @@ def test_more_materials_than_an_asset_holds_is_one_line(tmp_path):
     with pytest.raises(MeshError, match=r"many.glb: 129 materials in one mesh; an asset holds "
                                         r"at most 128"):
         load_mesh(tmp_path / "many.glb")
+
+
+def test_an_unreadable_texture_file_is_named(tmp_path):
+    # trimesh drops a texture it cannot decode without a word; the loader names it
+    box = trimesh.creation.box()
+    img = Image.fromarray(np.full((8, 8, 3), 90, np.uint8))
+    box.visual = trimesh.visual.TextureVisuals(
+        uv=box.vertices[:, :2] + 0.5,
+        material=trimesh.visual.material.PBRMaterial(name="paint", baseColorTexture=img))
+    box.export(tmp_path / "box.gltf")  # writes the PNG beside it
+    tree = json.loads((tmp_path / "box.gltf").read_text())
+    uri = tree["images"][0]["uri"] if "uri" in tree["images"][0] else None
+    if uri is None:  # embedded: write it out as a file the JSON names
+        (tmp_path / "paint.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 40)
+        tree["images"][0] = {"uri": "paint.png"}
+        (tmp_path / "box.gltf").write_text(json.dumps(tree))
+        uri = "paint.png"
+    else:
+        (tmp_path / uri).write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 40)  # cut short
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MeshWarning)
+        mesh = load_mesh(tmp_path / "box.gltf")
+    text = [str(w.message) for w in caught]
+    assert len(text) == 1 and text[0].startswith(f"box.gltf: texture {uri!r} cannot be read (")
+    assert text[0].endswith("paint base colour); drawn without it")
+    assert mesh.materials[0].base_color_texture == -1
