@@ -147,28 +147,23 @@ def _obj_objects(path: Path, crease: float) -> SceneMeshes | None:
     heads = list(_OBJ_OBJECT.finditer(data))
     if len(heads) < 2:
         return None
-    bounds = [h.start() for h in heads] + [len(data)]
-    spans = [(heads[k].group(1).strip().decode("utf-8", "replace") or f"object{k}",
-              bounds[k], bounds[k + 1]) for k in range(len(heads))]
-    spans = [s for s in spans if _OBJ_FACE.search(data, s[1], s[2])]
-    if len(spans) < 2:
+    # the text before the first `o` line, then each object's: an object of its own where it has
+    # faces (faces before the first `o` line: "default")
+    cuts = [0, *(h.start() for h in heads), len(data)]
+    names = ["default", *(h.group(1).strip().decode("utf-8", "replace") or f"object{k}"
+                          for k, h in enumerate(heads))]
+    chunks = [data[cuts[k] : cuts[k + 1]] for k in range(len(cuts) - 1)]
+    objects = [k for k, c in enumerate(chunks) if _OBJ_FACE.search(c)]
+    if len(objects) < 2:
         return None
-    faces_before = data[: spans[0][1]]
-    if _OBJ_FACE.search(faces_before):  # faces before the first object: an object of its own
-        spans.insert(0, ("default", 0, spans[0][1]))
+    # every line but the faces (vertices, usemtl ...), kept in every object's text
+    bare = [b"".join(line for line in c.splitlines(keepends=True) if not _OBJ_FACE.match(line))
+            for c in chunks]
     out = SceneMeshes()
     taken: set[str] = set()
-    for name, start, end in spans:
-        lines = []
-        for _, s, e in spans:
-            chunk = data[s:e]
-            if (s, e) != (start, end):  # other objects: every line but their faces
-                chunk = b"".join(line for line in chunk.splitlines(keepends=True)
-                                 if not _OBJ_FACE.match(line))
-            lines.append(chunk)
-        head = data[: spans[0][1]] if spans[0][1] > 0 else b""
-        text = head + b"".join(lines)
-        base = _safe(name)
+    for k in objects:
+        text = b"".join(chunks[j] if j == k else bare[j] for j in range(len(chunks)))
+        base = _safe(names[k])
         key, n = base, 2
         while key in taken:
             key, n = f"{base}-{n}", n + 1

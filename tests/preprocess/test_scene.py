@@ -119,6 +119,13 @@ def test_an_obj_of_several_objects_is_a_scene(tmp_path, capsys):
     assert preprocess_main([str(tmp_path / "objs.obj"), "-q"]) == 0
     assert json.loads((tmp_path / "objs.json").read_text())["assets"] == {
         "first": "objs.first.tess", "second": "objs.second.tess"}
+    # an object of vertices alone (no faces) is no asset, but its vertices count for the others
+    text = ("o points\nv 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\no left\nf 1 2 3\no right\n"
+            "f 2 4 3\n")
+    (tmp_path / "shared.obj").write_text(text)
+    shared = read_scene(tmp_path / "shared.obj")
+    assert sorted(shared.meshes) == ["left", "right"]
+    np.testing.assert_array_equal(np.sort(shared.meshes["right"].positions[:, 0]), [0, 1, 1])
     # one object: no scene
     (tmp_path / "one.obj").write_text("o only\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
     assert read_scene(tmp_path / "one.obj") is None
