@@ -15,7 +15,20 @@ import numpy as np
 from preprocess.load import mesh_from_arrays, weld_positions
 from preprocess.mesh import Mesh
 
-__all__ = ["geodesic_sphere", "geodesic_sphere_arrays", "icosahedron"]
+__all__ = ["geodesic_sphere", "geodesic_sphere_arrays", "grid_square", "icosahedron"]
+
+
+def grid_square(quads: int) -> tuple[np.ndarray, np.ndarray]:
+    """The square [-1, 1]^2 x {0}, facing +z, `quads` x `quads` quads: ((quads + 1)^2, 3)
+    float64 positions, row by row along +x then +y, and (2 quads^2, 3) int64 counter-clockwise
+    triangles, every quad's first half then every quad's second."""
+    xs = np.linspace(-1.0, 1.0, quads + 1)
+    x, y = np.meshgrid(xs, xs)
+    pos = np.stack([x.ravel(), y.ravel(), np.zeros(x.size)], axis=1)
+    idx = np.arange((quads + 1) ** 2).reshape(quads + 1, quads + 1)
+    a, b = idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel()
+    c, d = idx[1:, 1:].ravel(), idx[1:, :-1].ravel()
+    return pos, np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
 
 
 def icosahedron() -> tuple[np.ndarray, np.ndarray]:

@@ -440,26 +440,10 @@ def mesh_from_arrays(
             f"{src}: face index {worst} out of range (the mesh has {n} vertices, valid 0..{n - 1})"
         )
     F = F.astype(np.int64, copy=False)
-    N_in = None
-    if normals is not None:
-        N_in = np.asarray(normals, dtype=np.float64)
-        if N_in.shape != (n, 3):
-            raise MeshError(f"{src}: normals must have shape ({n}, 3), got {N_in.shape}")
-    UV_in = None
-    if uvs is not None:
-        UV_in = np.asarray(uvs, dtype=np.float64)
-        if UV_in.shape != (n, 2):
-            raise MeshError(f"{src}: uvs must have shape ({n}, 2), got {UV_in.shape}")
-    C_in = None
-    if colors is not None:
-        C_in = np.asarray(colors, dtype=np.float64)
-        if C_in.shape != (n, 4):
-            raise MeshError(f"{src}: colours must have shape ({n}, 4), got {C_in.shape}")
-    M_in = None
-    if vertex_material is not None:
-        M_in = np.asarray(vertex_material, dtype=np.int64)
-        if M_in.shape != (n,):
-            raise MeshError(f"{src}: vertex materials must have shape ({n},), got {M_in.shape}")
+    N_in = _per_vertex(normals, (n, 3), np.float64, "normals", src)
+    UV_in = _per_vertex(uvs, (n, 2), np.float64, "uvs", src)
+    C_in = _per_vertex(colors, (n, 4), np.float64, "colours", src)
+    M_in = _per_vertex(vertex_material, (n,), np.int64, "vertex materials", src)
 
     # Weld positions by exact float32 value (-0.0 folded into +0.0).
     pbits = _float_bits(P32)
@@ -508,6 +492,17 @@ def mesh_from_arrays(
     )
     _check_grid(mesh, src)
     return mesh
+
+
+def _per_vertex(values, shape: tuple, dtype, what: str, src: str) -> np.ndarray | None:
+    """An optional per-vertex input array as `dtype`, None where absent; `MeshError` naming it
+    where its shape is not `shape`."""
+    if values is None:
+        return None
+    arr = np.asarray(values, dtype=dtype)
+    if arr.shape != shape:
+        raise MeshError(f"{src}: {what} must have shape {shape}, got {arr.shape}")
+    return arr
 
 
 def _checked_float32(P: np.ndarray, src: str) -> np.ndarray:
@@ -1077,7 +1072,7 @@ def _check_gltf_materials(tree: dict, path: Path, label: str) -> None:
             continue
         name = str(mat.get("name") or f"#{mi}")
         for outer, key, role in _GLTF_TEXTURE_ROLES:
-            holder = mat.get(outer) or {} if outer else mat
+            holder = (mat.get(outer) or {}) if outer else mat
             info = holder.get(key) if isinstance(holder, dict) else None
             if not isinstance(info, dict):
                 continue
@@ -1564,14 +1559,11 @@ def _merge_and_weld(meshes: list[tuple], *, name: str, source: str,
                                 name=name, source=source, drop_reversed=drop_reversed,
                                 crease_angle=crease_angle)
     if materials:
-        if mesh.wedge_uv is None and any(
-                t >= 0 for m in materials for t in (m.base_color_texture, m.normal_texture,
-                                                    m.metallic_roughness_texture,
-                                                    m.emissive_texture, m.occlusion_texture)):
+        if mesh.wedge_uv is None and any(t >= 0 for m in materials
+                                         for t in m.texture_indices()):
             _warn(f"{source}: textures without texture coordinates; drawn without them")
             for m in materials:
-                m.base_color_texture = m.normal_texture = m.metallic_roughness_texture = -1
-                m.emissive_texture = m.occlusion_texture = -1
+                m.drop_textures()
         mesh.materials, mesh.textures = materials, textures
     return mesh
 

@@ -16,12 +16,18 @@ alpha blending (drawn opaque), unknown glTF material extensions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from preprocess.mesh import MeshError
+from preprocess.tess.records import (
+    DEFAULT_BASE_COLOR,
+    DEFAULT_METALLIC,
+    DEFAULT_ROUGHNESS,
+    MATERIAL_TEXTURES,
+)
 
 __all__ = [
     "Material",
@@ -64,13 +70,21 @@ class Material:
     double_sided: bool = False  # back faces drawn, their normals flipped
     alpha_mode: str = "OPAQUE"  # OPAQUE, MASK (cut-out below alpha_cutoff) or BLEND (as OPAQUE)
     alpha_cutoff: float = 0.5
-    notes: list = field(default_factory=list)  # what was left out, for the warning
+
+    def texture_indices(self) -> tuple[int, ...]:
+        """Its texture fields, in `MATERIAL_TEXTURES` order (-1: none)."""
+        return tuple(getattr(self, f) for f in MATERIAL_TEXTURES)
+
+    def drop_textures(self) -> None:
+        """Every texture field set to none."""
+        for f in MATERIAL_TEXTURES:
+            setattr(self, f, -1)
 
 
 def default_material() -> Material:
     """What a mesh without a material is drawn with: a light grey dielectric, rough."""
-    return Material(name="default", base_color=(0.6, 0.6, 0.6, 1.0), metallic=0.0,
-                    roughness=0.6)
+    return Material(name="default", base_color=DEFAULT_BASE_COLOR, metallic=DEFAULT_METALLIC,
+                    roughness=DEFAULT_ROUGHNESS)
 
 
 def srgb_to_linear(c: np.ndarray) -> np.ndarray:

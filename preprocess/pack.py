@@ -556,9 +556,7 @@ def _rgba8_srgb(c: np.ndarray) -> np.ndarray:
 def _uvs_need_floats(mesh: Mesh, max_texture_size: int) -> bool:
     """Whether 16-bit uvs over the asset's uv box would move a texel of its largest texture by
     more than a quarter (`MODE_UV_FLOAT`)."""
-    used = {getattr(m, f) for m in mesh.materials for f in ("base_color_texture",
-            "metallic_roughness_texture", "normal_texture", "emissive_texture",
-            "occlusion_texture")} - {-1}
+    used = {t for m in mesh.materials for t in m.texture_indices()} - {-1}
     if not used:
         return False
     side = max(max(mesh.textures[t].image.shape[:2]) for t in used)

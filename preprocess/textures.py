@@ -26,6 +26,7 @@ from preprocess.tess.records import (
     NO_TEXTURE,
     TEXTURE_DTYPE,
     TEXTURE_SRGB,
+    chain_texels,
 )
 
 __all__ = ["encode_materials", "mip_chain", "texture_bytes"]
@@ -96,12 +97,7 @@ def mip_chain(texture: Texture, max_size: int = 0) -> list[np.ndarray]:
 
 def texture_bytes(width: int, height: int) -> int:
     """Bytes of a width x height texture's mip chain in the file and on the GPU."""
-    n = 0
-    while True:
-        n += width * height * 4
-        if width == 1 and height == 1:
-            return n
-        width, height = max(1, width // 2), max(1, height // 2)
+    return 4 * chain_texels(width, height)
 
 
 def encode_materials(materials: list[Material], textures: list[Texture], *,
@@ -109,7 +105,7 @@ def encode_materials(materials: list[Material], textures: list[Texture], *,
     """The `materials`, `textures` and `texels` sections of an asset (`default_material()` alone
     when `materials` is empty). Textures no material uses are left out."""
     materials = materials or [default_material()]
-    used = sorted({getattr(m, f) for m in materials for f in MATERIAL_TEXTURES} - {-1})
+    used = sorted({t for m in materials for t in m.texture_indices()} - {-1})
     remap = {old: new for new, old in enumerate(used)}
     recs = np.zeros(len(materials), MATERIAL_DTYPE)
     for i, m in enumerate(materials):

@@ -21,6 +21,7 @@ import time
 import numpy as np
 import wgpu
 
+from preprocess.tess.pages import octahedral_decode
 from renderer.camera import Camera, frustum_planes
 from renderer.device import GpuContext, create_context
 from renderer.gpu import buffer
@@ -94,18 +95,6 @@ def _check_world(reach: float, what: str) -> None:
     if not reach <= MAX_WORLD:
         raise ValueError(f"{what} reach {reach:.3g} from the world origin; float32 positions "
                          f"hold at most {MAX_WORLD:.0e} (limits.MAX_WORLD)")
-
-
-def _octahedral(words: np.ndarray) -> np.ndarray:
-    """(..., 3) float32 unit vectors of octahedral 2 x 16-bit snorm words (shaders/shading.wgsl
-    `pack_octahedral`)."""
-    x = (words & 0xFFFF).astype(np.uint16).view(np.int16).astype(np.float32) / 32767
-    y = (words >> 16).astype(np.uint16).view(np.int16).astype(np.float32) / 32767
-    z = 1 - np.abs(x) - np.abs(y)
-    t = np.maximum(-z, 0)
-    v = np.stack([x - np.where(x >= 0, t, -t), y - np.where(y >= 0, t, -t), z], axis=-1)
-    norm = np.linalg.norm(v, axis=-1, keepdims=True)
-    return (v / np.maximum(norm, 1e-20)).astype(np.float32)
 
 
 class FrameResources:
@@ -624,7 +613,9 @@ class Renderer:
             "level": np.where(empty, -1, (ids[..., 3] >> 1).astype(np.int64)),
             "hardware": ~empty & ((ids[..., 3] & 1) == 1),
             "base_color": bytes4(ga[..., 0]),
-            "shading_normal": np.where(empty[..., None], np.float32(0), _octahedral(ga[..., 1])),
+            "shading_normal": np.where(  # octahedral, as the pages encode normals
+                empty[..., None], np.float32(0),
+                octahedral_decode(ga[..., 1].reshape(-1)).reshape(h, w, 3)),
             "roughness": (gb[..., 0] & 0xFF).astype(np.float32) / 255,
             "metallic": ((gb[..., 0] >> 8) & 0xFF).astype(np.float32) / 255,
             "material": np.where(empty, -1, (gb[..., 0] >> 16).astype(np.int64)),

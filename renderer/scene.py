@@ -19,11 +19,12 @@ import numpy as np
 import wgpu
 
 from preprocess.tess.records import (
-    MATERIAL_DTYPE,
     MATERIAL_TEXTURES,
     NO_TEXTURE,
     PAGE_HEADER_DTYPE,
     TEXTURE_DTYPE,
+    chain_texels,
+    default_material_record,
 )
 from preprocess.tess.limits import ROOT_ERROR
 from preprocess.tess.container import TessFile, read_tess
@@ -98,33 +99,11 @@ class SceneWarning(UserWarning):
     adapter); one line, and the frame goes on."""
 
 
-def default_material_record() -> np.ndarray:
-    """The MATERIAL_DTYPE record an asset without materials is drawn with (a light grey
-    dielectric: preprocess.materials.default_material, kept here so that reading needs no
-    builder)."""
-    rec = np.zeros(1, MATERIAL_DTYPE)
-    rec["base_color"] = (0.6, 0.6, 0.6, 1.0)
-    rec["metallic"], rec["roughness"] = 0.0, 0.6
-    rec["normal_scale"] = rec["occlusion_strength"] = 1.0
-    for f in MATERIAL_TEXTURES:
-        rec[f] = NO_TEXTURE
-    return rec
-
-
 def _shrink_to_fit(textures: np.ndarray, budget_words: int) -> tuple[np.ndarray, int]:
     """Drop the top mip of the largest texture until every chain fits `budget_words` (texture
     records with offsets still into the original texels, and the texel words kept)."""
     tex = textures.copy()
-    skipped = 0
-
-    def words(t) -> int:
-        n, w, h = 0, int(t["width"]), int(t["height"])
-        for _ in range(int(t["mips"])):
-            n += w * h
-            w, h = max(1, w // 2), max(1, h // 2)
-        return n
-
-    total = sum(words(t) for t in tex)
+    total = sum(chain_texels(t["width"], t["height"], t["mips"]) for t in tex)
     while total > budget_words and len(tex) and tex["mips"].max() > 1:
         i = int(np.argmax(tex["width"].astype(np.int64) * tex["height"]))
         t = tex[i]
@@ -135,7 +114,6 @@ def _shrink_to_fit(textures: np.ndarray, budget_words: int) -> tuple[np.ndarray,
         t["width"], t["height"] = max(1, int(t["width"]) // 2), max(1, int(t["height"]) // 2)
         t["mips"] -= 1
         tex[i] = t
-        skipped += 1
     return tex, total
 
 
@@ -356,18 +334,11 @@ class Scene:
             warnings.warn(f"textures need {all_texels.nbytes / 2**20:,.0f} MiB, more than this "
                           f"adapter binds ({limit_bytes / 2**20:,.0f} MiB): {dropped} top mips "
                           f"left out", SceneWarning, stacklevel=3)
-            parts, at = [], 0
-            for t in fitted:
-                n, w, h = 0, int(t["width"]), int(t["height"])
-                for _ in range(int(t["mips"])):
-                    n += w * h
-                    w, h = max(1, w // 2), max(1, h // 2)
-                parts.append(all_texels[int(t["offset"]) : int(t["offset"]) + n])
-                t["offset"] = at
-                at += n
-            fitted = fitted.copy()
-            fitted["offset"] = np.cumsum([0] + [len(p) for p in parts])[:-1]
-            all_texels = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
+            sizes = [chain_texels(t["width"], t["height"], t["mips"]) for t in fitted]
+            all_texels = np.concatenate(
+                [all_texels[int(t["offset"]) : int(t["offset"]) + n]
+                 for t, n in zip(fitted, sizes, strict=True)] or [np.zeros(0, np.uint32)])
+            fitted["offset"] = np.cumsum([0, *sizes])[:-1]
         code = np.arange(SRGB_TABLE_WORDS) / 255.0
         table = np.where(code <= 0.04045, code / 12.92, ((code + 0.055) / 1.055) ** 2.4)
         head = np.concatenate([

@@ -27,16 +27,11 @@ import numpy as np
 
 def plane(path: Path, n: int = 64) -> None:
     """The square [-1, 1]^2 x {0}, facing +z, n x n quads, preprocessed to `path`."""
+    from assets.shapes import grid_square
     from preprocess.build import build_file
     from preprocess.load import mesh_from_arrays
 
-    xs = np.linspace(-1.0, 1.0, n + 1)
-    x, y = np.meshgrid(xs, xs)
-    pos = np.stack([x.ravel(), y.ravel(), np.zeros(x.size)], axis=1)
-    idx = np.arange((n + 1) ** 2).reshape(n + 1, n + 1)
-    a, b = idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel()
-    c, d = idx[1:, 1:].ravel(), idx[1:, :-1].ravel()
-    faces = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
+    pos, faces = grid_square(n)
     build_file(mesh_from_arrays(pos, faces, name="plane"), path)
 
 

@@ -59,6 +59,9 @@ __all__ = [
     "CHILD_EMPTY",
     "CHILD_GROUP",
     "CLUSTER_DTYPE",
+    "DEFAULT_BASE_COLOR",
+    "DEFAULT_METALLIC",
+    "DEFAULT_ROUGHNESS",
     "GROUP_DTYPE",
     "MATERIAL_ALPHA_MASK",
     "MATERIAL_BYTE_DOUBLE_SIDED",
@@ -81,6 +84,8 @@ __all__ = [
     "PART_DTYPE",
     "TEXTURE_DTYPE",
     "TEXTURE_SRGB",
+    "chain_texels",
+    "default_material_record",
 ]
 
 NODE_DTYPE = np.dtype([
@@ -186,6 +191,35 @@ TEXTURE_DTYPE = np.dtype([
     ("pad", "<u4", 3),
 ])
 TEXTURE_SRGB = 0x1  # texels are sRGB-encoded (decode before filtering)
+
+# what an asset without materials is drawn with: a light grey dielectric, rough
+DEFAULT_BASE_COLOR = (0.6, 0.6, 0.6, 1.0)
+DEFAULT_METALLIC = 0.0
+DEFAULT_ROUGHNESS = 0.6
+
+
+def default_material_record() -> np.ndarray:
+    """(1,) MATERIAL_DTYPE: the default material (`DEFAULT_BASE_COLOR` ...), no texture."""
+    rec = np.zeros(1, MATERIAL_DTYPE)
+    rec["base_color"] = DEFAULT_BASE_COLOR
+    rec["metallic"], rec["roughness"] = DEFAULT_METALLIC, DEFAULT_ROUGHNESS
+    rec["normal_scale"] = rec["occlusion_strength"] = 1.0
+    for f in MATERIAL_TEXTURES:
+        rec[f] = NO_TEXTURE
+    return rec
+
+
+def chain_texels(width: int, height: int, mips: int | None = None) -> int:
+    """Texels of a texture's mip chain: mip i is max(1, width >> i) x max(1, height >> i), for
+    `mips` mips (None: down to 1 x 1), one after the other in `texels`."""
+    n, w, h, k = 0, int(width), int(height), 0
+    while mips is None or k < mips:
+        n += w * h
+        k += 1
+        if mips is None and w == 1 and h == 1:
+            break
+        w, h = max(1, w // 2), max(1, h // 2)
+    return n
 assert NODE_DTYPE.itemsize == 96 and GROUP_DTYPE.itemsize == 48
 assert CLUSTER_DTYPE.itemsize == 96 and PAGE_HEADER_DTYPE.itemsize == 16
 assert MATERIAL_DTYPE.itemsize == 80 and TEXTURE_DTYPE.itemsize == 32

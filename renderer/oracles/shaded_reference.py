@@ -30,8 +30,6 @@ __all__ = ["ShadedReference"]
 
 _COLOR = wgpu.TextureFormat.rgba8unorm
 _DEPTH = wgpu.TextureFormat.depth32float
-_SLOTS = ("base_color_texture", "metallic_roughness_texture", "normal_texture",
-          "emissive_texture", "occlusion_texture")
 _UNIFORM_BYTES = 64 * 3 + 16 + 16
 
 
@@ -116,8 +114,7 @@ class ShadedReference:
             if not len(tris):
                 continue
             views, present = [], 0
-            for bit, slot in enumerate(_SLOTS):
-                t = getattr(m, slot)
+            for bit, t in enumerate(m.texture_indices()):
                 if t < 0 or mesh.wedge_uv is None:
                     views.append(white)
                     continue
@@ -206,9 +203,9 @@ class ShadedReference:
         out = {}
         for name, tex, aspect in (("color", self._color, wgpu.TextureAspect.all),
                                   ("depth", self._depth, wgpu.TextureAspect.depth_only)):
-            e = d.create_command_encoder(label=f"shaded_reference.read_{name}")
-            if name == "color":
-                e = enc
+            # the colour is copied in the frame's own submission, the depth in one after it
+            e = enc if name == "color" else d.create_command_encoder(
+                label=f"shaded_reference.read_{name}")
             e.copy_texture_to_buffer(
                 {"texture": tex, "mip_level": 0, "origin": (0, 0, 0), "aspect": aspect},
                 {"buffer": self._readback, "offset": 0, "bytes_per_row": self._row,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from assets.shapes import grid_square
 from preprocess.build import build_file
 from preprocess.load import mesh_from_arrays
 from renderer.camera import Camera
@@ -44,14 +45,7 @@ IDENTITY = np.eye(4)
 @pytest.fixture(scope="module")
 def plane_tess(tmp_path_factory, gpu) -> str:
     """The square [-1, 1]^2 x {0}, facing +z, 16 x 16 quads (512 triangles)."""
-    n = 16
-    xs = np.linspace(-1.0, 1.0, n + 1)
-    x, y = np.meshgrid(xs, xs)
-    pos = np.stack([x.ravel(), y.ravel(), np.zeros(x.size)], axis=1)
-    idx = np.arange((n + 1) ** 2).reshape(n + 1, n + 1)
-    a, b = idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel()
-    c, d = idx[1:, 1:].ravel(), idx[1:, :-1].ravel()
-    faces = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
+    pos, faces = grid_square(16)
     path = tmp_path_factory.mktemp("depth_targets") / "plane.tess"
     build_file(mesh_from_arrays(pos, faces, name="plane"), path)
     return str(path)

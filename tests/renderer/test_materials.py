@@ -24,6 +24,7 @@ import pytest
 import trimesh
 from PIL import Image
 
+from assets.shapes import grid_square
 from preprocess.build import build_file
 from preprocess.load import load_mesh
 from renderer import Camera, Renderer, RenderOptions
@@ -65,12 +66,8 @@ def textured_plane(path, *, double_sided=False):
     """A GLB: a wavy 2 x 2 sheet, uvs repeating twice, with a base-colour texture (smooth
     gradients and sharp stripes), a normal map of bumps and a metallic-roughness map."""
     n = 48
-    x, y = np.meshgrid(np.linspace(-1, 1, n), np.linspace(-1, 1, n))
-    z = 0.08 * np.sin(3 * x) * np.cos(2 * y)
-    v = np.stack([x, y, z], -1).reshape(-1, 3)
-    i = np.arange(n * n).reshape(n, n)
-    q = np.stack([i[:-1, :-1], i[:-1, 1:], i[1:, 1:], i[1:, :-1]], -1).reshape(-1, 4)
-    faces = np.concatenate([q[:, [0, 1, 2]], q[:, [0, 2, 3]]])
+    v, faces = grid_square(n - 1)
+    v[:, 2] = 0.08 * np.sin(3 * v[:, 0]) * np.cos(2 * v[:, 1])
     uv = (v[:, :2] + 1)  # 0..2: repeats
     t = np.linspace(0, 1, 128)
     u_, w_ = np.meshgrid(t, t)
@@ -270,12 +267,9 @@ def test_tiled_uvs_keep_their_texels(tmp_path, gpu, monkeypatch):
     from preprocess.tess import read_tess
 
     n = 24
-    x, y = np.meshgrid(np.linspace(-1, 1, n), np.linspace(-1, 1, n))
-    v = np.stack([x, y, 0.05 * np.sin(4 * x)], -1).reshape(-1, 3)
-    i = np.arange(n * n).reshape(n, n)
-    q = np.stack([i[:-1, :-1], i[:-1, 1:], i[1:, 1:], i[1:, :-1]], -1).reshape(-1, 4)
-    mesh = trimesh.Trimesh(v, np.concatenate([q[:, [0, 1, 2]], q[:, [0, 2, 3]]]),
-                           process=False)
+    v, faces = grid_square(n - 1)
+    v[:, 2] = 0.05 * np.sin(4 * v[:, 0])
+    mesh = trimesh.Trimesh(v, faces, process=False)
     checker = ((np.indices((256, 256)) // 4).sum(axis=0) % 2 * 200 + 30).astype(np.uint8)
     mesh.visual = trimesh.visual.TextureVisuals(
         uv=(v[:, :2] + 1) * 50, material=trimesh.visual.material.PBRMaterial(

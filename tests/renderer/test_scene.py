@@ -12,7 +12,7 @@ from PIL import Image
 from preprocess.build import build_file
 from renderer.layout import MATERIALS_HEADER_WORDS
 from renderer.scene import Scene, SceneWarning, open_asset
-from preprocess.tess.records import MATERIAL_DTYPE, NO_TEXTURE, TEXTURE_DTYPE
+from preprocess.tess.records import MATERIAL_DTYPE, NO_TEXTURE, TEXTURE_DTYPE, chain_texels
 
 
 def textured_box(path, size: int, shade: int):
@@ -31,14 +31,6 @@ def tables(words: np.ndarray):
     texs = words[tex_at: texel_at].copy().view(TEXTURE_DTYPE)
     assert len(mats) == n_mat and len(texs) == n_tex
     return mats, texs, words[texel_at:]
-
-
-def texel_words(w: int, h: int, mips: int) -> int:
-    n = 0
-    for _ in range(mips):
-        n += w * h
-        w, h = max(1, w // 2), max(1, h // 2)
-    return n
 
 
 def test_material_tables_rebase_and_shrink_to_fit(tmp_path):
@@ -64,8 +56,8 @@ def test_material_tables_rebase_and_shrink_to_fit(tmp_path):
     _, texs2, texels2 = tables(words2)
     assert [(int(t["width"]), int(t["mips"])) for t in texs2] == [(64, 7), (64, 7)]
     for t, shade in zip(texs2, (40, 200), strict=True):
-        chain = texels2[int(t["offset"]): int(t["offset"]) + texel_words(64, 64, 7)]
-        assert len(chain) == texel_words(64, 64, 7) and np.all(chain & 0xFF == shade)
+        chain = texels2[int(t["offset"]): int(t["offset"]) + chain_texels(64, 64, 7)]
+        assert len(chain) == chain_texels(64, 64, 7) and np.all(chain & 0xFF == shade)
     # an asset without materials draws with the default material: grey, no texture
     trimesh.creation.icosphere().export(tmp_path / "plain.ply")
     build_file(tmp_path / "plain.ply", tmp_path / "plain.tess")
