@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from preprocess.mesh import Mesh, MeshError
+from preprocess.mesh import Mesh, MeshError, MeshWarning
 
 __all__ = ["SceneMeshes", "build_scene", "read_scene", "scene_summary"]
 
@@ -194,13 +195,19 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
     if p.suffix.lower() not in (".gltf", ".glb") or not p.is_file():
         return None
     label = p.name
-    tree = read_gltf_json(p)
-    placed = _node_instances(tree, label)
+    # the file's warnings are held until it is known to be a scene: where it is not,
+    # `load_mesh` reads and checks it again, and they would show twice
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MeshWarning)
+        tree = read_gltf_json(p)
+        placed = _node_instances(tree, label)
+    if len(placed) <= 1:
+        return None
+    for w in caught:
+        warnings.warn(w.message, w.category, stacklevel=2)
     meshes = tree.get("meshes") or []
     signature = {m: _signature(meshes[m]) for m in {m for _, m, _ in placed}
                  if 0 <= m < len(meshes)}
-    if len(placed) <= 1:
-        return None
     first: dict[str, int] = {}  # signature -> the first mesh index with it
     for _, m, _ in placed:
         if m in signature:

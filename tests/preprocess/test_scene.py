@@ -129,3 +129,17 @@ def test_an_obj_of_several_objects_is_a_scene(tmp_path, capsys):
     # one object: no scene
     (tmp_path / "one.obj").write_text("o only\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
     assert read_scene(tmp_path / "one.obj") is None
+
+
+def test_a_file_that_is_no_scene_warns_once(tmp_path, capsys, gltf_street):
+    # `preprocess` asks `read_scene` first and `load_mesh` after: the file's warnings show once
+    path = tmp_path / "one.glb"
+    trimesh.creation.box().export(path)
+    gltf_street.rewrite(path, lambda tree: tree.update(animations=[{"channels": [],
+                                                                    "samplers": []}]))
+    capsys.readouterr()
+    with warnings.catch_warnings():  # the CLI prints them (pyproject ignores MeshWarning)
+        warnings.simplefilter("always", MeshWarning)
+        assert preprocess_main([str(path), "-q"]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert err == ["preprocess: warning: one.glb: not drawn: 1 animations"]
