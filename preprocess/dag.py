@@ -36,7 +36,7 @@ from preprocess.tess.limits import ROOT_ERROR
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
 from preprocess.simplify import (
-    _distances,
+    _largest_distance,
     _point_triangle_d2_of,
     _simplify_sampled,
     surface_walk,
@@ -308,14 +308,14 @@ def _dropped_distance(pos: np.ndarray, new_local: np.ndarray, local_wp: np.ndarr
     for t in range(new_local.shape[0]):
         for c in range(3):
             out_pt[t, c] = local_wp[new_local[t, c]]
-    return _distances(points, pos, out_pt).max()
+    return _largest_distance(points, pos, out_pt)
 
 
 @nb.njit(cache=True, nogil=True)
 def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos: np.ndarray,
                positions: np.ndarray, attrs: np.ndarray, locked: np.ndarray, wslot: np.ndarray,
                pslot: np.ndarray, ratio: float, stuck_ratio: float,
-               max_triangles: int, max_vertices: int, permissive: bool, below: float,
+               max_triangles: int, max_vertices: int, permissive: bool, below: np.ndarray,
                ptri: np.ndarray, nbr: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray,
                color_start: int):
     """Merge, simplify and re-split one group, all in numba so that the worker threads never
@@ -367,8 +367,15 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
         return (False, new_local, np.zeros(0, np.int32),
                 np.zeros((0, attrs.shape[1]), np.float32), 0.0,
                 slack, 0.0, shade, np.zeros(1, np.int64), np.zeros((0, 4), np.float32))
-    own = _original_distance(X, d, below, near, in_pt, pos_ids, positions, ptri, nbr, vt_off,
-                             vt_tri)
+    # each input triangle's distance to the original: at most its cluster's geometric error
+    tri_below = np.empty(m, np.float64)
+    t = 0
+    for i in range(members.shape[0]):
+        for _ in range(tri_off[members[i] + 1] - tri_off[members[i]]):
+            tri_below[t] = below[i]
+            t += 1
+    own = _original_distance(X, d, tri_below, near, in_pt, pos_ids, positions, ptri, nbr,
+                             vt_off, vt_tri)
     dropped = _dropped_distance(pos, new_local, local_wp)
     order, offsets = cluster_triangles(pos, new_local, local_wp, max_triangles, max_vertices)
     # fresh wedges used by the output, numbered in order of first use
@@ -460,30 +467,30 @@ def _drop_small_pieces(pos: np.ndarray, tris: np.ndarray, local_wp: np.ndarray,
 
 
 @nb.njit(cache=True, nogil=True)
-def _original_distance(X: np.ndarray, d: np.ndarray, below: float, near: np.ndarray,
+def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np.ndarray,
                        in_pt: np.ndarray, pos_ids: np.ndarray, positions: np.ndarray,
                        ptri: np.ndarray, nbr: np.ndarray, vt_off: np.ndarray,
                        vt_tri: np.ndarray) -> float:
     """The largest distance to the original mesh over the sample points X (s, 3) of a
     simplified group, whose distances to the group's input surface are d (s,) (at input
-    triangles near (s,) of in_pt, local position ids: pos_ids maps them to the original's), the
-    input's clusters having errors of at most `below`.
+    triangles near (s,) of in_pt, local position ids: pos_ids maps them to the original's), each
+    input triangle t lying within below[t] of the original (its cluster's geometric error).
 
-    Each point x has two upper bounds of its distance to the original surface: d(x) + below
-    (the triangle inequality through the nearest input point, itself within `below` of the
-    original), exact at level 1 where below is 0, and the distance to the original triangle a
+    Each point x has two upper bounds of its distance to the original surface: d(x) + below[t]
+    (the triangle inequality through the nearest input point, on t), exact at level 1 where
+    below is 0, and the distance to the original triangle a
     walk over the original surface ends on (`simplify.surface_walk`), the true distance unless
     the walk stops in a fold, whatever the level. The walk starts at the nearer to x of the last
     walk's end and a triangle at a corner of x's nearest input triangle (every input vertex is
     an original one). The smaller bound counts; a point whose first bound cannot raise the
     maximum is not walked. (The samples include `simplify._sample_distances`' second, dense
     round on the triangles nearest the maximum.)"""
-    if below == 0.0:
+    if below.shape[0] == 0 or below.max() == 0.0:
         return d.max() if d.shape[0] else 0.0
     best = 0.0
     last = -1
     for i in range(X.shape[0]):  # in order: neighbouring points, short walks
-        bound = d[i] + below
+        bound = d[i] + below[near[i]]
         if bound <= best:
             continue  # it cannot raise the maximum
         px, py, pz = X[i, 0], X[i, 1], X[i, 2]
@@ -623,6 +630,9 @@ class _Builder:
         self.source = _Rows((), np.int32)
         self.self_sphere = _Rows((4,), np.float32)
         self.self_error = _Rows((), np.float64)
+        # the part of self_error that is distance (without the shading term): what the
+        # input of the next level lies within, for the triangle inequality of its measurement
+        self.geo_error = _Rows((), np.float64)
         self.bounds = _Rows((4,), np.float32)
         self.group_of = _Rows((), np.int32)
         self.groups: list[np.ndarray] = []  # member cluster ids
@@ -651,8 +661,8 @@ class _Builder:
         return off[clusters + 1] - off[clusters]
 
     def add_clusters(self, ordered: np.ndarray, offsets: np.ndarray, bounds: np.ndarray,
-                     level: int, source: int, sphere: np.ndarray | None, error: float
-                     ) -> np.ndarray:
+                     level: int, source: int, sphere: np.ndarray | None, error: float,
+                     geo_error: float) -> np.ndarray:
         """Append the clusters ordered[offsets[i]:offsets[i+1]] with their bounds; returns their
         ids. sphere None (level 0): each cluster's LOD sphere is its own bound."""
         first = self.level.n
@@ -663,6 +673,7 @@ class _Builder:
         self.source.extend(np.full(n, source, np.int32))
         self.self_sphere.extend(bounds if sphere is None else np.broadcast_to(sphere, (n, 4)))
         self.self_error.extend(np.full(n, error))
+        self.geo_error.extend(np.full(n, geo_error))
         self.bounds.extend(bounds)
         self.group_of.extend(np.full(n, -1, np.int32))
         return np.arange(first, first + n, dtype=np.int32)
@@ -694,27 +705,28 @@ class _Builder:
             self.store.view, self.tri_off.view, members, wpos, self.positions, attrs,
             locked, *scratch, cfg.simplify_ratio, cfg.stuck_ratio,
             cfg.max_triangles, cfg.max_vertices, permissive,
-            float(self.self_error.view[members].max()), *self.original, self.color_start)
+            self.geo_error.view[members], *self.original, self.color_start)
         if not ok:
             return None
-        err = max(own * SAMPLED_FACTOR + 2.0 * slack, dropped, cfg.shading_weight * shade)
-        return new_tris, err, offsets, bounds, fresh_src, fresh_attr
+        geo = max(own * SAMPLED_FACTOR + 2.0 * slack, dropped)
+        return new_tris, geo, cfg.shading_weight * shade, offsets, bounds, fresh_src, fresh_attr
 
     def add_simplified(self, members: np.ndarray, level: int, result) -> np.ndarray:
         """Record a simplified group and its new clusters (one level up); returns their ids.
         Its error: its own against the original surface, at least its members' (so errors
         never decrease from child to parent)."""
-        new_tris, err, offsets, bounds, fresh_src, fresh_attr = result
+        new_tris, geo, shade, offsets, bounds, fresh_src, fresh_attr = result
         if len(fresh_src):  # number the fresh wedges: the source's position, uv and material,
             base = self.wedge_rows.n  # a prefiltered normal and colour
             rows = fresh_attr
             self.wedge_rows.extend(self.wpos[fresh_src])
             self.attr_rows.extend(rows)
             new_tris = np.where(new_tris < 0, base - 1 - new_tris, new_tris).astype(np.int32)
-        error = max(float(self.self_error.view[members].max()), err)
+        geo = max(float(self.geo_error.view[members].max()), geo)
+        error = max(float(self.self_error.view[members].max()), geo, shade)
         g = self.add_group(members, level, error)
         return self.add_clusters(new_tris, offsets, bounds, level + 1, g, self.group_sphere[g],
-                                 error)
+                                 error, geo)
 
 
 def coarsest_target(triangles: int) -> int:
@@ -750,7 +762,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
                                         max_vertices=cfg.max_vertices, threads=threads)
         ordered, bounds = _level0(np.ascontiguousarray(mesh.triangles, np.int32), order,
                                   offsets, b.wpos, b.positions)
-        pending = b.add_clusters(ordered, offsets, bounds, 0, -1, None, 0.0)
+        pending = b.add_clusters(ordered, offsets, bounds, 0, -1, None, 0.0, 0.0)
         hand_over(b.store.view, b.tri_off.view, 0, b.level.n, b.wpos, b.attrs[:, :3])
         report("cluster", 1, 1)
         report("simplify", 0, work)  # grouping, simplifying and re-splitting, level by level
@@ -806,7 +818,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         while len(pending) == 1 and b.cluster_sizes(pending)[0] > cfg.min_root_triangles:
             res = b.simplify_group(pending, none_locked,
                                    int(b.cluster_sizes(pending)[0]) > coarsest)
-            if res is None or len(res[2]) != 2:  # stuck, or not one cluster
+            if res is None or len(res[3]) != 2:  # stuck, or not one cluster
                 break
             pending = b.add_simplified(pending, level, res)
             hand_over(b.store.view, b.tri_off.view, int(pending[0]), b.level.n, b.wpos,
@@ -833,6 +845,7 @@ def _finish(b: _Builder, mesh: Mesh) -> LodDag:
         cluster_bounds=b.bounds.view,
         cluster_self_sphere=b.self_sphere.view,
         cluster_self_error=b.self_error.view.astype(np.float32),
+        cluster_geometric_error=b.geo_error.view.astype(np.float32),
         group_level=np.array(b.group_level, np.int32),
         group_cluster_offset=goff,
         group_clusters=members,

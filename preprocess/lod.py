@@ -53,13 +53,18 @@ class LodDag:
     cluster_source_group: np.ndarray  # (c,) int32: the group it was generated from, -1 at level 0
     cluster_bounds: np.ndarray  # (c, 4) float32: tight sphere (x, y, z, r) of its own triangles
     cluster_self_sphere: np.ndarray  # (c, 4) float32: sphere used with self_error (LOD bound)
-    cluster_self_error: np.ndarray  # (c,) float32: max distance of its surface to the original
+    # (c,) float32: the LOD error: the larger of the geometric error below and the shading term
+    # (`BuildConfig.shading_weight`)
+    cluster_self_error: np.ndarray
     group_level: np.ndarray  # (g,) int32: level of the group's members
     group_cluster_offset: np.ndarray  # (g + 1,) int64: group j's members are
     group_clusters: np.ndarray  # (c,) int32:   group_clusters[o[j]:o[j+1]]
     group_sphere: np.ndarray  # (g, 4) float32: contains its members' self spheres
     group_error: np.ndarray  # (g,) float32: >= members' self errors; ROOT_ERROR for the root
     root_group: int  # index of the root group (the last one)
+    # (c,) float32: the largest distance of its surface to the original (<= self_error); None
+    # where not known (a DAG read back from a file)
+    cluster_geometric_error: np.ndarray | None = None
 
     @property
     def cluster_count(self) -> int:

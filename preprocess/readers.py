@@ -97,6 +97,8 @@ _MTLLIB = re.compile(rb"^[ \t]*mtllib[ \t]+([^\r\n]+)", re.MULTILINE)
 
 def mtl_library_names(raw: Raw) -> list[str]:
     """The MTL file names an OBJ's `mtllib` lines give."""
+    if raw.find(b"mtllib") < 0:
+        return []  # the common case: a byte search, not a regular expression over every line
     return [m.group(1).strip().decode("utf-8", "replace") for m in _MTLLIB.finditer(raw)]
 
 

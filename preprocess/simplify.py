@@ -786,6 +786,13 @@ def _point_triangle_d2(px, py, pz, G, t):
 def _point_triangle_d2_of(px, py, pz, P, a, b, c):
     """Exact squared distance from p to the triangle (P[a], P[b], P[c]) (as `_point_triangle_d2`,
     without a precomputed record)."""
+    return _point_triangle_d2_at(px, py, pz, P, a, b, c)[0]
+
+
+@_jit_inline
+def _point_triangle_d2_at(px, py, pz, P, a, b, c):
+    """(exact squared distance from p to the triangle (P[a], P[b], P[c]), whether the nearest
+    point lies inside the triangle rather than on its border)."""
     ax = np.float64(P[a, 0])
     ay = np.float64(P[a, 1])
     az = np.float64(P[a, 2])
@@ -811,11 +818,11 @@ def _point_triangle_d2_of(px, py, pz, P, a, b, c):
             qx = vx - b1 * e0x - b2 * e1x
             qy = vy - b1 * e0y - b2 * e1y
             qz = vz - b1 * e0z - b2 * e1z
-            return qx * qx + qy * qy + qz * qz
+            return qx * qx + qy * qy + qz * qz, b1 > 0.0 and b2 > 0.0 and b1 + b2 < 1.0
     r = _point_segment_d2(px, py, pz, ax, ay, az, e0x, e0y, e0z)
     r = min(r, _point_segment_d2(px, py, pz, ax, ay, az, e1x, e1y, e1z))
     return min(r, _point_segment_d2(px, py, pz, ax + e0x, ay + e0y, az + e0z, e1x - e0x,
-                                    e1y - e0y, e1z - e0z))
+                                    e1y - e0y, e1z - e0z)), False
 
 
 @_jit
@@ -823,38 +830,45 @@ def surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri, max_st
     """(squared distance, triangle): from triangle `start` of the mesh (ptri (m, 3); its edge
     neighbours nbr (m, 3) and the triangles around each position vt_off, vt_tri from
     `preprocess.topology`), step to a neighbour nearer p while there is one, at most
-    max_steps times: across an edge (3 tests) while that brings it nearer, else to the nearest
-    of the triangles sharing a vertex (near a vertex the triangles around it are all equally
-    far, a plateau that edge steps alone would stop on). The distance to the triangle it ends
-    on is an upper bound of p's distance to the mesh, equal to it unless the walk stopped in a
-    local minimum (a fold of the surface); coherent points cost a few steps."""
+    max_steps times: across an edge (3 tests) while that brings it nearer, else, where p's
+    nearest point on the triangle is on its border, to the nearest of the triangles sharing a
+    vertex (near a vertex the triangles around it are all equally far, a plateau that edge
+    steps alone would stop on; with the nearest point inside, no triangle sharing only a vertex
+    is nearer unless the surface folds back). The distance to the triangle it ends on is an
+    upper bound of p's distance to the mesh, equal to it unless the walk stopped in a local
+    minimum (a fold of the surface); coherent points cost a few steps."""
     t = start
-    best = _point_triangle_d2_of(px, py, pz, positions, ptri[t, 0], ptri[t, 1], ptri[t, 2])
+    best, inside = _point_triangle_d2_at(px, py, pz, positions, ptri[t, 0], ptri[t, 1],
+                                         ptri[t, 2])
     for _ in range(max_steps):
         nxt = -1
+        nxt_inside = False
         for c in range(3):
             u = nbr[t, c]
             if u >= 0:
-                d2 = _point_triangle_d2_of(px, py, pz, positions, ptri[u, 0], ptri[u, 1],
-                                           ptri[u, 2])
+                d2, ins = _point_triangle_d2_at(px, py, pz, positions, ptri[u, 0], ptri[u, 1],
+                                                ptri[u, 2])
                 if d2 < best:
                     best = d2
                     nxt = u
-        if nxt < 0:
+                    nxt_inside = ins
+        if nxt < 0 and not inside:
             for c in range(3):
                 v = ptri[t, c]
                 for k in range(vt_off[v], vt_off[v + 1]):
                     u = vt_tri[k]
                     if u == t:
                         continue
-                    d2 = _point_triangle_d2_of(px, py, pz, positions, ptri[u, 0], ptri[u, 1],
-                                               ptri[u, 2])
+                    d2, ins = _point_triangle_d2_at(px, py, pz, positions, ptri[u, 0],
+                                                    ptri[u, 1], ptri[u, 2])
                     if d2 < best:
                         best = d2
                         nxt = u
+                        nxt_inside = ins
         if nxt < 0:
             break
         t = nxt
+        inside = nxt_inside
     return best, t
 
 
@@ -1090,6 +1104,8 @@ def _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, qid, enough):
                 ez = max(bz - pz, 0.0, pz - bz - h)
                 if ex * ex + ey * ey + ez * ez >= best:
                     continue
+                if ix == cx and iy == cy and iz == cz:
+                    continue  # visited first
                 best, bt = _visit_bucket(
                     px,
                     py,
@@ -1122,6 +1138,21 @@ def _distances(points, positions, pt):
         )
         out[i] = np.sqrt(d2)
     return out
+
+
+@_jit
+def _largest_distance(points, positions, pt):
+    """max over points (p, 3) of the distance to the triangles pt (m, 3) of positions: each
+    search stops at the first triangle no farther than the largest distance so far (the
+    Hausdorff early break), so only the maximum is exact."""
+    G, gp, boff, btri = _build_grid(positions, pt)
+    stamp = np.full(max(pt.shape[0], 1), -1, np.int32)
+    hint = -1
+    worst = 0.0
+    for i in range(points.shape[0]):
+        worst, hint = _measure_point(points[i, 0], points[i, 1], points[i, 2], hint, G, gp,
+                                     boff, btri, stamp, i, worst)
+    return np.sqrt(worst)
 
 
 @_jit
@@ -1408,19 +1439,26 @@ _DENSE_FACE_SAMPLES = np.array(
 
 
 @_jit
-def _sample_distances(positions, in_pt, out_pt, modified, src, edge_samples, face_samples):
-    """Sample points of the modified output triangles and their exact distances to the input
-    triangles: (points (s, 3) float64, distances (s,) float64, owner (s,) int32: the sample's
-    row, near (s,) int32: its nearest input triangle, row_tri (k,) int32: the output triangle of
-    each row, one per modified triangle). The samples are
+def _sample_distances(positions, in_pt, out_pt, modified, moved, src, edge_samples,
+                      face_samples):
+    """Sample points of the `modified` output triangles and their distances to the input
+    triangles: (points (s, 3) float64, distances (s,) float64 (exact, except an edge sample's
+    where below _REFINE_NEAR times the maximum: there an upper bound under it), owner (s,)
+    int32: the sample's row, near (s,) int32: its nearest input triangle, row_tri (k,) int32:
+    the output triangle of each row, one per modified triangle). The samples are
     those of `_measure` (face samples, and edge samples on each edge from its a < b side), then
-    the refinement of the triangles nearest the maximum (see _REFINE_NEAR)."""
+    the refinement of the triangles nearest the maximum (see _REFINE_NEAR). A triangle that did
+    not move (not `moved`: it is input triangle src[t], only its normals changed) gets its face
+    samples at distance 0 on src[t], with no search and no edge samples (for the shading
+    term)."""
     count = 0
     k = 0
     for t in range(out_pt.shape[0]):
         if modified[t]:
             k += 1
             count += face_samples.shape[0]
+            if not moved[t]:
+                continue
             for e in range(3):
                 if out_pt[t, e] < out_pt[t, (e + 1) % 3]:
                     count += edge_samples.shape[0]
@@ -1436,6 +1474,7 @@ def _sample_distances(positions, in_pt, out_pt, modified, src, edge_samples, fac
     stamp = np.full(max(in_pt.shape[0], 1), -1, np.int32)
     k = 0
     row = 0
+    worst = 0.0
     for t in range(out_pt.shape[0]):
         if not modified[t]:
             continue
@@ -1450,6 +1489,13 @@ def _sample_distances(positions, in_pt, out_pt, modified, src, edge_samples, fac
                            + face_samples[s, 1] * np.float64(positions[out_pt[t, 1], j])
                            + face_samples[s, 2] * np.float64(positions[out_pt[t, 2], j]))
             k += 1
+        if not moved[t]:
+            for i in range(first, k):
+                d[i] = 0.0
+                owner[i] = row
+                near_tri[i] = src[t]
+            row += 1
+            continue
         for e in range(3):
             i0 = out_pt[t, e]
             i1 = out_pt[t, (e + 1) % 3]
@@ -1463,15 +1509,19 @@ def _sample_distances(positions, in_pt, out_pt, modified, src, edge_samples, fac
                 k += 1
         hint = src[t]
         for i in range(first, k):
+            # face samples exact (the shading term reads their nearest triangle); an edge
+            # sample's search may stop at any triangle within _REFINE_NEAR of the largest
+            # distance so far: the maximum and the triangles the refinement picks stay the same
+            enough = -1.0 if i < first + face_samples.shape[0] else (_REFINE_NEAR * worst) ** 2
             d2, hint = _nearest(X[i, 0], X[i, 1], X[i, 2], hint, G, gp, boff, btri, stamp, i,
-                                -1.0)
+                                enough)
             d[i] = np.sqrt(d2)
+            worst = max(worst, d[i])
             owner[i] = row
             near_tri[i] = hint
         row += 1
     # the triangles whose samples came near the maximum are sampled again, densely: the peak of
     # the distance often lies between the first samples of a coarse triangle
-    worst = d.max()
     if worst <= 0.0:
         return X, d, owner, near_tri, row_tri
     near = np.zeros(row, np.bool_)
@@ -1637,7 +1687,7 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive, c
         for c in range(3):
             if fresh[out_w[t, c]]:
                 sampled[t] = True
-    X, d, owner, near, row_tri = _sample_distances(pos, in_pt, out_p, sampled, src,
+    X, d, owner, near, row_tri = _sample_distances(pos, in_pt, out_p, sampled, modified, src,
                                                    _DENSE_EDGE_SAMPLES, _DENSE_FACE_SAMPLES)
     shade = _shading(X, owner, near, row_tri, pos, in_pt, tri, in_normal, out_p, out_w,
                      out_normal, src)

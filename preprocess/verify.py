@@ -1020,8 +1020,9 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
     For each cluster of `cut` ((k,) ids, any set of clusters) above level 0, samples
     `samples_per_cluster` points uniformly by area on its triangles, plus all its vertices, and
     measures their distance to the original mesh (all of `dag.mesh`'s triangles); each must be <=
-    the cluster's self_error + tolerance. Level 0 clusters are the original triangles (`check_dag`
-    checks that), at distance 0, and are skipped.
+    the cluster's geometric error (its self_error where the DAG has none) + tolerance. Level 0
+    clusters are the original triangles (`check_dag` checks that), at distance 0, and are
+    skipped.
 
     tolerance: default 1e-5 of the mesh's bounding-box diagonal: float32 rounding of positions,
     sample points and stored errors (the preprocessor measures against the same float32 positions).
@@ -1044,7 +1045,7 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
                 "max_ratio": 0.0}
     points, point_cluster, measured = _measured_distances(dag, cut, samples_per_cluster,
                                                           rng_seed, distance)
-    stored = np.asarray(dag.cluster_self_error, np.float64)[point_cluster]
+    stored = _distance_error(dag)[point_cluster]
     over = measured - (stored + tol)
     if (over > 0).any():
         k = int(np.argmax(over))
@@ -1065,11 +1066,18 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
     }
 
 
+def _distance_error(dag: LodDag) -> np.ndarray:
+    """(c,) float64: what each cluster claims as its surface's largest distance to the original:
+    its geometric error where the DAG knows it, else its LOD error (which is at least that)."""
+    err = dag.cluster_geometric_error
+    return np.asarray(dag.cluster_self_error if err is None else err, np.float64)
+
+
 def _level_ratios(dag: LodDag, point_cluster: np.ndarray, measured: np.ndarray) -> list[float]:
     """Per level above 0 (in order), the largest stored error over the largest measured
     distance of the level's sampled clusters (inf where nothing was measured above 0)."""
     level = np.asarray(dag.cluster_level)
-    stored = np.asarray(dag.cluster_self_error, np.float64)
+    stored = _distance_error(dag)
     per_cluster = np.zeros(len(level))
     np.maximum.at(per_cluster, point_cluster, measured)
     seen = np.zeros(len(level), bool)
@@ -1090,7 +1098,8 @@ def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: in
     original mesh: per level above 0, the largest stored error of its clusters and the largest
     measured distance (`samples_per_cluster` points by area on each cluster plus its vertices,
     against all of the original triangles), their ratio (1: as tight as measurable; below 1:
-    dishonest), and the median over clusters of stored / measured.
+    dishonest), and the median over clusters of stored / measured. The stored error is the
+    geometric one where the DAG has it (the LOD error may be larger: the shading term).
 
     Returns [{"level", "clusters", "stored", "measured", "ratio", "median_ratio"}]."""
     level = np.asarray(dag.cluster_level)
@@ -1101,7 +1110,7 @@ def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: in
                                                      distance)
     per_cluster = np.zeros(len(level))
     np.maximum.at(per_cluster, point_cluster, measured)
-    stored = np.asarray(dag.cluster_self_error, np.float64)
+    stored = _distance_error(dag)
     rows = []
     for lv in range(1, int(level.max()) + 1):
         ids = np.flatnonzero(level == lv)
