@@ -484,7 +484,8 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np
     walk's end and a triangle at a corner of x's nearest input triangle (every input vertex is
     an original one). The smaller bound counts; a point whose first bound cannot raise the
     maximum is not walked. (The samples include `simplify._sample_distances`' second, dense
-    round on the triangles nearest the maximum.)"""
+    round on the triangles nearest the maximum distance to the input.) A walk that would raise
+    the maximum is checked by walks from the nearest input triangle's other corners."""
     if below.shape[0] == 0 or below.max() == 0.0:
         return d.max() if d.shape[0] else 0.0
     best = 0.0
@@ -504,6 +505,16 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np
                 start = last
         w2, last = surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri,
                                 WALK_STEPS)
+        if min(bound, np.sqrt(w2)) > best:
+            # it would raise the maximum: a walk can stop in a fold (thin parts, coarse levels),
+            # so walks from the corners of its nearest input triangle get a say too
+            for c in range(3):
+                other = vt_tri[vt_off[pos_ids[in_pt[near[i], c]]]]
+                if other != start:
+                    o2, end = surface_walk(px, py, pz, other, positions, ptri, nbr, vt_off,
+                                           vt_tri, WALK_STEPS)
+                    if o2 < w2:
+                        w2, last = o2, end
         best = max(best, min(bound, np.sqrt(w2)))
     return best
 

@@ -1014,7 +1014,7 @@ def _mesh_distance_function():
 
 def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int = 64,
                        rng_seed: int = 0, tolerance: float | None = None,
-                       distance=None) -> dict[str, Any]:
+                       distance=None, refine: int = 0) -> dict[str, Any]:
     """Every drawn surface lies within its stored error of the original mesh.
 
     For each cluster of `cut` ((k,) ids, any set of clusters) above level 0, samples
@@ -1028,7 +1028,8 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
     sample points and stored errors (the preprocessor measures against the same float32 positions).
     distance: f(points (p, 3), positions (n, 3), pos_triangles (m, 3)) -> (p,) float64 distances;
     default `preprocess.simplify.max_distance_to_mesh`, or an exact KD-tree search when that is
-    missing.
+    missing. refine: the triangles of each cluster's `refine` farthest samples are sampled again,
+    densely (see `_measured_distances`).
 
     Returns {"clusters", "points", "tolerance", "max_distance", "max_ratio", "level_ratios"}:
     max_ratio is the largest measured distance / stored error over clusters with a nonzero error;
@@ -1044,7 +1045,7 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
         return {"clusters": 0, "points": 0, "tolerance": tol, "max_distance": 0.0,
                 "max_ratio": 0.0}
     points, point_cluster, measured = _measured_distances(dag, cut, samples_per_cluster,
-                                                          rng_seed, distance)
+                                                          rng_seed, distance, refine)
     stored = _distance_error(dag)[point_cluster]
     over = measured - (stored + tol)
     if (over > 0).any():
@@ -1093,40 +1094,72 @@ def _level_ratios(dag: LodDag, point_cluster: np.ndarray, measured: np.ndarray) 
 
 
 def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: int = 0,
-                    distance=None) -> list[dict[str, Any]]:
+                    distance=None, refine: int = 4) -> list[dict[str, Any]]:
     """How close each level's stored error is to the real distance of its surface to the
     original mesh: per level above 0, the largest stored error of its clusters and the largest
     measured distance (`samples_per_cluster` points by area on each cluster plus its vertices,
-    against all of the original triangles), their ratio (1: as tight as measurable; below 1:
+    then the triangles of each cluster's `refine` farthest samples on a dense grid, against all
+    of the original triangles), their ratio (1: as tight as measurable; below 1:
     dishonest), and the median over clusters of stored / measured. The stored error is the
     geometric one where the DAG has it (the LOD error may be larger: the shading term).
 
-    Returns [{"level", "clusters", "stored", "measured", "ratio", "median_ratio"}]."""
+    That distance runs one way, from the level's surface to the original. The other way, the
+    original's vertices to the surface drawn at that level (its clusters and the finer ones not
+    yet grouped: `level_cut`), sees surface that vanished (a coarsest level of a closed mesh
+    loses its tips; small pieces vanish at an error); the builder's errors hold both
+    ("dropped" in `preprocess.dag`), so "measured_two_sided" (the larger of the two) and
+    "ratio_two_sided" are the Hausdorff distance and the ratio to it.
+
+    Returns [{"level", "clusters", "stored", "measured", "ratio", "median_ratio",
+    "measured_two_sided", "ratio_two_sided"}]."""
     level = np.asarray(dag.cluster_level)
     cut = np.flatnonzero(level > 0)
     if not len(cut):
         return []
     _, point_cluster, measured = _measured_distances(dag, cut, samples_per_cluster, rng_seed,
-                                                     distance)
+                                                     distance, refine)
     per_cluster = np.zeros(len(level))
     np.maximum.at(per_cluster, point_cluster, measured)
     stored = _distance_error(dag)
+    dist_fn = distance or _mesh_distance_function()
+    pos = np.asarray(dag.mesh.positions, np.float64)
+    wpos = np.asarray(dag.mesh.wedge_position, np.int64)
     rows = []
     for lv in range(1, int(level.max()) + 1):
         ids = np.flatnonzero(level == lv)
         s, mz = stored[ids], per_cluster[ids]
         ok = mz > 0
+        surface = wpos[np.asarray(dag.triangles)[_triangle_index(dag, level_cut(dag, lv))]]
+        back = float(np.max(dist_fn(pos, dag.mesh.positions, surface.astype(np.int32))))
+        both = max(float(mz.max()), back)
         rows.append({"level": lv, "clusters": len(ids), "stored": float(s.max()),
                      "measured": float(mz.max()),
                      "ratio": float(s.max() / mz.max()) if mz.max() > 0 else float("inf"),
-                     "median_ratio": float(np.median(s[ok] / mz[ok])) if ok.any() else 0.0})
+                     "median_ratio": float(np.median(s[ok] / mz[ok])) if ok.any() else 0.0,
+                     "measured_two_sided": both,
+                     "ratio_two_sided": float(s.max() / both) if both > 0 else float("inf")})
     return rows
 
 
+def level_cut(dag: LodDag, level: int) -> np.ndarray:
+    """(k,) the clusters drawn when every group up to `level` is taken coarse: those of that
+    level, and finer ones whose group is simplified only later (they waited for neighbours) or
+    is the root."""
+    lvl = np.asarray(dag.cluster_level)
+    glev = np.asarray(dag.group_level)[np.asarray(dag.cluster_group)].astype(np.int64)
+    glev[np.asarray(dag.cluster_group) == dag.root_group] = np.iinfo(np.int64).max
+    return np.flatnonzero((lvl <= level) & (glev >= level))
+
+
 def _measured_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int, rng_seed: int,
-                        distance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                        distance, refine: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sample points on the clusters `cut` (samples_per_cluster by area on each, plus every
-    vertex once per cluster), the cluster of each, and its distance to the original mesh."""
+    vertex once per cluster), the cluster of each, and its distance to the original mesh.
+
+    refine: then, on each cluster, the triangles of its `refine` farthest samples are sampled
+    again on a 10-step barycentric grid (55 points each): the distance of a coarse surface to a
+    scan peaks in narrow spots that uniform samples miss (igea level 2: the largest of 2,048
+    random samples per cluster was 0.79 of the distance at a point the builder found)."""
     pos = np.asarray(dag.mesh.positions, np.float64)
     dist_fn = distance or _mesh_distance_function()
     rng = np.random.default_rng(rng_seed)
@@ -1152,8 +1185,23 @@ def _measured_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int, 
     vkeys = np.unique(np.repeat(owner, 3) * len(pos) + ptri.reshape(-1))
     points = np.concatenate([samples, pos[vkeys % len(pos)]])
     point_cluster = np.concatenate([cut[sample_owner], vkeys // len(pos)])
-    measured = np.asarray(dist_fn(points, dag.mesh.positions,
-                                  np.asarray(dag.mesh.position_triangles, np.int32)), np.float64)
+    original = np.asarray(dag.mesh.position_triangles, np.int32)
+    measured = np.asarray(dist_fn(points, dag.mesh.positions, original), np.float64)
+    if refine > 0 and len(samples):
+        # each cluster's `refine` farthest samples, by a sort on (cluster, -distance)
+        near = measured[: len(samples)]
+        order = np.lexsort((-near, sample_owner))
+        rank = np.arange(len(order)) - np.repeat(np.arange(len(cut)) * samples_per_cluster,
+                                                 samples_per_cluster)
+        tris = np.unique(pick[order[rank < refine]])
+        g = np.array([(i / 9, j / 9, (9 - i - j) / 9) for i in range(10)
+                      for j in range(10 - i)])
+        grid = np.einsum("gk,tkd->tgd", g, pos[ptri[tris]]).reshape(-1, 3)
+        tri_cluster = np.repeat(owner[tris], len(g))
+        points = np.concatenate([points, grid])
+        point_cluster = np.concatenate([point_cluster, tri_cluster])
+        measured = np.concatenate([measured, np.asarray(
+            dist_fn(grid, dag.mesh.positions, original), np.float64)])
     return points, point_cluster, measured
 
 
