@@ -57,7 +57,7 @@ class BuildResult:
             honest = self.verified.get("honest")
             if honest and honest.get("level_ratios"):
                 ratios = " ".join(f"{r:.2f}" for r in honest["level_ratios"])
-                text += (f"\n  errors        stored (shading term included) / measured distance "
+                text += (f"\n  errors        stored geometric error / measured distance "
                          f"to the original, per level from 1 "
                          f"({honest['points'] // max(honest['clusters'], 1)} samples a cluster): "
                          f"{ratios}")
@@ -109,6 +109,7 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
     sec["pack"] = time.perf_counter() - t - sec["bvh"]
     packed.meta.update(dag_stats(dag))
     packed.meta["page_size"] = cfg.page_size
+    packed.meta["shading_weight"] = cfg.shading_weight_for(mesh)
     if cfg.up != "y":  # absent means Y-up: a default build's file is what it was before `up`
         packed.meta["up"] = cfg.up
     return dag, bvh, packed

@@ -22,6 +22,14 @@ DEFAULT_CREASE_DEGREES = 45.0
 UP_AXES = ("y", "z")  # a source's up axis (preprocess.up_axis); Tessera's world is Y-up
 
 
+# the automatic shading weights (`BuildConfig.shading_weight_for`): the `make demo` scene meets
+# a budget of 2.5 triangles per covered pixel at 0.4 with a picture closer to the supersampled
+# truth than full detail; a textured asset (spot, 3x its framing distance) keeps 32.8 dB against
+# the shaded reference at 0.7 and falls to 25.3 dB at 0.4
+SHADING_WEIGHT = 0.4
+TEXTURED_SHADING_WEIGHT = 0.7
+
+
 @dataclass(frozen=True)
 class BuildConfig:
     """Options of the cluster-LOD build; every field has a default that suits scanned meshes."""
@@ -41,12 +49,11 @@ class BuildConfig:
     crease_angle: float = DEFAULT_CREASE_DEGREES  # degrees, for computed normals; 180: all smooth
     # a group's error also holds its shading term times this (preprocess.simplify._shading: the
     # angle between coarse and finer normals, radians, times the coarse triangle's size):
-    # 0 counts geometry only; more keeps finer levels where normals change. On the `make demo`
-    # scene at tau 1 (BENCHMARKS.md): 0 draws 0.82 triangles per covered pixel at 20.4 dB PSNR
-    # against a 4x4 supersampled full-detail frame, 0.4 2.33 at 21.9, 0.7 6.5 at 23.7, 1.0 10.2
-    # at 24.3 (full detail: 918 at 21.6; before issue 15: 9.74 at 22.9). 0.7 keeps the picture
-    # at least as it was with a third fewer triangles; 0.4 meets a 2.5-per-pixel budget softer
-    shading_weight: float = 0.7
+    # 0 counts geometry only; more keeps finer levels where normals change. None: automatic,
+    # `shading_weight_for`. On the `make demo` scene at tau 1 (BENCHMARKS.md, the PBR image):
+    # 0.3 draws 1.63 triangles per covered pixel at 23.8 dB PSNR against a 4x4 supersampled
+    # full-detail frame, 0.4 2.33 at 24.2, 0.7 6.5 at 25.2 (full detail: 918 at 23.8)
+    shading_weight: float | None = None
     # textures larger than this many texels a side keep their mips from the first that fits
     # (0: all); memory is 4/3 x 4 bytes a texel (preprocess.textures)
     max_texture_size: int = MAX_TEXTURE_SIZE
@@ -69,7 +76,7 @@ class BuildConfig:
             raise ValueError(f"page size must be a multiple of 16 bytes from "
                              f"{MIN_PAGE_SIZE // 1024} to {MAX_PAGE_SIZE // 1024} KiB, not "
                              f"{self.page_size / 1024:g} KiB")
-        if not 0 <= self.shading_weight <= 100:  # also refuses nan
+        if self.shading_weight is not None and not 0 <= self.shading_weight <= 100:  # nan too
             raise ValueError(f"shading weight must be 0..100, not {self.shading_weight}")
         if not 0 <= self.crease_angle <= 180:  # also refuses nan
             raise ValueError(f"crease angle must be 0..180 degrees, not {self.crease_angle}")
@@ -80,3 +87,13 @@ class BuildConfig:
             raise ValueError(f"up axis must be one of {', '.join(UP_AXES)}, not {self.up!r}")
         if not 0 <= self.threads <= 1024:
             raise ValueError(f"threads must be 0 (one per core) to 1024, not {self.threads}")
+
+    def shading_weight_for(self, mesh) -> float:
+        """The shading weight a mesh is built with: `shading_weight`, or where None,
+        SHADING_WEIGHT, or TEXTURED_SHADING_WEIGHT for a mesh with textures or vertex colours
+        (what a texture or colour loses to simplification is not in the error yet: the larger
+        shading term keeps it, at about three times the triangles)."""
+        if self.shading_weight is not None:
+            return float(self.shading_weight)
+        coloured = bool(mesh.textures) or mesh.wedge_color is not None
+        return TEXTURED_SHADING_WEIGHT if coloured else SHADING_WEIGHT

@@ -172,7 +172,7 @@ class StageBars:
 
 def add_build_options(p: argparse.ArgumentParser) -> None:
     """The options shared by `preprocess` and `tessera preprocess`."""
-    from preprocess.config import UP_AXES, BuildConfig
+    from preprocess.config import SHADING_WEIGHT, TEXTURED_SHADING_WEIGHT, UP_AXES, BuildConfig
     from preprocess.tess.limits import PAGE_SIZE
 
     d = BuildConfig()
@@ -197,8 +197,9 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                         f"(0..180; 180 smooths everything; default: {d.crease_angle:g})")
     p.add_argument("--shading-weight", type=float, default=d.shading_weight, metavar="W",
                    help="weight of the shading term in LOD errors: 0 counts geometry only, more "
-                        f"keeps finer levels where normals change (0..100; default: "
-                        f"{d.shading_weight:g})")
+                        "keeps finer levels where normals change (0..100; default: "
+                        f"{SHADING_WEIGHT:g}, or {TEXTURED_SHADING_WEIGHT:g} for a mesh with "
+                        "textures or vertex colours)")
     p.add_argument("--texture", metavar="IMAGE",
                    help="an image used as the base-colour texture of every material without one "
                         "(an OBJ with uvs that names no MTL); needs uvs")

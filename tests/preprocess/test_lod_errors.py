@@ -42,24 +42,65 @@ def bumpy_dag():
 
 
 def test_errors_are_honest_and_tight() -> None:
-    """Per level, the largest stored error (geometry only: shading weight 0) against the largest
-    distance found by 1024 random samples per cluster (plus its vertices) on the whole original
-    mesh, on a smooth surface (on a noisy one the error also holds the distance of the removed
-    bumps to the result, which this one-sided measure does not see): never below it (honest,
-    also checked point by point), and close to it (1.08-1.19 measured). Summed errors (before
-    issue 15) stored 2-5x on such meshes; the bound leaves room for the monotonic max with the
-    children and for the samples' own maximum, 1.1x and above what random samples find."""
-    dag = build_dag(blob(), BuildConfig(shading_weight=0.0))
+    """Per level, the largest stored geometric error against the largest distance found by 1024
+    random samples per cluster (plus its vertices, then a dense grid on the triangles of each
+    cluster's farthest samples) on the whole original mesh, on a smooth surface: never below it
+    (honest, also checked point by point), and at most the issue's 1.3x at every level (1.08-1.13
+    measured: the builder keeps 1.1x its own samples' maximum as the margin for peaks between
+    them). Summed errors (before issue 15) stored 2-5x on such meshes. The geometric error does
+    not depend on the shading term, which the LOD error adds on top of it."""
+    dag = build_dag(blob(), BuildConfig())
     rows = error_tightness(dag, samples_per_cluster=1024, rng_seed=1)
     assert len(rows) >= 6
     ratios = [r["ratio"] for r in rows]
-    assert min(ratios) >= 1.0, ratios
-    # the coarsest levels hold a few clusters whose measured distance one-sidedly misses the
-    # surface they dropped (it is in the error: removed positions' distance): judge the others
-    body = ratios[: len(ratios) - 2]
-    assert np.median(body) < 1.35 and max(body) < 1.8, ratios
+    assert min(ratios) >= 1.0 and max(ratios) <= 1.3, ratios
+    # the other way (the original's vertices to the surface drawn at each level) is at least the
+    # one-sided distance; the error holds it where surface vanishes (a coarse closed mesh loses
+    # its tips), to within 0.9 at the coarsest level (a vertex removed early is measured against
+    # the surface of its own level only)
+    assert all(r["measured_two_sided"] >= r["measured"] for r in rows)
+    assert min(r["ratio_two_sided"] for r in rows) >= 0.85, rows
     check_honest_error(dag, np.flatnonzero(np.asarray(dag.cluster_level) > 0),
-                       samples_per_cluster=256, rng_seed=2)
+                       samples_per_cluster=256, rng_seed=2, refine=4)
+    geometric = build_dag(blob(), BuildConfig(shading_weight=0.0))
+    assert np.array_equal(geometric.cluster_geometric_error, dag.cluster_geometric_error)
+
+
+def test_the_geometric_error_is_kept_apart_from_the_shading_term() -> None:
+    """The LOD error is the larger of the geometric error and the shading term; the geometric
+    one (what the next level's measurement leans on, and what verify holds to the distance)
+    never decreases from child to parent either."""
+    dag = build_dag(blob(20), BuildConfig(shading_weight=4.0))
+    geo = np.asarray(dag.cluster_geometric_error)
+    own = np.asarray(dag.cluster_self_error)
+    assert (geo <= own).all() and (own > geo).any()
+    level = np.asarray(dag.cluster_level)
+    for c in np.flatnonzero(level > 0):
+        g = int(dag.cluster_source_group[c])
+        members = dag.group_clusters[dag.group_cluster_offset[g]:dag.group_cluster_offset[g + 1]]
+        assert geo[c] >= geo[members].max()
+
+
+def test_the_shading_weight_is_chosen_by_the_surface(tmp_path) -> None:
+    """Automatic weight: 0.4 for a plain mesh (the `make demo` budget), 0.7 where a texture or
+    vertex colours would lose what the error does not measure; an explicit weight wins; the
+    file records the weight it was built with."""
+    from preprocess.build import build_file
+    from preprocess.config import SHADING_WEIGHT, TEXTURED_SHADING_WEIGHT
+
+    plain = blob(8)
+    coloured = mesh_from_arrays(plain.positions, plain.position_triangles,
+                                colors=np.full((plain.vertex_count, 4), 0.5, np.float32),
+                                crease_angle=180, name="coloured")
+    cfg = BuildConfig()
+    assert cfg.shading_weight_for(plain) == SHADING_WEIGHT == 0.4
+    assert cfg.shading_weight_for(coloured) == TEXTURED_SHADING_WEIGHT == 0.7
+    assert BuildConfig(shading_weight=0.2).shading_weight_for(coloured) == 0.2
+    res = build_file(plain, tmp_path / "p.tess")
+    assert res.packed.meta["shading_weight"] == 0.4
+    assert "shading weight 0.4" in res.summary()
+    with pytest.raises(ValueError, match="shading weight"):
+        BuildConfig(shading_weight=float("nan"))
 
 
 def test_errors_with_shading_are_honest_and_never_decrease(bumpy_dag) -> None:
