@@ -46,8 +46,9 @@ from preprocess.topology import edge_neighbours, find, vertex_triangles
 
 # a group's error is this times the largest distance to the original surface found over its
 # sample points (`_original_distance`): the margin for the farthest point falling between
-# samples (the dense-sampling checks of preprocess.verify hold it to the true distance)
-SAMPLED_FACTOR = 1.1
+# samples (the dense-sampling checks of preprocess.verify hold it to the true distance; at 1.1
+# a dense second round found points 1.04x the stored error on igea and ogre)
+SAMPLED_FACTOR = 1.15
 # the longest walk over the original surface from a sample's start to its nearest triangle
 WALK_STEPS = 256
 

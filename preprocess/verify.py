@@ -1127,6 +1127,8 @@ def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: in
     rows = []
     for lv in range(1, int(level.max()) + 1):
         ids = np.flatnonzero(level == lv)
+        if not len(ids):  # a level every group of which waited for neighbours
+            continue
         s, mz = stored[ids], per_cluster[ids]
         ok = mz > 0
         surface = wpos[np.asarray(dag.triangles)[_triangle_index(dag, level_cut(dag, lv))]]

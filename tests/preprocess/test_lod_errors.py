@@ -45,10 +45,11 @@ def test_errors_are_honest_and_tight() -> None:
     """Per level, the largest stored geometric error against the largest distance found by 1024
     random samples per cluster (plus its vertices, then a dense grid on the triangles of each
     cluster's farthest samples) on the whole original mesh, on a smooth surface: never below it
-    (honest, also checked point by point), and at most the issue's 1.3x at every level (1.08-1.13
-    measured: the builder keeps 1.1x its own samples' maximum as the margin for peaks between
-    them). Summed errors (before issue 15) stored 2-5x on such meshes. The geometric error does
-    not depend on the shading term, which the LOD error adds on top of it."""
+    (honest, also checked point by point), and at most the issue's 1.3x at every level (1.13-1.18
+    measured: the builder keeps 1.15x its own samples' maximum as the margin for peaks between
+    them; with 1.1x, dense checks found points up to 1.04x the stored error on igea and ogre).
+    Summed errors (before issue 15) stored 2-5x on such meshes. The geometric error does not
+    depend on the shading term, which the LOD error adds on top of it."""
     dag = build_dag(blob(), BuildConfig())
     rows = error_tightness(dag, samples_per_cluster=1024, rng_seed=1)
     assert len(rows) >= 6
