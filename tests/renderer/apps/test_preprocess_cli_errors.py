@@ -191,8 +191,16 @@ def _start(out: Path, *, fsync_delay: float = 1.0, module: bool = False,
             else [sys.executable, "-c", _CHILD])
     child_env = dict(os.environ if env is None else env,
                      TESSERA_TEST_FSYNC_DELAY=str(fsync_delay))
+    # a suite started in the background (`make test &`) ignores SIGINT, and children inherit
+    # that (the command honours an ignored SIGINT, as a background job should): the child here
+    # gets the default disposition, as from a terminal
     return subprocess.Popen([*argv, *MEDIUM, "-o", str(out)], cwd=ROOT, env=child_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_the_write(proc: subprocess.Popen, folder: Path) -> None:
