@@ -1439,13 +1439,13 @@ _DENSE_FACE_SAMPLES = np.array(
 
 
 @_jit
-def _sample_distances(positions, in_pt, out_pt, modified, moved, src, edge_samples,
+def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_samples,
                       face_samples):
-    """Sample points of the `modified` output triangles and their distances to the input
+    """Sample points of the `sampled` output triangles and their distances to the input
     triangles: (points (s, 3) float64, distances (s,) float64 (exact, except an edge sample's
     where below _REFINE_NEAR times the maximum: there an upper bound under it), owner (s,)
     int32: the sample's row, near (s,) int32: its nearest input triangle, row_tri (k,) int32:
-    the output triangle of each row, one per modified triangle). The samples are
+    the output triangle of each row, one per sampled triangle). The samples are
     those of `_measure` (face samples, and edge samples on each edge from its a < b side), then
     the refinement of the triangles nearest the maximum (see _REFINE_NEAR). A triangle that did
     not move (not `moved`: it is input triangle src[t], only its normals changed) gets its face
@@ -1454,7 +1454,7 @@ def _sample_distances(positions, in_pt, out_pt, modified, moved, src, edge_sampl
     count = 0
     k = 0
     for t in range(out_pt.shape[0]):
-        if modified[t]:
+        if sampled[t]:
             k += 1
             count += face_samples.shape[0]
             if not moved[t]:
@@ -1476,7 +1476,7 @@ def _sample_distances(positions, in_pt, out_pt, modified, moved, src, edge_sampl
     row = 0
     worst = 0.0
     for t in range(out_pt.shape[0]):
-        if not modified[t]:
+        if not sampled[t]:
             continue
         row_tri[row] = t
         for c in range(3):
