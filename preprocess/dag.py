@@ -482,42 +482,50 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np
     (the triangle inequality through the nearest input point, on t), exact at level 1 where
     below is 0, and the distance to the original triangle a
     walk over the original surface ends on (`simplify.surface_walk`), the true distance unless
-    the walk stops in a fold, whatever the level. The walk starts at the nearer to x of the last
-    walk's end and a triangle at a corner of x's nearest input triangle (every input vertex is
-    an original one). The smaller bound counts; a point whose first bound cannot raise the
-    maximum is not walked. (The samples include `simplify._sample_distances`' second, dense
-    round on the triangles nearest the maximum distance to the input.) A walk that would raise
-    the maximum is checked by walks from the nearest input triangle's other corners."""
+    the walk stops in a fold, whatever the level. The points go in decreasing order of the first
+    bound, so that the loop ends at the first one that cannot raise the maximum: the fewest
+    walks (at coarse levels, where that bound is loose, a tenth of the points or less). A walk
+    starts at a triangle around the corner of x's nearest input triangle nearest to x (every
+    input vertex is an original one), and is not walked when that triangle is already no farther
+    than the maximum. The smaller bound counts. (The samples include
+    `simplify._sample_distances`' second, dense round on the triangles nearest the maximum
+    distance to the input.) A walk that would raise the maximum is checked by walks from the
+    nearest input triangle's other corners."""
     if below.shape[0] == 0 or below.max() == 0.0:
         return d.max() if d.shape[0] else 0.0
+    n = X.shape[0]
+    bound = np.empty(n, np.float64)
+    for i in range(n):
+        bound[i] = d[i] + below[near[i]]
     best = 0.0
-    last = -1
-    for i in range(X.shape[0]):  # in order: neighbouring points, short walks
-        bound = d[i] + below[near[i]]
-        if bound <= best:
-            continue  # it cannot raise the maximum
+    for i in np.argsort(-bound, kind="mergesort"):
+        if bound[i] <= best:
+            break  # no point left can raise the maximum
         px, py, pz = X[i, 0], X[i, 1], X[i, 2]
-        start = vt_tri[vt_off[pos_ids[in_pt[near[i], 0]]]]
-        if last >= 0 and last != start:
-            a = _point_triangle_d2_of(px, py, pz, positions, ptri[last, 0], ptri[last, 1],
-                                      ptri[last, 2])
-            b = _point_triangle_d2_of(px, py, pz, positions, ptri[start, 0], ptri[start, 1],
-                                      ptri[start, 2])
-            if a < b:
-                start = last
-        w2, last = surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri,
-                                WALK_STEPS)
-        if min(bound, np.sqrt(w2)) > best:
+        corner = -1
+        corner_d2 = np.inf
+        for c in range(3):
+            v = pos_ids[in_pt[near[i], c]]
+            d2 = ((positions[v, 0] - px) ** 2 + (positions[v, 1] - py) ** 2
+                  + (positions[v, 2] - pz) ** 2)
+            if d2 < corner_d2:
+                corner, corner_d2 = v, d2
+        start = vt_tri[vt_off[corner]]
+        if _point_triangle_d2_of(px, py, pz, positions, ptri[start, 0], ptri[start, 1],
+                                 ptri[start, 2]) <= best * best:
+            continue  # the walk's first triangle is near enough already: it cannot raise it
+        w2, _ = surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri,
+                             WALK_STEPS)
+        if min(bound[i], np.sqrt(w2)) > best:
             # it would raise the maximum: a walk can stop in a fold (thin parts, coarse levels),
             # so walks from the corners of its nearest input triangle get a say too
             for c in range(3):
                 other = vt_tri[vt_off[pos_ids[in_pt[near[i], c]]]]
                 if other != start:
-                    o2, end = surface_walk(px, py, pz, other, positions, ptri, nbr, vt_off,
-                                           vt_tri, WALK_STEPS)
-                    if o2 < w2:
-                        w2, last = o2, end
-        best = max(best, min(bound, np.sqrt(w2)))
+                    o2, _ = surface_walk(px, py, pz, other, positions, ptri, nbr, vt_off,
+                                         vt_tri, WALK_STEPS)
+                    w2 = min(w2, o2)
+        best = max(best, min(bound[i], np.sqrt(w2)))
     return best
 
 
@@ -618,12 +626,17 @@ class _Rows:
         return self.data[: self.n]
 
 
+def _surface_topology(ptri: np.ndarray, n: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return (ptri, edge_neighbours(ptri, n)[0], *vertex_triangles(ptri, n))
+
+
 class _Builder:
     """Accumulates clusters and groups while the levels are built. The triangles of all clusters
     live in one array, cluster after cluster (`store`, `tri_off`); worker threads only read the
     clusters of the level being simplified, the main thread appends between levels."""
 
-    def __init__(self, mesh: Mesh, config: BuildConfig) -> None:
+    def __init__(self, mesh: Mesh, config: BuildConfig, pool: ThreadPoolExecutor) -> None:
         self.mesh = mesh
         self.config = config
         self.shading_weight = config.shading_weight_for(mesh)
@@ -655,10 +668,16 @@ class _Builder:
         self.group_error: list[float] = []
         self.scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-thread _localize
         # the original surface, which group errors are measured against: position triangles, their
-        # edge neighbours and the triangles around each position (where walks start and step)
+        # edge neighbours and the triangles around each position (where walks start and step);
+        # made by a worker while this thread clusters level 0 and partitions it (the first job
+        # of the pool, so a group job that waits for it never waits for a job queued behind it)
         ptri = np.ascontiguousarray(np.asarray(mesh.wedge_position)[mesh.triangles], np.int32)
-        self.original = (ptri, edge_neighbours(ptri, len(self.positions))[0],
-                         *vertex_triangles(ptri, len(self.positions)))
+        self._original = pool.submit(_surface_topology, ptri, len(self.positions))
+
+    @property
+    def original(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(ptri, edge neighbours, vertex-triangle offsets, vertex triangles) of the original."""
+        return self._original.result()
 
     @property
     def wpos(self) -> np.ndarray:
@@ -764,7 +783,6 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
     the fresh ones of the coarse levels; the arrays may be replaced by bigger ones later, these
     rows never change)."""
     cfg = config or BuildConfig()
-    b = _Builder(mesh, cfg)
     report = progress or (lambda stage, done, total: None)
     hand_over = on_clusters or (lambda *args: None)
     threads = cfg.threads or os.cpu_count() or 1
@@ -773,6 +791,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
     work = 2 * mesh.triangle_count  # for the progress bar: each level halves the last
     done_tris = 0
     with ThreadPoolExecutor(max_workers=threads) as pool:
+        b = _Builder(mesh, cfg, pool)
         report("cluster", 0, 1)
         order, offsets = build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position,
                                         max_triangles=cfg.max_triangles,

@@ -1426,10 +1426,9 @@ _REFINE_NEAR = 0.7
 _REFINE_TRIANGLES = 32
 _REFINE_WEIGHTS = np.array([(i / 9, j / 9, (9 - i - j) / 9) for i in range(10)
                             for j in range(10 - i)], np.float64)
-_DENSE_EDGE_SAMPLES = np.array([0.25, 0.5, 0.75], dtype=np.float64)
+_DENSE_EDGE_SAMPLES = np.array([1.0 / 3.0, 2.0 / 3.0], dtype=np.float64)
 _DENSE_FACE_SAMPLES = np.array(
     [
-        [1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0],
         [2.0 / 3.0, 1.0 / 6.0, 1.0 / 6.0],
         [1.0 / 6.0, 2.0 / 3.0, 1.0 / 6.0],
         [1.0 / 6.0, 1.0 / 6.0, 2.0 / 3.0],
@@ -1577,6 +1576,8 @@ def _shading(X, owner, near, row_tri, positions, in_pt, in_w, in_normal, out_pt,
         if min(w0, w1, w2) < 0.05:
             continue  # on an edge: at a crease its nearest input triangle may be either side's
         size = np.sqrt(np.sqrt(fx * fx + fy * fy + fz * fz))  # sqrt(2 x area): small for slivers
+        if np.pi * size <= worst:
+            continue  # no angle can raise the maximum
         ox = w0 * out_normal[out_w[t, 0], 0] + w1 * out_normal[out_w[t, 1], 0] + w2 * out_normal[
             out_w[t, 2], 0]
         oy = w0 * out_normal[out_w[t, 0], 1] + w1 * out_normal[out_w[t, 1], 1] + w2 * out_normal[
@@ -1584,13 +1585,13 @@ def _shading(X, owner, near, row_tri, positions, in_pt, in_w, in_normal, out_pt,
         oz = w0 * out_normal[out_w[t, 0], 2] + w1 * out_normal[out_w[t, 1], 2] + w2 * out_normal[
             out_w[t, 2], 2]
         ti = near[i]
-        if ti >= 0:  # a thin part's far side can be nearest: then the triangle it came from
-            _, _, _, gx, gy, gz = _weights(positions, in_pt, ti, X[i, 0], X[i, 1], X[i, 2])
-            if fx * gx + fy * gy + fz * gz <= 0.0:
-                ti = src[t]
-        else:
+        far_side = ti < 0
+        if not far_side:  # a thin part's far side can be nearest: then the triangle it came from
+            v0, v1, v2, gx, gy, gz = _weights(positions, in_pt, ti, X[i, 0], X[i, 1], X[i, 2])
+            far_side = fx * gx + fy * gy + fz * gz <= 0.0
+        if far_side:
             ti = src[t]
-        v0, v1, v2, _, _, _ = _weights(positions, in_pt, ti, X[i, 0], X[i, 1], X[i, 2])
+            v0, v1, v2, _, _, _ = _weights(positions, in_pt, ti, X[i, 0], X[i, 1], X[i, 2])
         v1 = min(max(v1, 0.0), 1.0)  # the projection, clamped into the triangle
         v2 = min(max(v2, 0.0), 1.0 - v1)
         v0 = 1.0 - v1 - v2
