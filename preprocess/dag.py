@@ -37,7 +37,8 @@ from preprocess.tess.limits import ROOT_ERROR
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
 from preprocess.simplify import (
-    _largest_distance,
+    _build_grid,
+    _nearest,
     _point_triangle_d2_of,
     _simplify_sampled,
     surface_walk,
@@ -51,6 +52,9 @@ from preprocess.topology import edge_neighbours, find, vertex_triangles
 SAMPLED_FACTOR = 1.15
 # the longest walk over the original surface from a sample's start to its nearest triangle
 WALK_STEPS = 256
+# original positions removed below that each cluster carries upward and measures again at every
+# level (the farthest from it): a removed tip recedes further as the levels above simplify
+WITNESSES = 32
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 _TINY_RADIUS = float(np.finfo(np.float32).tiny)  # the smallest normal float32, 1.2e-38
@@ -281,36 +285,95 @@ def _gather_level(store: np.ndarray, tri_off: np.ndarray, clusters: np.ndarray,
 
 
 @nb.njit(cache=True, nogil=True)
-def _dropped_distance(pos: np.ndarray, new_local: np.ndarray, local_wp: np.ndarray) -> float:
-    """Largest distance from a position the simplification removed to the simplified triangles:
-    pos (n, 3) float32, new_local (k, 3) int32 wedge ids after, local_wp (w,) int32 the position
-    of each wedge.
+def _heap_down(hd: np.ndarray, hi: np.ndarray, hr: np.ndarray, n: int) -> None:
+    """Restore the min-heap order of hd[:n] (with hi, hr alongside) below its root."""
+    i = 0
+    while True:
+        small = i
+        for c in (2 * i + 1, 2 * i + 2):
+            if c < n and hd[c] < hd[small]:
+                small = c
+        if small == i:
+            return
+        hd[i], hd[small] = hd[small], hd[i]
+        hi[i], hi[small] = hi[small], hi[i]
+        hr[i], hr[small] = hr[small], hr[i]
+        i = small
+
+
+@nb.njit(cache=True, nogil=True)
+def _dropped_distance(pos: np.ndarray, new_local: np.ndarray, local_wp: np.ndarray,
+                      pos_ids: np.ndarray, positions: np.ndarray, carried: np.ndarray,
+                      keep: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """Largest distance to the simplified triangles of the original positions that are not on
+    them: those this simplification removed, and those the members carry (`carried`: removed
+    below, ids into positions); pos (n, 3) float32 the group's positions (pos_ids: their ids in
+    positions), new_local (k, 3) int32 wedge ids after, local_wp (w,) int32 each wedge's position.
+    Returns (that distance, the `keep` farthest of those positions (their ids), the output
+    triangle (row of new_local) nearest each): what the new clusters carry upward.
 
     The sampled error measures one way, from the output to the original, which sees every moved
     triangle but not surface dropped with nothing in its place: a border vertex collapsed along
     its border takes its ear with it (200 blades fanned around one edge lost 98.5% of their area
     at error 0), and the last levels of a closed mesh shrink it. The removed positions are
-    original vertices, so this is the other way, original to output, at those points."""
+    original vertices, so this is the other way, original to output, at those points. A tip
+    removed at one level recedes further as the levels above simplify around it (cheburashka's
+    coarsest level held 0.70 of the distance of its farthest original vertex): so the farthest
+    positions are carried and measured again at every level above (a search stops at the first
+    triangle within the `keep`-th largest distance so far: only those kept are exact)."""
     n = pos.shape[0]
+    k = new_local.shape[0]
+    out_pt = np.empty((k, 3), np.int32)
     used = np.zeros(n, np.bool_)
-    for t in range(new_local.shape[0]):
-        for c in range(3):
-            used[local_wp[new_local[t, c]]] = True
-    count = n - int(used.sum())
-    if count == 0 or new_local.shape[0] == 0:
-        return 0.0
-    points = np.empty((count, 3), np.float64)
-    count = 0
-    for p in range(n):
-        if not used[p]:
-            for j in range(3):
-                points[count, j] = pos[p, j]
-            count += 1
-    out_pt = np.empty((new_local.shape[0], 3), np.int32)
-    for t in range(new_local.shape[0]):
+    for t in range(k):
         for c in range(3):
             out_pt[t, c] = local_wp[new_local[t, c]]
-    return _largest_distance(points, pos, out_pt)
+            used[out_pt[t, c]] = True
+    keep = max(keep, 1)
+    hd = np.zeros(keep, np.float64)  # a min-heap of the farthest: squared distance, id, triangle
+    hi = np.zeros(keep, np.int32)
+    hr = np.zeros(keep, np.int32)
+    count = 0
+    if k == 0:
+        return 0.0, hi[:0].copy(), hr[:0].copy()
+    G, gp, boff, btri = _build_grid(pos, out_pt)
+    stamp = np.full(k, -1, np.int32)
+    hint = -1
+    total = carried.shape[0] + n
+    for q in range(total):  # the carried first: the farthest, so that the heap fills high
+        if q < carried.shape[0]:
+            p = carried[q]
+            px = np.float64(positions[p, 0])
+            py = np.float64(positions[p, 1])
+            pz = np.float64(positions[p, 2])
+        else:
+            v = q - carried.shape[0]
+            if used[v]:
+                continue
+            p = pos_ids[v]
+            px = np.float64(pos[v, 0])
+            py = np.float64(pos[v, 1])
+            pz = np.float64(pos[v, 2])
+        enough = hd[0] if count == keep else -1.0
+        d2, t = _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, q, enough)
+        if t < 0:
+            continue
+        hint = t
+        if count < keep:  # push, sifting up
+            i = count
+            count += 1
+            while i > 0 and hd[(i - 1) // 2] > d2:
+                j = (i - 1) // 2
+                hd[i], hi[i], hr[i] = hd[j], hi[j], hr[j]
+                i = j
+            hd[i], hi[i], hr[i] = d2, p, t
+        elif d2 > hd[0]:
+            hd[0], hi[0], hr[0] = d2, p, t
+            _heap_down(hd, hi, hr, count)
+    worst = 0.0
+    for i in range(count):
+        worst = max(worst, hd[i])
+    return np.sqrt(worst), hi[:count].copy(), hr[:count].copy()
 
 
 @nb.njit(cache=True, nogil=True)
@@ -319,14 +382,16 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
                pslot: np.ndarray, ratio: float, stuck_ratio: float,
                max_triangles: int, max_vertices: int, permissive: bool, below: np.ndarray,
                ptri: np.ndarray, nbr: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray,
-               color_start: int):
+               color_start: int, wit: np.ndarray, wit_off: np.ndarray, witnesses: int):
     """Merge, simplify and re-split one group, all in numba so that the worker threads never
     wait for the GIL. Returns (ok, new triangles cluster after cluster: global wedge ids, or
     -1 - j for the j-th fresh wedge, fresh wedges: (their source wedge (q,) int32, their
     prefiltered normal (q, 3) float32), sample points (s, 3) of the changed triangles, their
     distances (s,) to the group's input, the slack, the largest distance of a removed position to
     the output (`_dropped_distance`), the shading term (`simplify._shading`), cluster offsets,
-    cluster bounds); ok is False when the group cannot get below stuck_ratio of its triangles
+    cluster bounds, the original positions each new cluster carries upward (ids, cluster
+    offsets): at most `witnesses` per cluster, from the members' (rows wit_off[c]:wit_off[c + 1]
+    of wit) and the removed ones, the farthest); ok is False when the group cannot get below stuck_ratio of its triangles
     (it is then terminal for this level). Attempts: cheap collapses; dearer ones; then, with
     `permissive`, across seams and creases, and last the smallest pieces that touch no other
     group may vanish (`_drop_small_pieces`)."""
@@ -368,7 +433,8 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
     if k == 0 or k > stuck_ratio * m:
         return (False, new_local, np.zeros(0, np.int32),
                 np.zeros((0, attrs.shape[1]), np.float32), 0.0,
-                slack, 0.0, shade, np.zeros(1, np.int64), np.zeros((0, 4), np.float32))
+                slack, 0.0, shade, np.zeros(1, np.int64), np.zeros((0, 4), np.float32),
+                np.zeros(0, np.int32), np.zeros(1, np.int64))
     # each input triangle's distance to the original: at most its cluster's geometric error
     tri_below = np.empty(m, np.float64)
     t = 0
@@ -378,8 +444,35 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
             t += 1
     own = _original_distance(X, d, tri_below, near, in_pt, pos_ids, positions, ptri, nbr,
                              vt_off, vt_tri)
-    dropped = _dropped_distance(pos, new_local, local_wp)
     order, offsets = cluster_triangles(pos, new_local, local_wp, max_triangles, max_vertices)
+    nclusters = offsets.shape[0] - 1
+    ncarried = 0
+    for c in members:
+        ncarried += wit_off[c + 1] - wit_off[c]
+    carried = np.empty(ncarried, np.int32)
+    ncarried = 0
+    for c in members:
+        for i in range(wit_off[c], wit_off[c + 1]):
+            carried[ncarried] = wit[i]
+            ncarried += 1
+    dropped, kept, kept_row = _dropped_distance(pos, new_local, local_wp, pos_ids, positions,
+                                                carried, witnesses * nclusters)
+    # each kept position goes up with the new cluster of its nearest triangle
+    cluster_of = np.empty(k, np.int32)
+    for c in range(nclusters):
+        for i in range(offsets[c], offsets[c + 1]):
+            cluster_of[order[i]] = c
+    kept_off = np.zeros(nclusters + 1, np.int64)
+    for i in range(kept.shape[0]):
+        kept_off[cluster_of[kept_row[i]] + 1] += 1
+    for c in range(nclusters):
+        kept_off[c + 1] += kept_off[c]
+    fill = kept_off[:nclusters].copy()
+    kept_ids = np.empty(kept.shape[0], np.int32)
+    for i in range(kept.shape[0]):
+        c = cluster_of[kept_row[i]]
+        kept_ids[fill[c]] = kept[i]
+        fill[c] += 1
     # fresh wedges used by the output, numbered in order of first use
     fresh_id = np.full(wedges.shape[0], -1, np.int32)
     q = 0
@@ -404,7 +497,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
             ordered[t, c] = w
             out[t, c] = -1 - fresh_id[w] if fresh_id[w] >= 0 else wedges[w]
     return (True, out, fresh_src, fresh_attr, own, slack, dropped, shade, offsets,
-            _cluster_bounds(pos, ordered, local_wp, offsets))
+            _cluster_bounds(pos, ordered, local_wp, offsets), kept_ids, kept_off)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -661,6 +754,11 @@ class _Builder:
         # input of the next level lies within, for the triangle inequality of its measurement
         self.geo_error = _Rows((), np.float64)
         self.bounds = _Rows((4,), np.float32)
+        # per cluster, original positions not on it that it answers for (`_dropped_distance`):
+        # rows witness_off[c]:witness_off[c + 1] of witness
+        self.witness = _Rows((), np.int32)
+        self.witness_off = _Rows((), np.int64, m // 32 + 64)
+        self.witness_off.extend([0])
         self.group_of = _Rows((), np.int32)
         self.groups: list[np.ndarray] = []  # member cluster ids
         self.group_level: list[int] = []
@@ -695,11 +793,17 @@ class _Builder:
 
     def add_clusters(self, ordered: np.ndarray, offsets: np.ndarray, bounds: np.ndarray,
                      level: int, source: int, sphere: np.ndarray | None, error: float,
-                     geo_error: float) -> np.ndarray:
-        """Append the clusters ordered[offsets[i]:offsets[i+1]] with their bounds; returns their
+                     geo_error: float, witness: np.ndarray | None = None,
+                     witness_off: np.ndarray | None = None) -> np.ndarray:
+        """Append the clusters ordered[offsets[i]:offsets[i+1]] with their bounds (and the
+        original positions they carry: witness[witness_off[i]:witness_off[i+1]]); returns their
         ids. sphere None (level 0): each cluster's LOD sphere is its own bound."""
         first = self.level.n
         n = len(offsets) - 1
+        if witness is None:
+            witness, witness_off = np.zeros(0, np.int32), np.zeros(n + 1, np.int64)
+        self.witness_off.extend(self.witness.n + witness_off[1:])
+        self.witness.extend(witness)
         self.tri_off.extend(self.store.n + offsets[1:])
         self.store.extend(ordered)
         self.level.extend(np.full(n, level, np.int32))
@@ -734,24 +838,26 @@ class _Builder:
                        np.full(len(self.positions), -1, np.int32))
             self.scratch[threading.get_ident()] = scratch
         (ok, new_tris, fresh_src, fresh_attr, own, slack, dropped, shade, offsets,
-         bounds) = _group_job(
+         bounds, witness, witness_off) = _group_job(
             self.store.view, self.tri_off.view, members, wpos, self.positions, attrs,
             locked, *scratch, cfg.simplify_ratio, cfg.stuck_ratio,
             cfg.max_triangles, cfg.max_vertices, permissive,
-            self.geo_error.view[members], *self.original, self.color_start)
+            self.geo_error.view[members], *self.original, self.color_start,
+            self.witness.view, self.witness_off.view, WITNESSES)
         if not ok:
             return None
         # both with the samples' margin: the dropped distance is measured at the positions this
         # group removes, not at those removed below whose surface it moves further (without
         # it the coarsest levels of closed scans held 0.91-0.98 of the two-sided distance)
         geo = max(own * SAMPLED_FACTOR, dropped * SAMPLED_FACTOR) + 2.0 * slack
-        return new_tris, geo, self.shading_weight * shade, offsets, bounds, fresh_src, fresh_attr
+        return (new_tris, geo, self.shading_weight * shade, offsets, bounds, fresh_src, fresh_attr,
+                witness, witness_off)
 
     def add_simplified(self, members: np.ndarray, level: int, result) -> np.ndarray:
         """Record a simplified group and its new clusters (one level up); returns their ids.
         Its error: its own against the original surface, at least its members' (so errors
         never decrease from child to parent)."""
-        new_tris, geo, shade, offsets, bounds, fresh_src, fresh_attr = result
+        new_tris, geo, shade, offsets, bounds, fresh_src, fresh_attr, witness, witness_off = result
         if len(fresh_src):  # number the fresh wedges: the source's position, uv and material,
             base = self.wedge_rows.n  # a prefiltered normal and colour
             rows = fresh_attr
@@ -762,7 +868,7 @@ class _Builder:
         error = max(float(self.self_error.view[members].max()), geo, shade)
         g = self.add_group(members, level, error)
         return self.add_clusters(new_tris, offsets, bounds, level + 1, g, self.group_sphere[g],
-                                 error, geo)
+                                 error, geo, witness, witness_off)
 
 
 def coarsest_target(triangles: int) -> int:

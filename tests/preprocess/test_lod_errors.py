@@ -45,22 +45,27 @@ def test_errors_are_honest_and_tight() -> None:
     """Per level, the largest stored geometric error against the largest distance found by 1024
     random samples per cluster (plus its vertices, then a dense grid on the triangles of each
     cluster's farthest samples) on the whole original mesh, on a smooth surface: never below it
-    (honest, also checked point by point), and at most the issue's 1.3x at every level (1.13-1.18
-    measured: the builder keeps 1.15x its own samples' maximum as the margin for peaks between
-    them; with 1.1x, dense checks found points up to 1.04x the stored error on igea and ogre).
+    (honest, also checked point by point), and at most the issue's 1.3x at every level where no
+    surface vanished (the builder keeps 1.15x its own samples' maximum as the margin for peaks
+    between them; with 1.1x, dense checks found points up to 1.04x the stored error on igea and
+    ogre); the same against the distance both ways at every level.
     Summed errors (before issue 15) stored 2-5x on such meshes. The geometric error does not
     depend on the shading term, which the LOD error adds on top of it."""
     dag = build_dag(blob(), BuildConfig())
     rows = error_tightness(dag, samples_per_cluster=1024, rng_seed=1)
     assert len(rows) >= 6
-    ratios = [r["ratio"] for r in rows]
-    assert min(ratios) >= 1.0 and max(ratios) <= 1.3, ratios
-    # the other way (the original's vertices to the surface drawn at each level) is at least the
-    # one-sided distance; the error holds it where surface vanishes (a coarse closed mesh loses
-    # its tips), to within 0.9 at the coarsest level (a vertex removed early is measured against
-    # the surface of its own level only)
-    assert all(r["measured_two_sided"] >= r["measured"] for r in rows)
-    assert min(r["ratio_two_sided"] for r in rows) >= 0.85, rows
+    for r in rows:
+        assert r["measured_two_sided"] >= r["measured"]
+        # honest one way (the level's surface to the original) and both ways (the original's
+        # vertices to the surface drawn at that level too: a coarse closed mesh loses its tips,
+        # which the error holds; 1.12-1.15 measured, 0.85 before the builder measured the
+        # removed tips again at every level above), and tight against the distance both ways
+        assert r["ratio"] >= 1.0 and 1.0 <= r["ratio_two_sided"] <= 1.3, rows
+        # where no surface vanished (the distance both ways is the one-way distance), tight one
+        # way too: the issue's 1.3x (1.15-1.16 measured; the coarsest levels of this blob hold
+        # tips 6-21% farther than the one-way distance, and read 1.18 and 1.38 one way)
+        if r["measured_two_sided"] <= 1.05 * r["measured"]:
+            assert r["ratio"] <= 1.3, rows
     check_honest_error(dag, np.flatnonzero(np.asarray(dag.cluster_level) > 0),
                        samples_per_cluster=256, rng_seed=2, refine=4)
     geometric = build_dag(blob(), BuildConfig(shading_weight=0.0))
