@@ -6,9 +6,10 @@ Errors are measured against the original surface, not summed level after level: 
 geometric error is the largest distance of its simplified surface to the original mesh, found
 over dense sample points (`_original_distance`), or, where more, the largest distance of a
 position the simplification removed to the simplified surface (surface dropped with nothing in
-its place, `_dropped_distance`), both times SAMPLED_FACTOR; its LOD error is the larger of that
-and the shading term times the shading weight; both at least its members', so that errors never
-decrease from child to parent (what makes the cut well defined). The dense-sampling checks of
+its place, `_dropped_distance`; the farthest of them are carried up and measured again at every
+level above), both times SAMPLED_FACTOR; its LOD error is the larger of that and the shading term
+times the shading weight; both at least its members', so that errors never decrease from child to
+parent (what makes the cut well defined). The dense-sampling checks of
 `preprocess.verify` hold the errors to the true distance; `verify.error_tightness` reports how
 close they are.
 
