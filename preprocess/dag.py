@@ -392,10 +392,10 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
     the output (`_dropped_distance`), the shading term (`simplify._shading`), cluster offsets,
     cluster bounds, the original positions each new cluster carries upward (ids, cluster
     offsets): at most `witnesses` per cluster, from the members' (rows wit_off[c]:wit_off[c + 1]
-    of wit) and the removed ones, the farthest); ok is False when the group cannot get below stuck_ratio of its triangles
-    (it is then terminal for this level). Attempts: cheap collapses; dearer ones; then, with
-    `permissive`, across seams and creases, and last the smallest pieces that touch no other
-    group may vanish (`_drop_small_pieces`)."""
+    of wit) and the removed ones, the farthest); ok is False when the group cannot get below
+    stuck_ratio of its triangles (it is then terminal for this level). Attempts: cheap
+    collapses; dearer ones; then, with `permissive`, across seams and creases, and last the
+    smallest pieces that touch no other group may vanish (`_drop_small_pieces`)."""
     tris = _gather(store, tri_off, members)
     local, wedges, local_wp, pos_ids = _localize(tris, wpos, wslot, pslot)
     m = tris.shape[0]

@@ -25,7 +25,11 @@ class RenderOptions:
     # slices to each other under load (BENCHMARKS.md)
     persistent: bool | None = None
     fallback32: bool = False  # force the 32-bit visibility path even with 64-bit atomics
-    sw_max_edge: float = 32.0  # clusters whose typical triangle edge is longer (px) go to HW
+    # clusters whose typical triangle edge is longer (px) go to the hardware rasterizer. None: 32
+    # on GPUs, 16 on CPU adapters, where lavapipe ends every loop of a shader invocation once they
+    # made 65,535 iterations together, silently (a SW lane draws 256 triangles there: see
+    # shaders/raster_sw.wgsl)
+    sw_max_edge: float | None = None
     queue_capacity: int = 1 << 20  # BVH queue entries (8 bytes each)
     visible_capacity: int = 1 << 21  # visible cluster slots, SW and HW halves (8 bytes each)
     persistent_workgroups: int = 128  # workgroups of the persistent traversal
@@ -62,7 +66,8 @@ class RenderOptions:
                 continue
             if not (_real(v) and math.isfinite(v) and v > 0):
                 raise ValueError(f"RenderOptions.{name} must be a finite number > 0, not {v!r}")
-        if not (_real(self.sw_max_edge) and self.sw_max_edge >= 0):  # 0: all HW, inf: all SW
+        if self.sw_max_edge is not None and not (_real(self.sw_max_edge)
+                                                 and self.sw_max_edge >= 0):  # 0: HW, inf: SW
             raise ValueError(f"RenderOptions.sw_max_edge must be a number >= 0, not "
                              f"{self.sw_max_edge!r}")
         optional = {"level_workgroups", "sw_lanes", "sw_rounds", "pool_pages"}

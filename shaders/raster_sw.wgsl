@@ -10,6 +10,12 @@
 // 1/256 pixel (125 pixels); a larger one (rare: big triangles go to the hardware rasterizer) is
 // rasterized at 1/16 pixel (up to 2000 pixels), grown by the snapping's reach so that it leaves no
 // crack beside finer-snapped neighbours, and a larger one still is skipped.
+// Loop budget: lavapipe ends every loop of an invocation, without an error, once its loops made
+// 65,535 iterations together (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS). A lane tests four pixels an
+// iteration of its row loop, and on CPU adapters clusters whose triangles are over 16 px go to
+// the hardware rasterizer (renderer.options.RenderOptions.sw_max_edge), so that a lane's 256
+// triangles (4 lanes a cluster, 8 rounds) stay within it
+// (tests/renderer/test_render.py::test_software_lanes_draw_every_triangle_of_a_long_run).
 #include "layout.wgsl"
 #include "cluster.wgsl"
 #include "visbuffer.wgsl"
@@ -146,26 +152,43 @@ fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, base: u32, world: 
         row20 += abs(d20.x) + abs(d20.y) + 2;
     }
     let area2 = f32(d01.x * (a2.y - a0.y) - d01.y * (a2.x - a0.x));
-    let payload = (idx << TRIANGLE_BITS) | t;
+    let tri = SwTriangle(vec3<i32>(b01, b12, b20), vec3<f32>(z0, z1, z2), area2,
+                         (idx << TRIANGLE_BITS) | t);
+    // the edge functions' step one pixel right
+    let dx = vec3<i32>(d01.y * s, d12.y * s, d20.y * s);
     for (var y = y0; y <= y1; y++) {
-        var e01 = row01;
-        var e12 = row12;
-        var e20 = row20;
-        for (var x = x0; x <= x1; x++) {
-            if (e01 | e12 | e20) >= 0 {
-                // barycentric weights: vertex 2 opposite edge 01, and so on (bias removed)
-                let l2 = f32(e01 - b01);
-                let l0 = f32(e12 - b12);
-                let l1 = f32(e20 - b20);
-                let z = (l0 * z0 + l1 * z1 + l2 * z2) / area2;
-                vis_write(u32(y * w + x), z, payload);
-            }
-            e01 -= d01.y * s;
-            e12 -= d12.y * s;
-            e20 -= d20.y * s;
+        var e = vec3<i32>(row01, row12, row20);
+        // four pixels an iteration: lavapipe (llvmpipe) ends every loop of an invocation once
+        // all its loops together made 65,535 iterations (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS),
+        // silently; a lane draws many triangles (RasterSW's lanes and rounds), so the fewer
+        // iterations a pixel costs, the larger the triangles it can draw before that
+        for (var x = x0; x <= x1; x += 4) {
+            let row = u32(y * w);
+            sw_pixel(tri, e, row, x, x1);
+            sw_pixel(tri, e - dx, row, x + 1, x1);
+            sw_pixel(tri, e - 2 * dx, row, x + 2, x1);
+            sw_pixel(tri, e - 3 * dx, row, x + 3, x1);
+            e -= 4 * dx;
         }
         row01 += d01.x * s;
         row12 += d12.x * s;
         row20 += d20.x * s;
+    }
+}
+
+struct SwTriangle {
+    bias: vec3<i32>,  // the top-left rule's bias of edges 01, 12, 20
+    z: vec3<f32>,  // the corners' depths
+    area2: f32,
+    payload: u32,
+}
+
+// pixel x of a row (row = y * width) whose edge functions are e, if x <= x1 and inside
+fn sw_pixel(tri: SwTriangle, e: vec3<i32>, row: u32, x: i32, x1: i32) {
+    if x <= x1 && (e.x | e.y | e.z) >= 0 {
+        // barycentric weights: vertex 2 opposite edge 01, and so on (bias removed)
+        let l = vec3<f32>(e - tri.bias);
+        let z = (l.y * tri.z.x + l.z * tri.z.y + l.x * tri.z.z) / tri.area2;
+        vis_write(row + u32(x), z, tri.payload);
     }
 }
