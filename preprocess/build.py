@@ -110,6 +110,8 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
     packed.meta.update(dag_stats(dag))
     packed.meta["page_size"] = cfg.page_size
     packed.meta["shading_weight"] = cfg.shading_weight_for(mesh)
+    if cfg.normal_cost:  # absent means 0: a default build's file is what it was before
+        packed.meta["normal_cost"] = cfg.normal_cost
     if cfg.up != "y":  # absent means Y-up: a default build's file is what it was before `up`
         packed.meta["up"] = cfg.up
     return dag, bvh, packed

@@ -54,6 +54,13 @@ class BuildConfig:
     # 0.3 draws 1.63 triangles per covered pixel at 23.8 dB PSNR against a 4x4 supersampled
     # full-detail frame, 0.4 2.33 at 24.2, 0.7 6.5 at 25.2 (full detail: 918 at 23.8)
     shading_weight: float | None = None
+    # normals in the cost of a collapse (preprocess.simplify._normal_quadrics, meshoptimizer's
+    # attribute quadrics), weighted by this times the shading weight: collapses that bend the
+    # shading wait for those that do not. 0: geometry only (the default: it costs 9-14% of the
+    # build, which the build-time budget does not hold). 0.5 on the make demo scene at tau 1
+    # (BENCHMARKS.md): 1.28 triangles per covered pixel at 23.77 dB instead of 2.09 at 24.07;
+    # igea 1 dB better at tau 2 and 4 with fewer triangles
+    normal_cost: float = 0.0
     # textures larger than this many texels a side keep their mips from the first that fits
     # (0: all); memory is 4/3 x 4 bytes a texel (preprocess.textures)
     max_texture_size: int = MAX_TEXTURE_SIZE
@@ -78,6 +85,8 @@ class BuildConfig:
                              f"{self.page_size / 1024:g} KiB")
         if self.shading_weight is not None and not 0 <= self.shading_weight <= 100:  # nan too
             raise ValueError(f"shading weight must be 0..100, not {self.shading_weight}")
+        if not 0 <= self.normal_cost <= 100:  # nan too
+            raise ValueError(f"normal cost must be 0..100, not {self.normal_cost}")
         if not 0 <= self.crease_angle <= 180:  # also refuses nan
             raise ValueError(f"crease angle must be 0..180 degrees, not {self.crease_angle}")
         if not 0 <= self.max_texture_size <= 16384:

@@ -383,7 +383,8 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
                pslot: np.ndarray, ratio: float, stuck_ratio: float,
                max_triangles: int, max_vertices: int, permissive: bool, below: np.ndarray,
                ptri: np.ndarray, nbr: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray,
-               color_start: int, wit: np.ndarray, wit_off: np.ndarray, witnesses: int):
+               color_start: int, wit: np.ndarray, wit_off: np.ndarray, witnesses: int,
+               normal_weight: float):
     """Merge, simplify and re-split one group, all in numba so that the worker threads never
     wait for the GIL. Returns (ok, new triangles cluster after cluster: global wedge ids, or
     -1 - j for the j-th fresh wedge, fresh wedges: (their source wedge (q,) int32, their
@@ -424,7 +425,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
         for attempt in range(3 if permissive else 2):
             (new_local, X, d, slack, normal, fresh, shade, near, in_pt, _, _,
              _) = _simplify_sampled(pos, local, local_wp, attr, lock, target, attempt > 0,
-                                        attempt > 1, color_start)
+                                        attempt > 1, color_start, normal_weight)
             if new_local.shape[0] <= stuck_ratio * m:
                 break
         if permissive and new_local.shape[0] > stuck_ratio * m:
@@ -844,7 +845,8 @@ class _Builder:
             locked, *scratch, cfg.simplify_ratio, cfg.stuck_ratio,
             cfg.max_triangles, cfg.max_vertices, permissive,
             self.geo_error.view[members], *self.original, self.color_start,
-            self.witness.view, self.witness_off.view, WITNESSES)
+            self.witness.view, self.witness_off.view, WITNESSES,
+            cfg.normal_cost * self.shading_weight)
         if not ok:
             return None
         # both with the samples' margin: the dropped distance is measured at the positions this

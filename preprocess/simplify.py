@@ -323,6 +323,91 @@ def _face_quadrics(P, tp, m, n):
     return Q
 
 
+@_jit
+def _normal_quadrics(P, tp, tw, wedge_attr, m, n):
+    """Attribute quadrics of the normals (columns 0:3 of wedge_attr), per position: each
+    triangle's normal field, linear over it (n(x) = g_k . x + d_k per component k, g_k in the
+    triangle's plane), weighted by its area. Returns (QA (n, 11): the quadric of sum w (g_k . x +
+    d_k)^2 in _add_plane's layout with the area sum in column 10, GA (n, 12): sum w (g_k, d_k) for
+    k = 0..2, the mean squared triangle size 2 x area)."""
+    QA = np.zeros((n, 11), np.float64)
+    GA = np.zeros((n, 12), np.float64)
+    area_sum = 0.0
+    q = np.empty(10)
+    ga = np.empty(12)
+    for t in range(m):
+        a = tp[t, 0]
+        e1x = P[tp[t, 1], 0] - P[a, 0]
+        e1y = P[tp[t, 1], 1] - P[a, 1]
+        e1z = P[tp[t, 1], 2] - P[a, 2]
+        e2x = P[tp[t, 2], 0] - P[a, 0]
+        e2y = P[tp[t, 2], 1] - P[a, 1]
+        e2z = P[tp[t, 2], 2] - P[a, 2]
+        d11 = e1x * e1x + e1y * e1y + e1z * e1z
+        d12 = e1x * e2x + e1y * e2y + e1z * e2z
+        d22 = e2x * e2x + e2y * e2y + e2z * e2z
+        det = d11 * d22 - d12 * d12
+        if not det > 1.0e-12 * d11 * d22 or det <= 0.0:
+            continue  # degenerate: no field
+        w = 0.5 * np.sqrt(det)  # the area
+        area_sum += w
+        q[:] = 0.0  # this triangle's sum over k of w (g_k . x + d_k)^2, _add_plane's layout
+        for k in range(3):
+            a0 = np.float64(wedge_attr[tw[t, 0], k])
+            da1 = np.float64(wedge_attr[tw[t, 1], k]) - a0
+            da2 = np.float64(wedge_attr[tw[t, 2], k]) - a0
+            # g = s e1 + r e2 with g . e1 = da1, g . e2 = da2
+            s_ = (d22 * da1 - d12 * da2) / det
+            r_ = (d11 * da2 - d12 * da1) / det
+            gx = s_ * e1x + r_ * e2x
+            gy = s_ * e1y + r_ * e2y
+            gz = s_ * e1z + r_ * e2z
+            dk = a0 - (gx * P[a, 0] + gy * P[a, 1] + gz * P[a, 2])
+            q[0] += w * gx * gx
+            q[1] += w * gy * gy
+            q[2] += w * gz * gz
+            q[3] += w * gx * gy
+            q[4] += w * gx * gz
+            q[5] += w * gy * gz
+            q[6] += w * gx * dk
+            q[7] += w * gy * dk
+            q[8] += w * gz * dk
+            q[9] += w * dk * dk
+            ga[4 * k] = w * gx
+            ga[4 * k + 1] = w * gy
+            ga[4 * k + 2] = w * gz
+            ga[4 * k + 3] = w * dk
+        for c in range(3):
+            v = tp[t, c]
+            for j in range(10):
+                QA[v, j] += q[j]
+            QA[v, 10] += w
+            for j in range(12):
+                GA[v, j] += ga[j]
+    return QA, GA, 2.0 * area_sum / m if m > 0 else 0.0
+
+
+@_jit
+def _normal_error(QA, GA, u, x, y, z, wedge_attr, wv):
+    """Area-weighted mean over u's normal fields of |n(x, y, z) - the normal of wedge wv|^2."""
+    w = QA[u, 10]
+    if w <= 0.0:
+        return 0.0
+    r = (
+        QA[u, 0] * x * x
+        + QA[u, 1] * y * y
+        + QA[u, 2] * z * z
+        + 2.0 * (QA[u, 3] * x * y + QA[u, 4] * x * z + QA[u, 5] * y * z)
+        + 2.0 * (QA[u, 6] * x + QA[u, 7] * y + QA[u, 8] * z)
+        + QA[u, 9]
+    )
+    for k in range(3):
+        a = np.float64(wedge_attr[wv, k])
+        r += a * a * w - 2.0 * a * (GA[u, 4 * k] * x + GA[u, 4 * k + 1] * y
+                                    + GA[u, 4 * k + 2] * z + GA[u, 4 * k + 3])
+    return max(r, 0.0) / w
+
+
 # --------------------------------------------------------------------------------------------
 # Collapses
 # --------------------------------------------------------------------------------------------
@@ -493,7 +578,7 @@ def _radix_order(keys_f32, count, hist, order):
 @_jit
 def _simplify_core(
     positions, triangles, wedge_position, wedge_attr, locked, target, max_err_sq, persist,
-    permissive
+    permissive, normal_weight=0.0
 ):
     """Returns (tw (m2, 3) int32 wedge ids, tp (m2, 3) int32 position ids, modified (m2,) bool,
     src (m2,) int32: the input triangle each output triangle was, nacc (k, 3) float64: per wedge,
@@ -508,7 +593,15 @@ def _simplify_core(
     permissive: seams and creases may be crossed (see `_classify`); a collapse that moves a
     position holding several wedges costs its squared length more than its quadric error, so
     that collapses inside smooth regions go first; the moved wedges take the closest of the
-    target's (`_closest_wedge`)."""
+    target's (`_closest_wedge`).
+
+    normal_weight > 0: normals take part in the cost of a collapse (`_normal_quadrics`, as
+    meshoptimizer's attribute quadrics): the collapse of a manifold u onto v adds the
+    area-weighted mean squared difference between v's normal and the normal fields of u's
+    triangles (and of those collapsed into u before) extended to v, times (normal_weight x s)^2,
+    s the group's mean triangle size sqrt(2 x area): the units of the shading term
+    (`_shading`: an angle times a triangle's size), with the same weight. Collapses that bend
+    the shading wait for those that do not."""
     m = triangles.shape[0]
     n = positions.shape[0]
     P = positions.astype(np.float64)
@@ -533,6 +626,13 @@ def _simplify_core(
             on[t, 1] = ny / ln
             on[t, 2] = nz / ln
     kind = _classify(P, tp, tw, m, n, off, adj, locked, Q, permissive)
+    if normal_weight > 0.0:
+        QA, GA, scale2 = _normal_quadrics(P, tp, tw, wedge_attr, m, n)
+        scale2 *= normal_weight * normal_weight
+    else:
+        QA = np.zeros((0, 11), np.float64)
+        GA = np.zeros((0, 12), np.float64)
+        scale2 = 0.0
     k_w = wedge_attr.shape[0]
     # per wedge: area-weighted sums of every attribute column, then the area itself
     na = wedge_attr.shape[1] + 1
@@ -611,6 +711,10 @@ def _simplify_core(
                     else:
                         continue
                     cost = _quadric_error(Q, u, P[v, 0], P[v, 1], P[v, 2])
+                    if scale2 > 0.0 and ku == _MANIFOLD:
+                        wv = tw[t, (i + 1) % 3] if d == 0 else tw[t, i]
+                        cost += scale2 * _normal_error(QA, GA, u, P[v, 0], P[v, 1], P[v, 2],
+                                                       wedge_attr, wv)
                     if multi[u]:
                         dx = P[u, 0] - P[v, 0]
                         dy = P[u, 1] - P[v, 1]
@@ -699,6 +803,11 @@ def _simplify_core(
                 modified[t] = True
             for j in range(11):
                 Q[v, j] += Q[u, j]
+            if scale2 > 0.0:
+                for j in range(11):
+                    QA[v, j] += QA[u, j]
+                for j in range(12):
+                    GA[v, j] += GA[u, j]
             removed += 1 if t2 < 0 else 2
             performed += 1
         if performed == 0:
@@ -1644,9 +1753,11 @@ def _weights(positions, pt, t, px, py, pz):
 
 
 @_jit
-def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive, color_start):
-    """The collapses of `simplify`, the prefiltered normals (and vertex colours: the four
-    columns of `attr` from `color_start`, none where it is negative), then the dense samples of
+def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive, color_start,
+                      normal_weight=0.0):
+    """The collapses of `simplify` (normal_weight: see `_simplify_core`), the prefiltered normals
+    (and vertex colours: the four columns of `attr` from `color_start`, none where it is
+    negative), then the dense samples of
     the changed triangles with their distances to this input (`_sample_distances`) and the
     shading term (`_shading`): (new triangles (m2, 3) int32 wedge ids, points (s, 3), distances
     (s,), slack: 1e-6 of the input's bounding-box diagonal, attributes (k, a) float32 per wedge:
@@ -1659,7 +1770,7 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive, c
     each sample's output triangle is row_tri[owner], out_p (m2, 3) int32: the output's position
     triangles)."""
     out_w, out_p, modified, src, nacc, grew = _simplify_core(
-        pos, tri, wpos, attr, lock, target, np.inf, persist, permissive
+        pos, tri, wpos, attr, lock, target, np.inf, persist, permissive, normal_weight
     )
     k_w = attr.shape[0]
     na = attr.shape[1]

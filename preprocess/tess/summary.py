@@ -24,7 +24,8 @@ def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> s
         f"  root          {meta['root_clusters']} cluster{'s' * (meta['root_clusters'] != 1)}, "
         f"{meta['root_triangles']:,} triangles",
         f"  quantization  step {meta['step']:.3g} (max error {meta['quantization_error']:.3g})"
-        + (f"; shading weight {meta['shading_weight']:g}" if "shading_weight" in meta else ""),
+        + (f"; shading weight {meta['shading_weight']:g}" if "shading_weight" in meta else "")
+        + (f", normal cost {meta['normal_cost']:g}" if meta.get("normal_cost") else ""),
         f"  pages         {page_count:,} of {meta['page_size'] // 1024} KiB "
         f"({root_pages} root)",
         f"  file          {file_size / 2**20:.2f} MiB",
