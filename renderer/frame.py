@@ -167,12 +167,10 @@ class Renderer:
         cpu = self.ctx.adapter_type == "CPU"
         self.persistent = (self.options.persistent if self.options.persistent is not None
                            else not cpu)
-        self.sw_max_edge = (self.options.sw_max_edge if self.options.sw_max_edge is not None
-                            else 16.0 if cpu else 32.0)
         self.raster_sw = RasterSW(
             d, vis64=self.vis64,
             lanes=self.options.sw_lanes or (4 if cpu else 128),
-            rounds=self.options.sw_rounds or (8 if cpu else 1))
+            rounds=self.options.sw_rounds or (4 if cpu else 1))
         self.cull = Cull(d, persistent=self.persistent,
                          workgroups=self.options.persistent_workgroups,
                          level_workgroups=self.options.level_workgroups or (16 if cpu else 1024),
@@ -438,7 +436,7 @@ class Renderer:
             u["occluded_capacity"] = o.occluded_capacity
             u["request_capacity"] = o.request_capacity
             u["page_words"] = self.pool.page_size // 4
-            u["sw_max_edge"] = self.sw_max_edge
+            u["sw_max_edge"] = o.sw_max_edge
             u["hzb_size"] = [*f.hzb_levels[0], len(f.hzb_levels), 0]
             mips = np.zeros(16, np.uint32)
             mips[: len(f.hzb_offsets)] = f.hzb_offsets

@@ -25,11 +25,7 @@ class RenderOptions:
     # slices to each other under load (BENCHMARKS.md)
     persistent: bool | None = None
     fallback32: bool = False  # force the 32-bit visibility path even with 64-bit atomics
-    # clusters whose typical triangle edge is longer (px) go to the hardware rasterizer. None: 32
-    # on GPUs, 16 on CPU adapters, where lavapipe ends every loop of a shader invocation once they
-    # made 65,535 iterations together, silently (a SW lane draws 256 triangles there: see
-    # shaders/raster_sw.wgsl)
-    sw_max_edge: float | None = None
+    sw_max_edge: float = 32.0  # clusters whose typical triangle edge is longer (px) go to HW
     queue_capacity: int = 1 << 20  # BVH queue entries (8 bytes each)
     visible_capacity: int = 1 << 21  # visible cluster slots, SW and HW halves (8 bytes each)
     persistent_workgroups: int = 128  # workgroups of the persistent traversal
@@ -37,9 +33,11 @@ class RenderOptions:
     # workgroup costs ~6 us there), 1024 on GPUs
     level_workgroups: int | None = None
     # SW raster lanes per cluster and rounds per workgroup (a workgroup draws 128 / lanes * rounds
-    # clusters). None: 128 and 1 on GPUs (a workgroup per cluster); 4 and 8 on CPU adapters,
+    # clusters). None: 128 and 1 on GPUs (a workgroup per cluster); 4 and 4 on CPU adapters,
     # where a workgroup costs ~6 us whatever it does, and lanes are SIMD slots that a cluster of
-    # a few triangles would leave idle: 3x faster at 1 instance, 13x at 65,536 (BENCHMARKS.md)
+    # a few triangles would leave idle: 3x faster at 1 instance, 13x at 65,536 (BENCHMARKS.md).
+    # There a lane's 128 triangles must stay within lavapipe's 65,535 loop iterations an
+    # invocation (shaders/raster_sw.wgsl): more lanes or fewer rounds, never fewer lanes or more
     sw_lanes: int | None = None
     sw_rounds: int | None = None
     timestamps: bool = True  # GPU time per pass, where the adapter has timestamp queries
@@ -66,8 +64,7 @@ class RenderOptions:
                 continue
             if not (_real(v) and math.isfinite(v) and v > 0):
                 raise ValueError(f"RenderOptions.{name} must be a finite number > 0, not {v!r}")
-        if self.sw_max_edge is not None and not (_real(self.sw_max_edge)
-                                                 and self.sw_max_edge >= 0):  # 0: HW, inf: SW
+        if not (_real(self.sw_max_edge) and self.sw_max_edge >= 0):  # 0: all HW, inf: all SW
             raise ValueError(f"RenderOptions.sw_max_edge must be a number >= 0, not "
                              f"{self.sw_max_edge!r}")
         optional = {"level_workgroups", "sw_lanes", "sw_rounds", "pool_pages"}

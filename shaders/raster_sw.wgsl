@@ -12,9 +12,9 @@
 // crack beside finer-snapped neighbours, and a larger one still is skipped.
 // Loop budget: lavapipe ends every loop of an invocation, without an error, once its loops made
 // 65,535 iterations together (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS). A lane tests four pixels an
-// iteration of its row loop, and on CPU adapters clusters whose triangles are over 16 px go to
-// the hardware rasterizer (renderer.options.RenderOptions.sw_max_edge), so that a lane's 256
-// triangles (4 lanes a cluster, 8 rounds) stay within it
+// iteration of its row loop and, on CPU adapters, draws 128 triangles (4 lanes a cluster, 4
+// rounds: renderer.options.RenderOptions), so that triangles up to sw_max_edge (32 px, about
+// 290 iterations each) stay within it
 // (tests/renderer/test_render.py::test_software_lanes_draw_every_triangle_of_a_long_run).
 #include "layout.wgsl"
 #include "cluster.wgsl"
@@ -39,7 +39,7 @@ fn screen_vertex(s: ClusterStreams, v: u32, step: f32, world: mat4x4<f32>) -> Sc
 
 // SW_LANES lanes per cluster, lane l drawing triangles l, l + SW_LANES, ...; a workgroup draws
 // 128 / SW_LANES clusters a round, SW_ROUNDS rounds (renderer.options.RenderOptions.sw_lanes: a
-// workgroup per cluster on GPUs, 256 clusters per workgroup on CPU adapters)
+// workgroup per cluster on GPUs, 128 clusters per workgroup on CPU adapters)
 override SW_LANES: u32 = 128u;
 override SW_ROUNDS: u32 = 1u;
 
