@@ -132,9 +132,9 @@ def _add_plane(Q, i, nx, ny, nz, d, w):
 
 
 @_jit
-def _quadric_error(Q, i, x, y, z):
-    """Weight-normalized error of vertex i's quadric at (x, y, z): a mean squared distance."""
-    r = (
+def _quadric_value(Q, i, x, y, z):
+    """Row i of quadrics in `_add_plane`'s layout at (x, y, z), not normalized."""
+    return (
         Q[i, 0] * x * x
         + Q[i, 1] * y * y
         + Q[i, 2] * z * z
@@ -142,10 +142,15 @@ def _quadric_error(Q, i, x, y, z):
         + 2.0 * (Q[i, 6] * x + Q[i, 7] * y + Q[i, 8] * z)
         + Q[i, 9]
     )
+
+
+@_jit
+def _quadric_error(Q, i, x, y, z):
+    """Weight-normalized error of vertex i's quadric at (x, y, z): a mean squared distance."""
     w = Q[i, 10]
     if w <= 0.0:
         return 0.0
-    return abs(r) / w
+    return abs(_quadric_value(Q, i, x, y, z)) / w
 
 
 @_jit
@@ -393,14 +398,7 @@ def _normal_error(QA, GA, u, x, y, z, wedge_attr, wv):
     w = QA[u, 10]
     if w <= 0.0:
         return 0.0
-    r = (
-        QA[u, 0] * x * x
-        + QA[u, 1] * y * y
-        + QA[u, 2] * z * z
-        + 2.0 * (QA[u, 3] * x * y + QA[u, 4] * x * z + QA[u, 5] * y * z)
-        + 2.0 * (QA[u, 6] * x + QA[u, 7] * y + QA[u, 8] * z)
-        + QA[u, 9]
-    )
+    r = _quadric_value(QA, u, x, y, z)
     for k in range(3):
         a = np.float64(wedge_attr[wv, k])
         r += a * a * w - 2.0 * a * (GA[u, 4 * k] * x + GA[u, 4 * k + 1] * y
