@@ -54,12 +54,12 @@ class BuildConfig:
     # 0.3 draws 1.63 triangles per covered pixel at 23.8 dB PSNR against a 4x4 supersampled
     # full-detail frame, 0.4 2.33 at 24.2, 0.7 6.5 at 25.2 (full detail: 918 at 23.8)
     shading_weight: float | None = None
-    # normals in the cost of a collapse (preprocess.simplify._normal_quadrics, meshoptimizer's
-    # attribute quadrics), weighted by this times the shading weight: collapses that bend the
-    # shading wait for those that do not. 0: geometry only (the default: it costs 9-14% of the
-    # build, which the build-time budget does not hold). 0.5 on the make demo scene at tau 1
-    # (BENCHMARKS.md): 1.28 triangles per covered pixel at 23.77 dB instead of 2.09 at 24.07;
-    # igea 1 dB better at tau 2 and 4 with fewer triangles
+    # normals and uvs in the cost of a collapse (preprocess.simplify._attribute_quadrics,
+    # meshoptimizer's attribute quadrics), weighted by this times the shading weight: collapses
+    # that bend the shading or drag the texture wait for those that do not. 0: geometry only (the
+    # default: it costs 9-14% of the build, which the build-time budget does not hold). 0.5 on
+    # the make demo scene at tau 1 (BENCHMARKS.md): 1.28 triangles per covered pixel at 23.77 dB
+    # instead of 2.09 at 24.07; igea 1 dB better at tau 2 and 4 with fewer triangles
     normal_cost: float = 0.0
     # textures larger than this many texels a side keep their mips from the first that fits
     # (0: all); memory is 4/3 x 4 bytes a texel (preprocess.textures)

@@ -384,7 +384,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
                max_triangles: int, max_vertices: int, permissive: bool, below: np.ndarray,
                ptri: np.ndarray, nbr: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray,
                color_start: int, wit: np.ndarray, wit_off: np.ndarray, witnesses: int,
-               normal_weight: float):
+               normal_weight: float, uv_start: int):
     """Merge, simplify and re-split one group, all in numba so that the worker threads never
     wait for the GIL. Returns (ok, new triangles cluster after cluster: global wedge ids, or
     -1 - j for the j-th fresh wedge, fresh wedges: (their source wedge (q,) int32, their
@@ -425,7 +425,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
         for attempt in range(3 if permissive else 2):
             (new_local, X, d, slack, normal, fresh, shade, near, in_pt, _, _,
              _) = _simplify_sampled(pos, local, local_wp, attr, lock, target, attempt > 0,
-                                        attempt > 1, color_start, normal_weight)
+                                        attempt > 1, color_start, normal_weight, uv_start)
             if new_local.shape[0] <= stuck_ratio * m:
                 break
         if permissive and new_local.shape[0] > stuck_ratio * m:
@@ -744,6 +744,8 @@ class _Builder:
         self.attr_rows.extend(attrs)
         color = mesh.attribute_columns().get("color")
         self.color_start = -1 if color is None else color.start  # prefiltered like normals
+        uv = mesh.attribute_columns().get("uv")
+        self.uv_start = -1 if uv is None else uv.start  # in the collapse cost with the normals
         m = mesh.triangle_count
         self.store = _Rows((3,), np.int32, 2 * m + 1024)  # every cluster's (t, 3) wedge ids
         self.tri_off = _Rows((), np.int64, m // 32 + 64)
@@ -846,7 +848,7 @@ class _Builder:
             cfg.max_triangles, cfg.max_vertices, permissive,
             self.geo_error.view[members], *self.original, self.color_start,
             self.witness.view, self.witness_off.view, WITNESSES,
-            cfg.normal_cost * self.shading_weight)
+            cfg.normal_cost * self.shading_weight, self.uv_start)
         if not ok:
             return None
         # both with the samples' margin: the dropped distance is measured at the positions this

@@ -329,17 +329,29 @@ def _face_quadrics(P, tp, m, n):
 
 
 @_jit
-def _normal_quadrics(P, tp, tw, wedge_attr, m, n):
-    """Attribute quadrics of the normals (columns 0:3 of wedge_attr), per position: each
-    triangle's normal field, linear over it (n(x) = g_k . x + d_k per component k, g_k in the
-    triangle's plane), weighted by its area. Returns (QA (n, 11): the quadric of sum w (g_k . x +
-    d_k)^2 in _add_plane's layout with the area sum in column 10, GA (n, 12): sum w (g_k, d_k) for
-    k = 0..2, the mean squared triangle size 2 x area)."""
+def _attribute_quadrics(P, tp, tw, wedge_attr, m, n, normal_weight, uv_start):
+    """Attribute quadrics (meshoptimizer's, per position) of the normals (columns 0:3 of
+    wedge_attr) and, where uv_start >= 0, the uvs (columns uv_start, uv_start + 1): each
+    triangle's field of each component k, linear over it (f_k(x) = g_k . x + d_k, g_k in the
+    triangle's plane), weighted by the triangle's area w times c_k^2, the square of what a unit
+    of that component is worth in distance: for a normal, normal_weight times the group's mean
+    triangle size sqrt(2 x area) (the shading term's units, `_shading`); for a uv, normal_weight
+    times the world length of a uv unit on that triangle (a texture slid by d looks like an edge
+    moved by d). Returns (QA (n, 11): sum w c^2 (g_k . x + d_k)^2 over triangles and components
+    in _add_plane's layout, the area sum in column 10; GA (n, 4 K): sum w c^2 (g_k, d_k); WA (n, K):
+    sum w c^2; K = 3 or 5 components)."""
+    kc = 5 if uv_start >= 0 else 3
     QA = np.zeros((n, 11), np.float64)
-    GA = np.zeros((n, 12), np.float64)
+    GA = np.zeros((n, 4 * kc), np.float64)
+    WA = np.zeros((n, kc), np.float64)
     area_sum = 0.0
+    for t in range(m):
+        nx, ny, nz = _cross(P, tp[t, 0], tp[t, 1], tp[t, 2])
+        area_sum += 0.5 * np.sqrt(nx * nx + ny * ny + nz * nz)
+    normal_c2 = normal_weight * normal_weight * (2.0 * area_sum / m if m > 0 else 0.0)
     q = np.empty(10)
-    ga = np.empty(12)
+    ga = np.empty(4 * kc)
+    wa = np.empty(kc)
     for t in range(m):
         a = tp[t, 0]
         e1x = P[tp[t, 1], 0] - P[a, 0]
@@ -355,12 +367,23 @@ def _normal_quadrics(P, tp, tw, wedge_attr, m, n):
         if not det > 1.0e-12 * d11 * d22 or det <= 0.0:
             continue  # degenerate: no field
         w = 0.5 * np.sqrt(det)  # the area
-        area_sum += w
-        q[:] = 0.0  # this triangle's sum over k of w (g_k . x + d_k)^2, _add_plane's layout
-        for k in range(3):
-            a0 = np.float64(wedge_attr[tw[t, 0], k])
-            da1 = np.float64(wedge_attr[tw[t, 1], k]) - a0
-            da2 = np.float64(wedge_attr[tw[t, 2], k]) - a0
+        uv_c2 = 0.0
+        if uv_start >= 0:
+            u0 = wedge_attr[tw[t, 0], uv_start]
+            v0 = wedge_attr[tw[t, 0], uv_start + 1]
+            uv_area = 0.5 * abs((wedge_attr[tw[t, 1], uv_start] - u0)
+                                * (wedge_attr[tw[t, 2], uv_start + 1] - v0)
+                                - (wedge_attr[tw[t, 2], uv_start] - u0)
+                                * (wedge_attr[tw[t, 1], uv_start + 1] - v0))
+            if uv_area > 1.0e-12:
+                uv_c2 = normal_weight * normal_weight * w / uv_area
+        q[:] = 0.0
+        for k in range(kc):
+            col = k if k < 3 else uv_start + k - 3
+            c2 = normal_c2 if k < 3 else uv_c2
+            a0 = np.float64(wedge_attr[tw[t, 0], col])
+            da1 = np.float64(wedge_attr[tw[t, 1], col]) - a0
+            da2 = np.float64(wedge_attr[tw[t, 2], col]) - a0
             # g = s e1 + r e2 with g . e1 = da1, g . e2 = da2
             s_ = (d22 * da1 - d12 * da2) / det
             r_ = (d11 * da2 - d12 * da1) / det
@@ -368,41 +391,46 @@ def _normal_quadrics(P, tp, tw, wedge_attr, m, n):
             gy = s_ * e1y + r_ * e2y
             gz = s_ * e1z + r_ * e2z
             dk = a0 - (gx * P[a, 0] + gy * P[a, 1] + gz * P[a, 2])
-            q[0] += w * gx * gx
-            q[1] += w * gy * gy
-            q[2] += w * gz * gz
-            q[3] += w * gx * gy
-            q[4] += w * gx * gz
-            q[5] += w * gy * gz
-            q[6] += w * gx * dk
-            q[7] += w * gy * dk
-            q[8] += w * gz * dk
-            q[9] += w * dk * dk
-            ga[4 * k] = w * gx
-            ga[4 * k + 1] = w * gy
-            ga[4 * k + 2] = w * gz
-            ga[4 * k + 3] = w * dk
+            wk = w * c2
+            q[0] += wk * gx * gx
+            q[1] += wk * gy * gy
+            q[2] += wk * gz * gz
+            q[3] += wk * gx * gy
+            q[4] += wk * gx * gz
+            q[5] += wk * gy * gz
+            q[6] += wk * gx * dk
+            q[7] += wk * gy * dk
+            q[8] += wk * gz * dk
+            q[9] += wk * dk * dk
+            ga[4 * k] = wk * gx
+            ga[4 * k + 1] = wk * gy
+            ga[4 * k + 2] = wk * gz
+            ga[4 * k + 3] = wk * dk
+            wa[k] = wk
         for c in range(3):
             v = tp[t, c]
             for j in range(10):
                 QA[v, j] += q[j]
             QA[v, 10] += w
-            for j in range(12):
+            for j in range(4 * kc):
                 GA[v, j] += ga[j]
-    return QA, GA, 2.0 * area_sum / m if m > 0 else 0.0
+            for j in range(kc):
+                WA[v, j] += wa[j]
+    return QA, GA, WA
 
 
 @_jit
-def _normal_error(QA, GA, u, x, y, z, wedge_attr, wv):
-    """Area-weighted mean over u's normal fields of |n(x, y, z) - the normal of wedge wv|^2."""
+def _attribute_error(QA, GA, WA, u, x, y, z, wedge_attr, wv, uv_start):
+    """Area-weighted mean over u's attribute fields (`_attribute_quadrics`) of sum_k c_k^2
+    (f_k(x, y, z) - wedge wv's component k)^2: a squared distance."""
     w = QA[u, 10]
     if w <= 0.0:
         return 0.0
     r = _quadric_value(QA, u, x, y, z)
-    for k in range(3):
-        a = np.float64(wedge_attr[wv, k])
-        r += a * a * w - 2.0 * a * (GA[u, 4 * k] * x + GA[u, 4 * k + 1] * y
-                                    + GA[u, 4 * k + 2] * z + GA[u, 4 * k + 3])
+    for k in range(WA.shape[1]):
+        a = np.float64(wedge_attr[wv, k if k < 3 else uv_start + k - 3])
+        r += a * a * WA[u, k] - 2.0 * a * (GA[u, 4 * k] * x + GA[u, 4 * k + 1] * y
+                                           + GA[u, 4 * k + 2] * z + GA[u, 4 * k + 3])
     return max(r, 0.0) / w
 
 
@@ -576,7 +604,7 @@ def _radix_order(keys_f32, count, hist, order):
 @_jit
 def _simplify_core(
     positions, triangles, wedge_position, wedge_attr, locked, target, max_err_sq, persist,
-    permissive, normal_weight=0.0
+    permissive, normal_weight=0.0, uv_start=-1
 ):
     """Returns (tw (m2, 3) int32 wedge ids, tp (m2, 3) int32 position ids, modified (m2,) bool,
     src (m2,) int32: the input triangle each output triangle was, nacc (k, 3) float64: per wedge,
@@ -593,13 +621,14 @@ def _simplify_core(
     that collapses inside smooth regions go first; the moved wedges take the closest of the
     target's (`_closest_wedge`).
 
-    normal_weight > 0: normals take part in the cost of a collapse (`_normal_quadrics`, as
-    meshoptimizer's attribute quadrics): the collapse of a manifold u onto v adds the
-    area-weighted mean squared difference between v's normal and the normal fields of u's
-    triangles (and of those collapsed into u before) extended to v, times (normal_weight x s)^2,
-    s the group's mean triangle size sqrt(2 x area): the units of the shading term
-    (`_shading`: an angle times a triangle's size), with the same weight. Collapses that bend
-    the shading wait for those that do not."""
+    normal_weight > 0: normals (and uvs, from column uv_start where >= 0) take part in the cost
+    of a collapse (`_attribute_quadrics`, as meshoptimizer's attribute quadrics): the collapse of
+    a manifold u onto v adds the area-weighted mean squared difference between v's attributes and
+    the attribute fields of u's triangles (and of those collapsed into u before) extended to v, in
+    distance units: a normal's as an angle times the group's mean triangle size (the units of
+    the shading term, `_shading`), a uv's as the world length it slides, both times
+    normal_weight. Collapses that bend the shading or drag the texture wait for those that do
+    not."""
     m = triangles.shape[0]
     n = positions.shape[0]
     P = positions.astype(np.float64)
@@ -625,12 +654,11 @@ def _simplify_core(
             on[t, 2] = nz / ln
     kind = _classify(P, tp, tw, m, n, off, adj, locked, Q, permissive)
     if normal_weight > 0.0:
-        QA, GA, scale2 = _normal_quadrics(P, tp, tw, wedge_attr, m, n)
-        scale2 *= normal_weight * normal_weight
+        QA, GA, WA = _attribute_quadrics(P, tp, tw, wedge_attr, m, n, normal_weight, uv_start)
     else:
         QA = np.zeros((0, 11), np.float64)
         GA = np.zeros((0, 12), np.float64)
-        scale2 = 0.0
+        WA = np.zeros((0, 3), np.float64)
     k_w = wedge_attr.shape[0]
     # per wedge: area-weighted sums of every attribute column, then the area itself
     na = wedge_attr.shape[1] + 1
@@ -709,10 +737,10 @@ def _simplify_core(
                     else:
                         continue
                     cost = _quadric_error(Q, u, P[v, 0], P[v, 1], P[v, 2])
-                    if scale2 > 0.0 and ku == _MANIFOLD:
+                    if normal_weight > 0.0 and ku == _MANIFOLD:
                         wv = tw[t, (i + 1) % 3] if d == 0 else tw[t, i]
-                        cost += scale2 * _normal_error(QA, GA, u, P[v, 0], P[v, 1], P[v, 2],
-                                                       wedge_attr, wv)
+                        cost += _attribute_error(QA, GA, WA, u, P[v, 0], P[v, 1], P[v, 2],
+                                                 wedge_attr, wv, uv_start)
                     if multi[u]:
                         dx = P[u, 0] - P[v, 0]
                         dy = P[u, 1] - P[v, 1]
@@ -801,11 +829,13 @@ def _simplify_core(
                 modified[t] = True
             for j in range(11):
                 Q[v, j] += Q[u, j]
-            if scale2 > 0.0:
+            if normal_weight > 0.0:
                 for j in range(11):
                     QA[v, j] += QA[u, j]
-                for j in range(12):
+                for j in range(GA.shape[1]):
                     GA[v, j] += GA[u, j]
+                for j in range(WA.shape[1]):
+                    WA[v, j] += WA[u, j]
             removed += 1 if t2 < 0 else 2
             performed += 1
         if performed == 0:
@@ -1752,7 +1782,7 @@ def _weights(positions, pt, t, px, py, pz):
 
 @_jit
 def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive, color_start,
-                      normal_weight=0.0):
+                      normal_weight=0.0, uv_start=-1):
     """The collapses of `simplify` (normal_weight: see `_simplify_core`), the prefiltered normals
     (and vertex colours: the four columns of `attr` from `color_start`, none where it is
     negative), then the dense samples of
@@ -1768,7 +1798,7 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive, c
     each sample's output triangle is row_tri[owner], out_p (m2, 3) int32: the output's position
     triangles)."""
     out_w, out_p, modified, src, nacc, grew = _simplify_core(
-        pos, tri, wpos, attr, lock, target, np.inf, persist, permissive, normal_weight
+        pos, tri, wpos, attr, lock, target, np.inf, persist, permissive, normal_weight, uv_start
     )
     k_w = attr.shape[0]
     na = attr.shape[1]

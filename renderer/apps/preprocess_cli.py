@@ -201,8 +201,9 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                         f"{SHADING_WEIGHT:g}, or {TEXTURED_SHADING_WEIGHT:g} for a mesh with "
                         "textures or vertex colours)")
     p.add_argument("--normal-cost", type=float, default=d.normal_cost, metavar="W",
-                   help="weight of the normals in the cost of a collapse, times the shading "
-                        "weight: collapses that bend the shading wait for those that do not "
+                   help="weight of the normals and uvs in the cost of a collapse, times the "
+                        "shading weight: collapses that bend the shading or drag the texture "
+                        "wait for those that do not "
                         "(0..100; default: 0, geometry only; 0.5 draws about a third fewer "
                         "triangles at the same picture on scans, and costs ~10%% more time)")
     p.add_argument("--texture", metavar="IMAGE",

@@ -154,6 +154,41 @@ def test_normals_in_the_collapse_cost_keep_the_shading(tmp_path) -> None:
         BuildConfig(normal_cost=float("nan"))
 
 
+def test_uvs_in_the_collapse_cost_keep_the_texture_in_place() -> None:
+    """With `normal_cost`, uvs take part in the collapse cost too (in world units: a texture slid
+    by d looks like an edge moved by d): on a flat grid with constant normals whose uvs are
+    twisted inside a disc, the first two levels keep their triangles there (1,608 and 1,563 of
+    the disc's triangles against 804 and 438 without), with as many triangles overall."""
+    n = 64
+    x, y = np.meshgrid(np.linspace(0, 1, n + 1), np.linspace(0, 1, n + 1))
+    pos = np.stack([x.ravel(), y.ravel(), np.zeros(x.size)], 1).astype(np.float32)
+    i = np.arange(n)[:, None] * (n + 1) + np.arange(n)[None, :]
+    faces = np.concatenate([np.stack([i, i + 1, i + n + 2], -1).reshape(-1, 3),
+                            np.stack([i, i + n + 2, i + n + 1], -1).reshape(-1, 3)])
+    r = np.hypot(pos[:, 0] - 0.5, pos[:, 1] - 0.5)
+    twist = 1.5 * np.clip(1 - r / 0.3, 0, 1) ** 2
+    c, s = np.cos(twist), np.sin(twist)
+    du, dv = pos[:, 0] - 0.5, pos[:, 1] - 0.5
+    uv = np.stack([0.5 + c * du - s * dv, 0.5 + s * du + c * dv], 1).astype(np.float32)
+    mesh = mesh_from_arrays(pos, faces, normals=np.tile([0, 0, 1.0], (len(pos), 1)), uvs=uv,
+                            name="twisted-uvs")
+    counts = []
+    for cost in (0.0, 0.5):
+        dag = build_dag(mesh, BuildConfig(shading_weight=0.4, normal_cost=cost))
+        lv, off = np.asarray(dag.cluster_level), np.asarray(dag.cluster_tri_offset)
+        p = np.asarray(dag.mesh.positions)[np.asarray(dag.mesh.wedge_position)]
+        row = []
+        for level in (1, 2):
+            rows = np.concatenate([np.arange(off[k], off[k + 1])
+                                   for k in np.flatnonzero(lv == level)])
+            centre = p[np.asarray(dag.triangles)[rows]].mean(1)
+            inside = int((np.hypot(centre[:, 0] - 0.5, centre[:, 1] - 0.5) < 0.25).sum())
+            row.append((len(rows), inside))
+        counts.append(row)
+    for (total0, inside0), (total1, inside1) in zip(*counts, strict=True):
+        assert abs(total1 - total0) <= 0.05 * total0 and inside1 >= 1.5 * inside0, counts
+
+
 def test_errors_with_shading_are_honest_and_never_decrease(bumpy_dag) -> None:
     """The shading term adds to the distance: errors stay above the measured distance, and
     grow along every child -> parent edge."""
