@@ -109,14 +109,21 @@ def test_the_shading_weight_is_chosen_by_the_surface(tmp_path) -> None:
         BuildConfig(shading_weight=float("nan"))
 
 
-def flat_with_bumped_normals(n: int = 64):
-    """A flat n x n grid whose normals alone tilt (up to ~35 degrees) in a ring: every collapse
-    costs nothing geometrically, only the normals tell where one changes the shading."""
+def flat_grid(n: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, faces) of an n x n grid of squares, two triangles each, on [0, 1]^2 at z = 0:
+    every collapse costs nothing geometrically."""
     x, y = np.meshgrid(np.linspace(0, 1, n + 1), np.linspace(0, 1, n + 1))
     pos = np.stack([x.ravel(), y.ravel(), np.zeros(x.size)], 1).astype(np.float32)
     i = np.arange(n)[:, None] * (n + 1) + np.arange(n)[None, :]
     faces = np.concatenate([np.stack([i, i + 1, i + n + 2], -1).reshape(-1, 3),
                             np.stack([i, i + n + 2, i + n + 1], -1).reshape(-1, 3)])
+    return pos, faces
+
+
+def flat_with_bumped_normals(n: int = 64):
+    """A flat grid whose normals alone tilt (up to ~35 degrees) in a ring: only the normals tell
+    where a collapse changes the shading."""
+    pos, faces = flat_grid(n)
     r = np.hypot(pos[:, 0] - 0.5, pos[:, 1] - 0.5)
     tilt = 0.7 * np.sin(np.clip(r / 0.3, 0, 1) * np.pi) ** 2
     away = np.stack([pos[:, 0] - 0.5, pos[:, 1] - 0.5], 1) / np.maximum(r, 1e-9)[:, None]
@@ -159,12 +166,7 @@ def test_uvs_in_the_collapse_cost_keep_the_texture_in_place() -> None:
     by d looks like an edge moved by d): on a flat grid with constant normals whose uvs are
     twisted inside a disc, the first two levels keep their triangles there (1,608 and 1,563 of
     the disc's triangles against 804 and 438 without), with as many triangles overall."""
-    n = 64
-    x, y = np.meshgrid(np.linspace(0, 1, n + 1), np.linspace(0, 1, n + 1))
-    pos = np.stack([x.ravel(), y.ravel(), np.zeros(x.size)], 1).astype(np.float32)
-    i = np.arange(n)[:, None] * (n + 1) + np.arange(n)[None, :]
-    faces = np.concatenate([np.stack([i, i + 1, i + n + 2], -1).reshape(-1, 3),
-                            np.stack([i, i + n + 2, i + n + 1], -1).reshape(-1, 3)])
+    pos, faces = flat_grid()
     r = np.hypot(pos[:, 0] - 0.5, pos[:, 1] - 0.5)
     twist = 1.5 * np.clip(1 - r / 0.3, 0, 1) ** 2
     c, s = np.cos(twist), np.sin(twist)
