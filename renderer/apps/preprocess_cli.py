@@ -204,8 +204,9 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                    help="weight of the normals and uvs in the cost of a collapse, times the "
                         "shading weight: collapses that bend the shading or drag the texture "
                         "wait for those that do not "
-                        "(0..100; default: 0, geometry only; 0.5 draws about a third fewer "
-                        "triangles at the same picture on scans, and costs ~10%% more time)")
+                        "(0..100; default: 0, geometry only; at 0.5 the make demo scene draws "
+                        "39%% fewer triangles at tau 1 for 0.3 dB of PSNR; the build takes "
+                        "~10%% longer)")
     p.add_argument("--texture", metavar="IMAGE",
                    help="an image used as the base-colour texture of every material without one "
                         "(an OBJ with uvs that names no MTL); needs uvs")
