@@ -89,20 +89,22 @@ def normals_note(mesh) -> str:
 
 
 def build(name: str, cache: Path, key: str, *, shared: Path = SHARED,
-          rebuild: bool = False) -> tuple[Path, str]:
-    """The model's .tess in `cache` (built if missing or `rebuild`), and its normals note."""
+          rebuild: bool = False, normal_cost: float = 0.0) -> tuple[Path, str]:
+    """The model's .tess in `cache` (built if missing or `rebuild`; `normal_cost`: the build's
+    `BuildConfig.normal_cost`), and its normals note."""
     from preprocess.build import build_file
+    from preprocess.config import BuildConfig
 
-    stamp = key
+    stamp = key if not normal_cost else f"{key}:normal-cost {normal_cost!r}"
     if name in SHARED_MODELS:
         f = shared / SHARED_MODELS[name][0]
         st = f.stat()
-        stamp = hashlib.sha1(f"{key}:{f}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+        stamp = hashlib.sha1(f"{stamp}:{f}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
     path = cache / f"{name}-{hashlib.sha1(f'{stamp}:{name}'.encode()).hexdigest()[:12]}.tess"
     note_path = path.with_suffix(".note.txt")
     if rebuild or not path.exists() or not note_path.exists():
         mesh = _mesh(name, shared)
-        meta = build_file(mesh, path).packed.meta
+        meta = build_file(mesh, path, BuildConfig(normal_cost=normal_cost)).packed.meta
         root, levels = int(meta["root_triangles"]), len(meta["clusters_per_level"])
         target = max(128, mesh.triangle_count // 100)
         over = "" if root <= target else f" (over max(128, 1%) = {target:,})"
@@ -162,7 +164,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="the shared meshes' folder (default: ../shared/assets beside the checkout)")
     p.add_argument("--demo-size", type=int, default=512,
                    help=f"image size of the {DEMO} scene (512, as `make demo`)")
+    p.add_argument("--normal-cost", type=float, default=0.0, metavar="W",
+                   help="build with normals and uvs in the collapse cost (`preprocess "
+                        "--normal-cost`; default 0)")
     args = p.parse_args(argv)
+    if not 0 <= args.normal_cost <= 100:  # nan too
+        print(f"tessera bench quality: error: --normal-cost {args.normal_cost} out of range "
+              "(0..100)", file=sys.stderr)
+        return 2
     for flag, v in (("--size", args.size), ("--demo-size", args.demo_size)):
         if not 16 <= v <= 2048:
             print(f"tessera bench quality: error: {flag} {v} out of range (16..2048)",
@@ -205,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             t0 = time.perf_counter()
             bar.set_postfix_str(f"{name}: build")
-            path, notes[name] = build(name, cache, key, shared=shared, rebuild=args.rebuild)
+            path, notes[name] = build(name, cache, key, shared=shared, rebuild=args.rebuild,
+                                      normal_cost=args.normal_cost)
             bar.update(1)
             t1 = time.perf_counter()
 
@@ -246,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({
             "meta": {"size": args.size, "demo_size": args.demo_size,
+                     "normal_cost": args.normal_cost,
                      "supersample": quality.SUPERSAMPLE,
                      "views": [v.__dict__ for v in views], "taus": args.taus,
                      "device": ctx.description, "models": notes,

@@ -238,6 +238,27 @@ def test_tool_rejects_a_bad_size_in_one_line(capsys) -> None:
     assert len(err) == 1 and "--size 4" in err[0]
 
 
+def test_tool_rejects_a_bad_normal_cost_in_one_line(capsys) -> None:
+    from renderer.bench.quality_suite import main
+
+    assert main(["--normal-cost", "nan", "--only", "gear"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--normal-cost nan" in err[0]
+
+
+def test_builds_with_a_normal_cost_are_cached_apart(tmp_path) -> None:
+    """A build with `--normal-cost` is another file in the cache (and says so in its meta): the
+    default build's figures are never read for it, nor the other way."""
+    from preprocess.tess import read_tess
+    from renderer.bench.quality_suite import build
+
+    plain, _ = build("bevelled-box", tmp_path, "k")
+    costed, _ = build("bevelled-box", tmp_path, "k", normal_cost=0.5)
+    assert plain != costed and plain.exists() and costed.exists()
+    assert "normal_cost" not in read_tess(plain).meta
+    assert read_tess(costed).meta["normal_cost"] == 0.5
+
+
 def test_tessera_bench_rejects_an_unknown_quality_model_in_one_line(capsys) -> None:
     from renderer.apps.cli import main
 
