@@ -25,6 +25,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
@@ -726,6 +727,24 @@ def _surface_topology(ptri: np.ndarray, n: int
     return (ptri, edge_neighbours(ptri, n)[0], *vertex_triangles(ptri, n))
 
 
+class _Simplified(NamedTuple):
+    """One group simplified (`_Builder.simplify_group`), as `_Builder.add_simplified` records it:
+    its new triangles cluster after cluster (global wedge ids, or -1 - j for the j-th fresh
+    wedge), its geometric error and weighted shading term, the new clusters' offsets and bounds,
+    the fresh wedges (source wedge, attributes) and the original positions each new cluster
+    carries (ids, cluster offsets)."""
+
+    new_tris: np.ndarray
+    geo: float
+    shade: float
+    offsets: np.ndarray
+    bounds: np.ndarray
+    fresh_src: np.ndarray
+    fresh_attr: np.ndarray
+    witness: np.ndarray
+    witness_off: np.ndarray
+
+
 class _Builder:
     """Accumulates clusters and groups while the levels are built. The triangles of all clusters
     live in one array, cluster after cluster (`store`, `tri_off`); worker threads only read the
@@ -742,9 +761,9 @@ class _Builder:
         self.wedge_rows.extend(np.asarray(mesh.wedge_position, np.int32))
         self.attr_rows = _Rows((attrs.shape[1],), np.float32, 2 * len(attrs) + 1024)
         self.attr_rows.extend(attrs)
-        color = mesh.attribute_columns().get("color")
+        columns = mesh.attribute_columns()
+        color, uv = columns.get("color"), columns.get("uv")
         self.color_start = -1 if color is None else color.start  # prefiltered like normals
-        uv = mesh.attribute_columns().get("uv")
         self.uv_start = -1 if uv is None else uv.start  # in the collapse cost with the normals
         m = mesh.triangle_count
         self.store = _Rows((3,), np.int32, 2 * m + 1024)  # every cluster's (t, 3) wedge ids
@@ -829,11 +848,11 @@ class _Builder:
         self.group_of.view[members] = g
         return g
 
-    def simplify_group(self, members: np.ndarray, locked: np.ndarray, permissive: bool = False):
-        """Merge, simplify and re-split one group: (new triangles in cluster order, its own
-        error against the original surface (`_original_distance`), cluster offsets, cluster
-        bounds), or None when it cannot shrink enough. permissive: if it cannot otherwise, it
-        may cross seams and creases."""
+    def simplify_group(self, members: np.ndarray, locked: np.ndarray,
+                       permissive: bool = False) -> _Simplified | None:
+        """Merge, simplify and re-split one group (its own error against the original surface:
+        `_original_distance`, `_dropped_distance`), or None when it cannot shrink enough.
+        permissive: if it cannot otherwise, it may cross seams and creases."""
         cfg = self.config
         wpos, attrs = self.wpos, self.attrs  # this level's wedges (fresh ones may follow)
         scratch = self.scratch.get(threading.get_ident())
@@ -855,10 +874,11 @@ class _Builder:
         # group removes, not at those removed below whose surface it moves further (without
         # it the coarsest levels of closed scans held 0.91-0.98 of the two-sided distance)
         geo = max(own * SAMPLED_FACTOR, dropped * SAMPLED_FACTOR) + 2.0 * slack
-        return (new_tris, geo, self.shading_weight * shade, offsets, bounds, fresh_src, fresh_attr,
-                witness, witness_off)
+        return _Simplified(new_tris, geo, self.shading_weight * shade, offsets, bounds,
+                           fresh_src, fresh_attr, witness, witness_off)
 
-    def add_simplified(self, members: np.ndarray, level: int, result) -> np.ndarray:
+    def add_simplified(self, members: np.ndarray, level: int, result: _Simplified
+                       ) -> np.ndarray:
         """Record a simplified group and its new clusters (one level up); returns their ids.
         Its error: its own against the original surface, at least its members' (so errors
         never decrease from child to parent)."""
@@ -965,7 +985,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         while len(pending) == 1 and b.cluster_sizes(pending)[0] > cfg.min_root_triangles:
             res = b.simplify_group(pending, none_locked,
                                    int(b.cluster_sizes(pending)[0]) > coarsest)
-            if res is None or len(res[3]) != 2:  # stuck, or not one cluster
+            if res is None or len(res.offsets) != 2:  # stuck, or not one cluster
                 break
             pending = b.add_simplified(pending, level, res)
             hand_over(b.store.view, b.tri_off.view, int(pending[0]), b.level.n, b.wpos,

@@ -1278,21 +1278,6 @@ def _distances(points, positions, pt):
 
 
 @_jit
-def _largest_distance(points, positions, pt):
-    """max over points (p, 3) of the distance to the triangles pt (m, 3) of positions: each
-    search stops at the first triangle no farther than the largest distance so far (the
-    Hausdorff early break), so only the maximum is exact."""
-    G, gp, boff, btri = _build_grid(positions, pt)
-    stamp = np.full(max(pt.shape[0], 1), -1, np.int32)
-    hint = -1
-    worst = 0.0
-    for i in range(points.shape[0]):
-        worst, hint = _measure_point(points[i, 0], points[i, 1], points[i, 2], hint, G, gp,
-                                     boff, btri, stamp, i, worst)
-    return np.sqrt(worst)
-
-
-@_jit
 def _measure_point(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst):
     # a sample only matters when it is farther than the worst so far: the search stops at the
     # first triangle that is at least that close (the Hausdorff early break), so the result stays

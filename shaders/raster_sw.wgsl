@@ -158,12 +158,9 @@ fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, base: u32, world: 
     let dx = vec3<i32>(d01.y * s, d12.y * s, d20.y * s);
     for (var y = y0; y <= y1; y++) {
         var e = vec3<i32>(row01, row12, row20);
-        // four pixels an iteration: lavapipe (llvmpipe) ends every loop of an invocation once
-        // all its loops together made 65,535 iterations (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS),
-        // silently; a lane draws many triangles (RasterSW's lanes and rounds), so the fewer
-        // iterations a pixel costs, the larger the triangles it can draw before that
+        let row = u32(y * w);
+        // four pixels an iteration: the loop budget (above)
         for (var x = x0; x <= x1; x += 4) {
-            let row = u32(y * w);
             sw_pixel(tri, e, row, x, x1);
             sw_pixel(tri, e - dx, row, x + 1, x1);
             sw_pixel(tri, e - 2 * dx, row, x + 2, x1);
