@@ -1548,6 +1548,11 @@ _REFINE_NEAR = 0.7
 _REFINE_TRIANGLES = 32
 _REFINE_WEIGHTS = np.array([(i / 9, j / 9, (9 - i - j) / 9) for i in range(10)
                             for j in range(10 - i)], np.float64)
+# a moved triangle longer than the builder's spacing (a few of the original's edges) is also
+# sampled on a barycentric grid of at most this many steps whose points lie at most that far
+# apart: at coarse levels one triangle stands for thousands of original ones, and the distance
+# peaks in features a few original edges wide that its face and edge samples straddle
+_SPACING_STEPS = 12
 _DENSE_EDGE_SAMPLES = np.array([1.0 / 3.0, 2.0 / 3.0], dtype=np.float64)
 _DENSE_FACE_SAMPLES = np.array(
     [
@@ -1560,8 +1565,27 @@ _DENSE_FACE_SAMPLES = np.array(
 
 
 @_jit
+def _spacing_steps(positions, out_pt, t, spacing):
+    """The steps of the grid a moved triangle t is sampled on besides its face and edge samples
+    (`_SPACING_STEPS`): ceil(longest edge / spacing), 0 when that is 3 or less (no spacing, or
+    the face and edge samples are that dense already)."""
+    if spacing <= 0.0:
+        return 0
+    longest = 0.0
+    for e in range(3):
+        a = out_pt[t, e]
+        b = out_pt[t, (e + 1) % 3]
+        d2 = 0.0
+        for j in range(3):
+            d2 += (np.float64(positions[a, j]) - np.float64(positions[b, j])) ** 2
+        longest = max(longest, d2)
+    steps = int(np.ceil(np.sqrt(longest) / spacing))
+    return min(steps, _SPACING_STEPS) if steps > 3 else 0
+
+
+@_jit
 def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_samples,
-                      face_samples):
+                      face_samples, spacing=0.0):
     """Sample points of the `sampled` output triangles and their distances to the input
     triangles: (points (s, 3) float64, distances (s,) float64 (exact, except an edge sample's
     where below _REFINE_NEAR times the maximum: there an upper bound under it), owner (s,)
@@ -1571,7 +1595,9 @@ def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_sample
     the refinement of the triangles nearest the maximum (see _REFINE_NEAR). A triangle that did
     not move (not `moved`: it is input triangle src[t], only its normals changed) gets its face
     samples at distance 0 on src[t], with no search and no edge samples (for the shading
-    term)."""
+    term). spacing > 0: a moved triangle longer than 3 x spacing is also sampled on the grid of
+    `_spacing_steps` steps (its points but the corners, measured exactly, after its edge
+    samples)."""
     count = 0
     k = 0
     for t in range(out_pt.shape[0]):
@@ -1583,6 +1609,9 @@ def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_sample
             for e in range(3):
                 if out_pt[t, e] < out_pt[t, (e + 1) % 3]:
                     count += edge_samples.shape[0]
+            steps = _spacing_steps(positions, out_pt, t, spacing)
+            if steps > 0:
+                count += (steps + 1) * (steps + 2) // 2 - 3
     X = np.empty((count, 3), np.float64)
     d = np.empty(count, np.float64)
     owner = np.empty(count, np.int32)
@@ -1628,12 +1657,26 @@ def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_sample
                     X[k, j] = ((1.0 - w1) * np.float64(positions[i0, j])
                                + w1 * np.float64(positions[i1, j]))
                 k += 1
+        edges_end = k
+        steps = _spacing_steps(positions, out_pt, t, spacing)
+        for a in range(steps + 1):
+            for b in range(steps + 1 - a):
+                if a == steps or b == steps or a + b == 0:
+                    continue  # a corner: an input vertex
+                wa = a / steps
+                wb = b / steps
+                for j in range(3):
+                    X[k, j] = (wa * np.float64(positions[out_pt[t, 0], j])
+                               + wb * np.float64(positions[out_pt[t, 1], j])
+                               + (1.0 - wa - wb) * np.float64(positions[out_pt[t, 2], j]))
+                k += 1
         hint = src[t]
         for i in range(first, k):
-            # face samples exact (the shading term reads their nearest triangle); an edge
-            # sample's search may stop at any triangle within _REFINE_NEAR of the largest
+            # face and grid samples exact (the shading term reads their nearest triangle); an
+            # edge sample's search may stop at any triangle within _REFINE_NEAR of the largest
             # distance so far: the maximum and the triangles the refinement picks stay the same
-            enough = -1.0 if i < first + face_samples.shape[0] else (_REFINE_NEAR * worst) ** 2
+            exact = i < first + face_samples.shape[0] or i >= edges_end
+            enough = -1.0 if exact else (_REFINE_NEAR * worst) ** 2
             d2, hint = _nearest(X[i, 0], X[i, 1], X[i, 2], hint, G, gp, boff, btri, stamp, i,
                                 enough)
             d[i] = np.sqrt(d2)
@@ -1767,7 +1810,7 @@ def _weights(positions, pt, t, px, py, pz):
 
 @_jit
 def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive, color_start,
-                      normal_weight=0.0, uv_start=-1):
+                      normal_weight=0.0, uv_start=-1, spacing=0.0):
     """The collapses of `simplify` (normal_weight: see `_simplify_core`), the prefiltered normals
     (and vertex colours: the four columns of `attr` from `color_start`, none where it is
     negative), then the dense samples of
@@ -1813,7 +1856,8 @@ def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive, c
             if fresh[out_w[t, c]]:
                 sampled[t] = True
     X, d, owner, near, row_tri = _sample_distances(pos, in_pt, out_p, sampled, modified, src,
-                                                   _DENSE_EDGE_SAMPLES, _DENSE_FACE_SAMPLES)
+                                                   _DENSE_EDGE_SAMPLES, _DENSE_FACE_SAMPLES,
+                                                   spacing)
     shade = _shading(X, owner, near, row_tri, pos, in_pt, tri, in_normal, out_p, out_w,
                      out_normal, src)
     return (out_w, X, d, slack, out_normal, fresh, shade, near, in_pt,
