@@ -146,6 +146,7 @@ ARGS_WORDS = (
     "sw_x", "sw_y", "sw_z",  # software raster dispatch
     "hw_vertex_count", "hw_instance_count", "hw_first_vertex", "hw_first_instance",  # HW draw
     "post_x", "post_y", "post_z",  # the post pass's seeding dispatch
+    "level_x", "level_y", "level_z",  # the per-level traversal's dispatch of the current level
     "pad0",
 )
 ARGS = {name: i for i, name in enumerate(ARGS_WORDS)}

@@ -29,8 +29,9 @@ class RenderOptions:
     queue_capacity: int = 1 << 20  # BVH queue entries (8 bytes each)
     visible_capacity: int = 1 << 21  # visible cluster slots, SW and HW halves (8 bytes each)
     persistent_workgroups: int = 128  # workgroups of the persistent traversal
-    # workgroups of 64 lanes per level of the per-level traversal. None: 16 on CPU adapters (a
-    # workgroup costs ~6 us there), 1024 on GPUs
+    # workgroups of 64 lanes per level of the per-level traversal (at least: more where a level
+    # has over 8 items a lane, shaders/prepare.wgsl). None: 16 on CPU adapters (a workgroup
+    # costs ~6 us there), 1024 on GPUs
     level_workgroups: int | None = None
     # SW raster lanes per cluster and rounds per workgroup (a workgroup draws 128 / lanes * rounds
     # clusters). None: 128 and 1 on GPUs (a workgroup per cluster); 4 and 4 on CPU adapters,

@@ -16,7 +16,8 @@
 //   is drawn.
 // Two entry points traverse the same way: `cs_persistent` (one dispatch of persistent workgroups
 // pulling from the queue until no work is outstanding) and `cs_level` (the items of the current
-// level, dispatched once per BVH level by the host, with `cs_level_begin` in between).
+// level, dispatched once per BVH level by the host, sized by prepare.wgsl's `cs_level_begin` in
+// between).
 #include "layout.wgsl"
 #include "math.wgsl"
 #include "queue.wgsl"
@@ -248,21 +249,16 @@ fn cs_persistent(@builtin(local_invocation_index) lid: u32) {
     }
 }
 
-// the per-level traversal, before each level: the level is what the previous one pushed
-@compute @workgroup_size(1)
-fn cs_level_begin() {
-    let start = atomicLoad(&state[S_LEVEL_END]);
-    let end = min(atomicLoad(&state[S_QUEUE_WRITE]), frame.queue_capacity);
-    atomicStore(&state[S_LEVEL_START], start);
-    atomicStore(&state[S_LEVEL_END], max(end, start));
-}
-
-// a fixed number of workgroups, each lane taking every (lanes)-th item of the level
+// the items of one level (what the previous one pushed: prepare.wgsl's `cs_level_begin` sets
+// the range and sizes this dispatch), each lane taking every (lanes)-th item: at most
+// LEVEL_ITEMS of them
 @compute @workgroup_size(64)
 fn cs_level(@builtin(global_invocation_id) gid: vec3<u32>,
             @builtin(num_workgroups) nwg: vec3<u32>) {
     let end = atomicLoad(&state[S_LEVEL_END]);
-    for (var i = atomicLoad(&state[S_LEVEL_START]) + gid.x; i < end; i += nwg.x * WORKGROUP) {
+    let lanes = nwg.x * nwg.y * WORKGROUP;
+    let lane = gid.x + gid.y * nwg.x * WORKGROUP;
+    for (var i = atomicLoad(&state[S_LEVEL_START]) + lane; i < end; i += lanes) {
         let item = atomicLoad(&queue[2u * i]);
         let ii = atomicLoad(&queue[2u * i + 1u]);
         atomicStore(&queue[2u * i], 0u);

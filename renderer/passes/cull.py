@@ -2,9 +2,9 @@
 
 Two traversals of the same rules: ``persistent`` (one dispatch of persistent workgroups pulling
 from the global queue; see docs/ARCHITECTURE.md "Persistent-thread culling and per-level
-traversal") and per-level (the portable fallback: per BVH depth, one lane takes what the last
-level pushed, then a fixed number of workgroups loop over it; the two share a bind group, so a
-level costs four encoder calls). Then `prepare.wgsl` sizes the raster work.
+traversal") and per-level (the portable fallback: per BVH depth, one lane of `prepare.wgsl`
+takes what the last level pushed and sizes the dispatch that loops over it). Then `prepare.wgsl`
+sizes the raster work.
 """
 
 from __future__ import annotations
@@ -47,12 +47,13 @@ class Prepare(Pass):
     label = "prepare"
     bindings = PREPARE_BINDINGS
 
-    def __init__(self, device, *, sw_per_workgroup: int = 1) -> None:
+    def __init__(self, device, *, sw_per_workgroup: int = 1, level_workgroups: int = 16) -> None:
         super().__init__()
         self.bgl, self.pipes = compute_pipelines(device, "prepare.wgsl", PREPARE_BINDINGS,
-                                                 ["cs_raster_args",
-                                                  "cs_post_begin", "cs_raster_all"],
-                                                 constants={"SW_PER_WORKGROUP": sw_per_workgroup},
+                                                 ["cs_raster_args", "cs_post_begin",
+                                                  "cs_raster_all", "cs_level_begin"],
+                                                 constants={"SW_PER_WORKGROUP": sw_per_workgroup,
+                                                            "LEVEL_WORKGROUPS": level_workgroups},
                                                  label=self.label)
 
     def dispatch(self, cp, frame, entry: str) -> None:
@@ -75,20 +76,22 @@ class Cull(Pass):
         super().__init__()
         self.persistent = persistent
         self.workgroups = workgroups  # persistent workgroups
-        self.level_workgroups = level_workgroups  # per-level traversal: workgroups per level
+        # per-level traversal: workgroups per level, more where a level is big (prepare.wgsl)
+        self.level_workgroups = level_workgroups
         # main (POST false) and post pass pipelines; the per-level entry points visit parts
         # inline (INLINE_PARTS), the persistent one queues them
         self.pipes, self.post_pipes = {}, {}
         for post, pipes in ((False, self.pipes), (True, self.post_pipes)):
             for inline, entries in ((False, ["cs_persistent"] + ["cs_post_seed"] * post),
-                                    (True, ["cs_level_begin", "cs_level"])):
+                                    (True, ["cs_level"])):
                 bgl, made = compute_pipelines(
                     device, "cull.wgsl", BINDINGS, entries,
                     constants={"POST": post, "INLINE_PARTS": inline},
                     label="cull.post" if post else self.label)
                 self.bgl = self.bgl or bgl  # equivalent layouts: one bind group serves all
                 pipes.update(made)
-        self.prepare = Prepare(device, sw_per_workgroup=sw_per_workgroup)
+        self.prepare = Prepare(device, sw_per_workgroup=sw_per_workgroup,
+                               level_workgroups=level_workgroups)
 
     def _traverse(self, cp, frame, pipes) -> None:
         if self.persistent:
@@ -99,13 +102,12 @@ class Cull(Pass):
             # nodes of depth d push depth d + 1 nodes and visit their groups' parts: max depth
             # + 1 rounds (the far instances' parts are in the first); the post pass's seeds are
             # at any depth, and the same number of rounds reaches below the deepest of them.
-            # Both entry points share the bind group.
-            cp.set_bind_group(0, self.group(frame))
+            # Each level's dispatch is sized on the GPU by what the one before pushed.
             for _ in range(frame.max_depth + 1):
-                cp.set_pipeline(pipes["cs_level_begin"])
-                cp.dispatch_workgroups(1)
+                self.prepare.dispatch(cp, frame, "cs_level_begin")
                 cp.set_pipeline(pipes["cs_level"])
-                cp.dispatch_workgroups(self.level_workgroups)
+                cp.set_bind_group(0, self.group(frame))
+                cp.dispatch_workgroups_indirect(frame.buffers["args"], 4 * ARGS["level_x"])
 
     def encode(self, frame, encoder) -> None:
         cp = encoder.begin_compute_pass(label=self.label,
