@@ -43,6 +43,7 @@ from preprocess.simplify import (
     _nearest,
     _point_triangle_d2_of,
     _simplify_sampled,
+    edge_length2,
     surface_walk,
 )
 from preprocess.topology import edge_neighbours, find, vertex_triangles
@@ -739,12 +740,7 @@ def _mean_edge(positions: np.ndarray, ptri: np.ndarray) -> float:
     total = 0.0
     for t in range(ptri.shape[0]):
         for e in range(3):
-            a = ptri[t, e]
-            b = ptri[t, (e + 1) % 3]
-            d2 = 0.0
-            for j in range(3):
-                d2 += (np.float64(positions[a, j]) - np.float64(positions[b, j])) ** 2
-            total += np.sqrt(d2)
+            total += np.sqrt(edge_length2(positions, ptri, t, e))
     return total / max(3 * ptri.shape[0], 1)
 
 

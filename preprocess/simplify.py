@@ -1564,6 +1564,17 @@ _DENSE_FACE_SAMPLES = np.array(
 )
 
 
+@_jit_inline
+def edge_length2(positions, pt, t, e):
+    """The squared length of edge e (from corner e to the next) of triangle t of pt (m, 3)."""
+    a = pt[t, e]
+    b = pt[t, (e + 1) % 3]
+    d2 = 0.0
+    for j in range(3):
+        d2 += (np.float64(positions[a, j]) - np.float64(positions[b, j])) ** 2
+    return d2
+
+
 @_jit
 def _spacing_steps(positions, out_pt, t, spacing):
     """The steps of the grid a moved triangle t is sampled on besides its face and edge samples
@@ -1573,12 +1584,7 @@ def _spacing_steps(positions, out_pt, t, spacing):
         return 0
     longest = 0.0
     for e in range(3):
-        a = out_pt[t, e]
-        b = out_pt[t, (e + 1) % 3]
-        d2 = 0.0
-        for j in range(3):
-            d2 += (np.float64(positions[a, j]) - np.float64(positions[b, j])) ** 2
-        longest = max(longest, d2)
+        longest = max(longest, edge_length2(positions, out_pt, t, e))
     steps = int(np.ceil(np.sqrt(longest) / spacing))
     return min(steps, _SPACING_STEPS) if steps > 3 else 0
 
