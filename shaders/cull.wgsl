@@ -30,7 +30,7 @@
 // deferred); true: the post pass (against this frame's HZB; occluded candidates are dropped)
 override POST: bool = false;
 // a descended node visits its wanted groups' parts itself instead of queueing them (the
-// per-level traversal: fewer levels, so fewer dispatches; the persistent one queues them
+// per-level traversal: a part takes no round of its own; the persistent one queues them
 // so that idle lanes share the work)
 override INLINE_PARTS: bool = false;
 
