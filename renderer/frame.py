@@ -47,7 +47,7 @@ from renderer.passes.raster_hw import RasterHW
 from renderer.passes.raster_sw import RasterSW
 from renderer.passes.resolve import Resolve
 from renderer.readback import InFlight, ReadbackRing, RingLayout
-from renderer.results import FrameStats, RenderResult
+from renderer.results import INCOMPLETE, FrameStats, RenderResult
 from renderer.scene import PREV_WORLD_BYTES, Scene, SceneError, grid_offsets, open_asset
 
 __all__ = ["FrameResources", "Renderer"]
@@ -560,8 +560,11 @@ class Renderer:
         ts = lay.timestamps(raw)
         gpu_ms = {lab: float(ts[2 * i + 1] - ts[2 * i]) / 1e6
                   for i, lab in enumerate(item.labels) if ts[2 * i + 1] >= ts[2 * i]}
-        stats = FrameStats(item.index, counters, int(words[STATE["overflow"]]), gpu_ms,
-                           item.cpu_ms, encode_ms=item.encode_ms)
+        overflow = int(words[STATE["overflow"]])
+        if words[STATE["outstanding"]]:  # pushed and never finished: drawn without it
+            overflow |= INCOMPLETE
+        stats = FrameStats(item.index, counters, overflow, gpu_ms, item.cpu_ms,
+                           encode_ms=item.encode_ms)
         if (self.streamer is not None and len(raw) * 4 == lay.size and not item.frozen
                 and not self._frozen_last):  # a frozen frame draws old slots: keep them
             n = min(int(words[STATE["page_requests"]]), lay.request_capacity)

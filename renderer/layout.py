@@ -108,12 +108,12 @@ ASSET_DTYPE = np.dtype([
 STATE_WORDS = (
     "queue_write",  # entries reserved in the queue
     "queue_read",  # entries claimed (persistent traversal)
-    "outstanding",  # entries pushed and not yet finished (persistent traversal)
+    "outstanding",  # entries pushed and not yet finished (0 at the end of a whole traversal)
     "level_start",  # per-level traversal: the current level's queue range
     "level_end",
     "sw_count",  # visible clusters for the software rasterizer
     "hw_count",  # visible clusters for the hardware rasterizer
-    "overflow",  # bit 0 queue full, bit 1 visible list full
+    "overflow",  # bit 0 queue full, bit 1 visible list full, bit 2 occluded list full
     # statistics (reset every frame)
     "instances_tested",
     "instances_visible",

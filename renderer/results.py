@@ -11,13 +11,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+INCOMPLETE = 8  # FrameStats.overflow: the BVH traversal did not finish its work
+
+
 @dataclass
 class FrameStats:
     """What one frame did, from the GPU counters (and timestamps where available)."""
 
     frame: int
     counters: dict[str, int]
-    overflow: int  # bit 0: queue full, bit 1: visible list full, bit 2: occluded list full
+    # bit 0: queue full, bit 1: visible list full, bit 2: occluded list full, bit 3
+    # (INCOMPLETE): the traversal ended with work outstanding (a shader loop cut short: lavapipe
+    # ends an invocation's loops after 65,535 iterations without an error)
+    overflow: int
     gpu_ms: dict[str, float] = field(default_factory=dict)  # per pass
     cpu_ms: float = 0.0  # encoding and submission (lavapipe runs the work inside submission)
     streaming: dict | None = None  # pool use, pages resident/requested/uploaded/evicted, MB

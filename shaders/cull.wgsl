@@ -35,6 +35,14 @@ override POST: bool = false;
 override INLINE_PARTS: bool = false;
 
 const NONE: u32 = 0xffffffffu;
+// state.overflow bit 3 (renderer.results.INCOMPLETE): a loop of this shader ended before its
+// condition did. Lavapipe ends every loop of an invocation once its loops made 65,535
+// iterations in all, silently; the loops that decide what is drawn check where they stopped.
+const CUT_SHORT: u32 = 8u;
+
+fn cut_short() {
+    atomicOr(&state[S_OVERFLOW], CUT_SHORT);
+}
 
 fn group_sphere(g: u32) -> vec4<f32> {
     let b = g * GROUP_WORDS + GROUP_SPHERE;
@@ -97,8 +105,9 @@ fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
     }
     // count first, so that `outstanding` grows once before any child can finish
     var wanted = 0u;
-    var take: array<bool, 8>;
-    for (var k = 0u; k < BVH_FANOUT; k++) {
+    var take = 0u;  // bit k: child k is wanted
+    var k = 0u;
+    for (; k < BVH_FANOUT; k++) {
         let c = nodes[n * NODE_WORDS + NODE_CHILDREN + k];
         var t = false;
         if c == CHILD_EMPTY {
@@ -113,28 +122,40 @@ fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
             t = true;
             wanted += 1u;
         }
-        take[k] = t;
+        take |= select(0u, 1u << k, t);
+    }
+    // cut short before an unread child (children are packed first): it would be lost unseen
+    if k < BVH_FANOUT && nodes[n * NODE_WORDS + NODE_CHILDREN + k] != CHILD_EMPTY {
+        cut_short();
     }
     atomicAdd(&state[S_OUTSTANDING], wanted);
-    for (var k = 0u; k < BVH_FANOUT; k++) {
-        if !take[k] {
+    for (k = 0u; k < BVH_FANOUT; k++) {
+        if (take & (1u << k)) == 0u {
             continue;
         }
+        take &= ~(1u << k);
         let c = nodes[n * NODE_WORDS + NODE_CHILDREN + k];
         if (c & CHILD_GROUP) != 0u {
             let gi = a.group_base + (c & ~CHILD_GROUP);
             let first = groups[gi * GROUP_WORDS + GROUP_FIRST_PART];
             let count = groups[gi * GROUP_WORDS + GROUP_PART_COUNT];
-            for (var p = 0u; p < count; p++) {
+            var p = 0u;
+            for (; p < count; p++) {
                 if INLINE_PARTS {
                     visit_part(a.part_base + first + p, ii, inst, a);
                 } else {
                     push(PART_BIT | (a.part_base + first + p), ii, true);
                 }
             }
+            if p < count {
+                cut_short();
+            }
         } else {
             push(a.node_base + c, ii, true);
         }
+    }
+    if take != 0u {  // a wanted child was never pushed or visited
+        cut_short();
     }
 }
 
@@ -173,7 +194,8 @@ fn visit_part(p: u32, ii: u32, inst: Instance, a: AssetInfo) {
     slot_used[slot] = frame.frame_index;
     let first = parts[p * PART_WORDS + PART_FIRST_CLUSTER];
     let count = parts[p * PART_WORDS + PART_CLUSTER_COUNT];
-    for (var i = 0u; i < count; i++) {
+    var i = 0u;
+    for (; i < count; i++) {
         atomicAdd(&state[S_CLUSTERS_TESTED], 1u);
         let cref = (slot << SLOT_BITS) | (first + i);
         let base = cluster_base(cref);
@@ -202,6 +224,9 @@ fn visit_part(p: u32, ii: u32, inst: Instance, a: AssetInfo) {
         let tris = rec_u(base, CLUSTER_TRIANGLE_COUNT);
         emit(ii, cref, wants_hardware(b, tris, rec_u(base, CLUSTER_MODE)), tris);
     }
+    if i < count {
+        cut_short();
+    }
 }
 
 fn visit(item: u32, ii: u32) {
@@ -219,6 +244,8 @@ var<workgroup> wg_done: u32;
 @compute @workgroup_size(64)
 fn cs_persistent(@builtin(local_invocation_index) lid: u32) {
     var slot = NONE;
+    // lavapipe may end this loop early (see CUT_SHORT): harmless unless the lane holds a claimed
+    // item, which then stays outstanding (the host sees it); a cut visit flags itself
     loop {
         // claim the next slot with one atomicAdd (no compare-exchange: 8k lanes retrying one
         // CAS serialize, ~1 us per item on an H100). A claimed slot may not be written yet, or
@@ -258,13 +285,17 @@ fn cs_level(@builtin(global_invocation_id) gid: vec3<u32>,
     let end = atomicLoad(&state[S_LEVEL_END]);
     let lanes = nwg.x * nwg.y * WORKGROUP;
     let lane = gid.x + gid.y * nwg.x * WORKGROUP;
-    for (var i = atomicLoad(&state[S_LEVEL_START]) + lane; i < end; i += lanes) {
+    var i = atomicLoad(&state[S_LEVEL_START]) + lane;
+    for (; i < end; i += lanes) {
         let item = atomicLoad(&queue[2u * i]);
         let ii = atomicLoad(&queue[2u * i + 1u]);
         atomicStore(&queue[2u * i], 0u);
         atomicStore(&queue[2u * i + 1u], 0u);
         visit(item - 1u, ii - 1u);
         atomicSub(&state[S_OUTSTANDING], 1u);
+    }
+    if i < end {
+        cut_short();
     }
 }
 

@@ -19,6 +19,7 @@ from preprocess.config import UP_AXES
 from renderer.apps.preprocess_cli import add_build_options, one_line_warnings, run_build
 from renderer.limits import MAX_FOV, MAX_IMAGE_SIZE, MAX_WORLD, MIN_FOV
 from renderer.options import DEBUG_VIEWS, TRAVERSALS
+from renderer.results import INCOMPLETE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -267,6 +268,10 @@ def cmd_render(args: argparse.Namespace) -> int:
         res = r.render_converged(cam, debug_view=args.debug)  # streaming: all detail in
     except (*_runtime_errors(), ValueError) as e:
         return _error(str(e))
+    if res.stats is not None and res.stats.overflow & INCOMPLETE:  # no image with holes
+        hint = "; --traversal level avoids it" if r.persistent else ""
+        return _error("the culling traversal stopped with work left (this adapter cut a shader "
+                      f"loop short): the image would miss parts of the scene{hint}")
     started = []
     try:
         started.append(args.output)

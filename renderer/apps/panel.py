@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from renderer.options import DEBUG_VIEWS
+from renderer.results import INCOMPLETE
 from renderer.apps.viewer_app import MAX_GRID, PANEL_WIDTH, ViewerApp
 
 TRAVERSAL_NAMES = ["persistent", "per level"]
@@ -93,7 +94,9 @@ def draw_panel(app: ViewerApp) -> None:
             else:
                 imgui.text("pages      -")
                 imgui.text("uploaded   -")
-        if s.overflow:
+        if s.overflow & INCOMPLETE:
+            imgui.text_colored((1.0, 0.45, 0.4, 1.0), "traversal cut short: scene incomplete")
+        if s.overflow & ~INCOMPLETE:
             imgui.text_colored((1.0, 0.45, 0.4, 1.0), "queue overflow: detail dropped")
 
     # settings

@@ -371,25 +371,56 @@ def test_queue_overflow_is_flagged_and_the_frame_finishes(built: Built, renderer
     assert len(got) < len(cpu.rows)
 
 
+def sphere_field(path: str, options: RenderOptions, side: int = 181
+                 ) -> tuple[Renderer, Camera]:
+    """side x side spheres on a grid (32,761 by default), seen from above at a slant."""
+    r = Renderer(96, 96, options=options)
+    asset = r.load(path)
+    for k in range(side * side):
+        m = np.eye(4, dtype=np.float32)
+        m[0, 3], m[2, 3] = 3.0 * (k % side), -3.0 * (k // side)
+        r.add_instance(asset, m)
+    cam = Camera(eye=(1.5 * side, 2.0 * side, 1.0 * side), target=(1.5 * side, 0, -1.5 * side),
+                 fov_y=60.0, near=0.01)
+    return r, cam
+
+
+def test_a_traversal_cut_short_is_flagged(sphere_tess, gpu) -> None:
+    """One persistent workgroup (64 lanes) for the 32,761 spheres: on a CPU adapter, lavapipe's
+    65,535 loop iterations an invocation end its lanes' loops long before the work is done (it
+    visited 182,416 of 574,444 nodes and tested no cluster), which the frame must say:
+    `FrameStats.overflow`'s INCOMPLETE bit (work left outstanding, or a loop of the culling
+    shader stopped short of its condition), and `tessera render` writes no image. On a GPU the
+    frame is whole: no bit, and the same nodes as the per-level traversal."""
+    from renderer.results import INCOMPLETE
+
+    base = dict(timestamps=False, occlusion=False, tau=0.01)
+    r, cam = sphere_field(sphere_tess, RenderOptions(persistent=True, persistent_workgroups=1,
+                                                     **base))
+    stats = r.render(cam).stats
+    if r.ctx.adapter_type == "CPU":
+        assert stats.overflow & INCOMPLETE, stats
+    else:
+        whole, _ = sphere_field(sphere_tess, RenderOptions(persistent=False, **base))
+        assert stats.overflow == 0
+        assert stats.counters == whole.render(cam).stats.counters
+
+
 def test_a_big_level_is_spread_so_that_no_lane_is_cut_short(sphere_tess, gpu) -> None:
     """lavapipe ends every loop of a shader invocation, silently, once its loops made 65,535
     iterations in all; a node item costs up to a few thousand (its groups' parts visited inline).
     32,761 spheres traversed per level with one workgroup a level (`level_workgroups`=1, 64
-    lanes) must select what the persistent traversal selects: before the dispatch of each level
-    was sized by the level (prepare.wgsl's `cs_level_begin`, at most LEVEL_ITEMS items a lane),
-    it visited 49% of the nodes and drew 41% of the clusters, with no error."""
-    side = 181  # 32,761 instances on a grid, seen from above at a slant
+    lanes) must select what 16 workgroups a level select: before the dispatch of each level was
+    sized by the level (prepare.wgsl's `cs_level_begin`, at most LEVEL_ITEMS items a lane), it
+    visited 49% of the nodes and drew 41% of the clusters, and said nothing; a loop cut short
+    now also sets `FrameStats.overflow`'s INCOMPLETE bit (gpu_frame asserts none). (Not the
+    persistent traversal as the reference: on lavapipe its lanes' polling counts against the
+    same budget, and on a loaded machine it lost a part's clusters now and then.)"""
     frames = []
-    for persistent in (True, False):
-        r = Renderer(96, 96, options=RenderOptions(timestamps=False, occlusion=False, tau=0.01,
-                                                   persistent=persistent, level_workgroups=1))
-        asset = r.load(sphere_tess)
-        for k in range(side * side):
-            m = np.eye(4, dtype=np.float32)
-            m[0, 3], m[2, 3] = 3.0 * (k % side), -3.0 * (k // side)
-            r.add_instance(asset, m)
-        cam = Camera(eye=(1.5 * side, 2.0 * side, 1.0 * side), target=(1.5 * side, 0, -1.5 * side),
-                     fov_y=60.0, near=0.01)
+    for workgroups in (16, 1):
+        r, cam = sphere_field(sphere_tess, RenderOptions(
+            timestamps=False, occlusion=False, tau=0.01, persistent=False,
+            level_workgroups=workgroups))
         frames.append(gpu_frame(r, cam, 0.01))
     (c1, v1), (c2, v2) = frames
     assert c1["nodes_visited"] > 400_000  # big levels (the bug lost half of them)
