@@ -811,12 +811,18 @@ class _Builder:
         # of the pool, so a group job that waits for it never waits for a job queued behind it)
         ptri = np.ascontiguousarray(np.asarray(mesh.wedge_position)[mesh.triangles], np.int32)
         self._original = pool.submit(_surface_topology, ptri, len(self.positions))
-        self.spacing = SAMPLE_SPACING * _mean_edge(self.positions, ptri)
+        self._mean_edge = pool.submit(_mean_edge, self.positions, ptri)  # off the main thread too
 
     @property
     def original(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(ptri, edge neighbours, vertex-triangle offsets, vertex triangles) of the original."""
         return self._original.result()
+
+    @property
+    def spacing(self) -> float:
+        """The farthest apart the samples of a long simplified triangle may lie
+        (`SAMPLE_SPACING` of the original's mean edges)."""
+        return SAMPLE_SPACING * self._mean_edge.result()
 
     @property
     def wpos(self) -> np.ndarray:

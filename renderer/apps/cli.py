@@ -268,7 +268,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         res = r.render_converged(cam, debug_view=args.debug)  # streaming: all detail in
     except (*_runtime_errors(), ValueError) as e:
         return _error(str(e))
-    if res.stats is not None and res.stats.overflow & INCOMPLETE:  # no image with holes
+    if res.stats.overflow & INCOMPLETE:  # no image with holes
         hint = "; --traversal level avoids it" if r.persistent else ""
         return _error("the culling traversal stopped with work left (this adapter cut a shader "
                       f"loop short): the image would miss parts of the scene{hint}")

@@ -76,8 +76,6 @@ class Cull(Pass):
         super().__init__()
         self.persistent = persistent
         self.workgroups = workgroups  # persistent workgroups
-        # per-level traversal: workgroups per level, more where a level is big (prepare.wgsl)
-        self.level_workgroups = level_workgroups
         # main (POST false) and post pass pipelines; the per-level entry points visit parts
         # inline (INLINE_PARTS), the persistent one queues them
         self.pipes, self.post_pipes = {}, {}
@@ -90,6 +88,7 @@ class Cull(Pass):
                     label="cull.post" if post else self.label)
                 self.bgl = self.bgl or bgl  # equivalent layouts: one bind group serves all
                 pipes.update(made)
+        # per-level traversal: workgroups per level, more where a level is big (prepare.wgsl)
         self.prepare = Prepare(device, sw_per_workgroup=sw_per_workgroup,
                                level_workgroups=level_workgroups)
 
