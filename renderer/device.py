@@ -132,7 +132,8 @@ def create_context(*, force_fallback32: bool = False, power_preference: str = "h
         device = adapter.request_device_sync(required_features=want, required_limits=limits,
                                              label="tessera.device")
     except Exception as e:
-        raise DeviceError(f"adapter {name} ({backend}) refused a device with {want}: {e}") from e
+        why = " ".join(str(e).split())  # wgpu's message spans lines ("Caused by: ...")
+        raise DeviceError(f"adapter {name} ({backend}) refused a device with {want}: {why}") from e
     ctx = GpuContext(adapter=adapter, device=device, int64_atomics=int64, timestamps=timestamps,
                      subgroups=subgroups, adapter_name=name, backend=backend,
                      adapter_type=str(info.get("adapter_type", "?")), limits=limits)

@@ -9,17 +9,21 @@
 // frame, in pixels, x right and y down (image rows top to bottom, as every image of RenderResult):
 // a point moving right and down on screen has velocity (+, +), and the previous pixel position is
 // (pixel centre - velocity). The point is taken in object space (pixel_triangle.wgsl), so both
-// camera and instance motion show; both positions go through the same arithmetic, so a static
-// frame gives exactly 0. 0 too where nothing was drawn, and where the point was behind the
-// previous camera (clip w <= 0: it had no pixel position).
+// camera and instance motion show. A point whose instance and camera did not move gets exactly 0
+// without arithmetic: the same products of the same inputs need not round the same (NVIDIA's
+// Vulkan compiler contracts `now`, whose world * p pixel_triangle.wgsl also computes, differently
+// from `before`: about 1e-6 px where nothing moved). 0 too where nothing was drawn, and where the
+// point was behind the previous camera (clip w <= 0: it had no pixel position).
 #include "layout.wgsl"
 #include "pixel_triangle.wgsl"
 
-// pixel coordinates (x right, y down, centres at + 0.5) of a clip-space point in front (w > 0)
-fn clip_to_pixel(c: vec4<f32>) -> vec2<f32> {
-    let ndc = c.xy / c.w;
-    return vec2<f32>((ndc.x * 0.5 + 0.5) * frame.viewport.x,
-                     (0.5 - ndc.y * 0.5) * frame.viewport.y);
+// pixels per NDC unit: x right, y down (NDC y points up)
+fn ndc_to_pixels() -> vec2<f32> {
+    return vec2<f32>(0.5 * frame.viewport.x, -0.5 * frame.viewport.y);
+}
+
+fn same_matrix(a: mat4x4<f32>, b: mat4x4<f32>) -> bool {
+    return all(a[0] == b[0]) && all(a[1] == b[1]) && all(a[2] == b[2]) && all(a[3] == b[3]);
 }
 
 @compute @workgroup_size(8, 8)
@@ -36,12 +40,20 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let t = pixel_triangle(s.payload, pixel_ndc(gid.xy));
+    let world_before = prev_worlds[t.instance];
+    if same_matrix(world_before, t.inst.world) && same_matrix(frame.prev_view_proj,
+                                                              frame.view_proj) {
+        velocity[pixel] = vec2<f32>(0.0);
+        return;
+    }
     let p = vec4<f32>(pixel_object_position(t), 1.0);
     let now = frame.view_proj * (t.inst.world * p);
-    let before = frame.prev_view_proj * (prev_worlds[t.instance] * p);
+    let before = frame.prev_view_proj * (world_before * p);
     if !(before.w > 0.0) {
         velocity[pixel] = vec2<f32>(0.0);
         return;
     }
-    velocity[pixel] = clip_to_pixel(now) - clip_to_pixel(before);
+    // the difference of the NDC positions, then scaled (the difference of the two pixel
+    // positions, a * s - b * s, may be fused as fma(a, s, -(b * s)): not 0 where a == b)
+    velocity[pixel] = (now.xy / now.w - before.xy / before.w) * ndc_to_pixels();
 }
