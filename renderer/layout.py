@@ -104,6 +104,12 @@ ASSET_DTYPE = np.dtype([
     ("uv_box", "<f4", 4),  # the uvs' box (meta uv_min, uv_max): 16-bit uvs map onto it
 ])
 
+# the bits of the state buffer's `overflow` word (FrameStats.overflow), generated as OVERFLOW_*:
+# the traversal queue was full, the visible list, the occluded list; the traversal ended with
+# work outstanding or a loop of cull.wgsl stopped short of its condition (INCOMPLETE, also set by
+# the host from `outstanding`: lavapipe ends an invocation's loops after 65,535 iterations)
+OVERFLOW_BITS = {"queue": 1, "visible": 2, "occluded": 4, "incomplete": 8}
+
 # the words of the `state` buffer, in order
 STATE_WORDS = (
     "queue_write",  # entries reserved in the queue
@@ -113,7 +119,7 @@ STATE_WORDS = (
     "level_end",
     "sw_count",  # visible clusters for the software rasterizer
     "hw_count",  # visible clusters for the hardware rasterizer
-    "overflow",  # bit 0 queue full, bit 1 visible list full, bit 2 occluded list full
+    "overflow",  # OVERFLOW_BITS, or'ed
     # statistics (reset every frame)
     "instances_tested",
     "instances_visible",
@@ -247,6 +253,7 @@ def generated_includes() -> dict[str, str]:
         f"const BVH_FANOUT: u32 = {BVH_FANOUT}u;",
         "\n".join(wgsl_const(n, v) for n, v in WGSL_CONSTANTS.items()),
         "\n".join(f"const S_{n.upper()}: u32 = {i}u;" for n, i in STATE.items()),
+        "\n".join(f"const OVERFLOW_{n.upper()}: u32 = {b}u;" for n, b in OVERFLOW_BITS.items()),
         "\n".join(f"const A_{n.upper()}: u32 = {i}u;" for n, i in ARGS.items()),
         wgsl_struct("Frame", FRAME_DTYPE, uniform=True),
         wgsl_struct("Instance", INSTANCE_DTYPE),

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from renderer.layout import OVERFLOW_BITS
 
-INCOMPLETE = 8  # FrameStats.overflow: the BVH traversal did not finish its work
+INCOMPLETE = OVERFLOW_BITS["incomplete"]  # FrameStats.overflow: the traversal did not finish
 
 
 @dataclass
@@ -20,7 +21,7 @@ class FrameStats:
 
     frame: int
     counters: dict[str, int]
-    # bit 0: queue full, bit 1: visible list full, bit 2: occluded list full, bit 3
+    # layout.OVERFLOW_BITS: 1 queue full, 2 visible list full, 4 occluded list full, 8
     # (INCOMPLETE): the traversal ended with work outstanding (a shader loop cut short: lavapipe
     # ends an invocation's loops after 65,535 iterations without an error)
     overflow: int

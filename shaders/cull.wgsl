@@ -35,13 +35,11 @@ override POST: bool = false;
 override INLINE_PARTS: bool = false;
 
 const NONE: u32 = 0xffffffffu;
-// state.overflow bit 3 (renderer.results.INCOMPLETE): a loop of this shader ended before its
+// OVERFLOW_INCOMPLETE (renderer.results.INCOMPLETE): a loop of this shader ended before its
 // condition did. Lavapipe ends every loop of an invocation once its loops made 65,535
 // iterations in all, silently; the loops that decide what is drawn check where they stopped.
-const CUT_SHORT: u32 = 8u;
-
 fn cut_short() {
-    atomicOr(&state[S_OVERFLOW], CUT_SHORT);
+    atomicOr(&state[S_OVERFLOW], OVERFLOW_INCOMPLETE);
 }
 
 fn group_sphere(g: u32) -> vec4<f32> {
@@ -171,7 +169,7 @@ fn emit(ii: u32, cref: u32, hw: bool, triangles: u32) {
             atomicAdd(&state[S_HW_CLUSTERS], 1u);
             atomicAdd(&state[S_HW_TRIANGLES], triangles);
         } else {
-            atomicOr(&state[S_OVERFLOW], 2u);
+            atomicOr(&state[S_OVERFLOW], OVERFLOW_VISIBLE);
         }
     } else {
         let k = atomicAdd(&state[S_SW_COUNT], 1u);
@@ -180,7 +178,7 @@ fn emit(ii: u32, cref: u32, hw: bool, triangles: u32) {
             atomicAdd(&state[S_SW_CLUSTERS], 1u);
             atomicAdd(&state[S_SW_TRIANGLES], triangles);
         } else {
-            atomicOr(&state[S_OVERFLOW], 2u);
+            atomicOr(&state[S_OVERFLOW], OVERFLOW_VISIBLE);
         }
     }
 }
@@ -244,7 +242,7 @@ var<workgroup> wg_done: u32;
 @compute @workgroup_size(64)
 fn cs_persistent(@builtin(local_invocation_index) lid: u32) {
     var slot = NONE;
-    // lavapipe may end this loop early (see CUT_SHORT): harmless unless the lane holds a claimed
+    // lavapipe may end this loop early (see cut_short): harmless unless the lane holds a claimed
     // item, which then stays outstanding (the host sees it); a cut visit flags itself
     loop {
         // claim the next slot with one atomicAdd (no compare-exchange: 8k lanes retrying one

@@ -10,7 +10,7 @@ fn occluded_slot() -> bool {
 
 fn defer_node(n: u32, ii: u32) -> bool {
     if !occluded_slot() {
-        atomicOr(&state[S_OVERFLOW], 4u);
+        atomicOr(&state[S_OVERFLOW], OVERFLOW_OCCLUDED);
         return false;
     }
     let k = atomicAdd(&state[S_OCCLUDED_NODES_COUNT], 1u);
@@ -20,7 +20,7 @@ fn defer_node(n: u32, ii: u32) -> bool {
 
 fn defer_cluster(ii: u32, cref: u32) -> bool {
     if !occluded_slot() {
-        atomicOr(&state[S_OVERFLOW], 4u);
+        atomicOr(&state[S_OVERFLOW], OVERFLOW_OCCLUDED);
         return false;
     }
     let k = atomicAdd(&state[S_OCCLUDED_CLUSTERS_COUNT], 1u);

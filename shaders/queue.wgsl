@@ -16,7 +16,7 @@ fn push(item: u32, inst: u32, counted: bool) {
         atomicStore(&queue[2u * slot + 1u], inst + 1u);
         atomicStore(&queue[2u * slot], item + 1u);
     } else {
-        atomicOr(&state[S_OVERFLOW], 1u);
+        atomicOr(&state[S_OVERFLOW], OVERFLOW_QUEUE);
         atomicSub(&state[S_OUTSTANDING], 1u);
     }
 }
