@@ -51,6 +51,35 @@ def test_render_explicit_camera_looking_away_draws_nothing(sphere_tess, tmp_path
     assert "instances   0 of 1 in view" in capsys.readouterr().out
 
 
+@pytest.mark.gpu
+def test_render_of_a_frame_cut_short_writes_nothing(sphere_tess, tmp_path, capsys, monkeypatch,
+                                                    gpu):
+    """A frame whose traversal was cut short (`FrameStats.overflow`'s INCOMPLETE) is not an
+    image: one line, exit 2, no file. Made to happen with one persistent workgroup over 32,761
+    spheres (an option the CLI does not offer, patched in): on a CPU adapter lavapipe ends the
+    lanes' loops after 65,535 iterations; on a GPU the frame is whole and the PNG written."""
+    import dataclasses
+
+    from renderer import options
+
+    @dataclasses.dataclass(frozen=True)
+    class OneWorkgroup(options.RenderOptions):
+        persistent_workgroups: int = 1
+
+    monkeypatch.setattr(options, "RenderOptions", OneWorkgroup)
+    png = tmp_path / "cut.png"
+    code = tessera_cli.main(["render", str(sphere_tess), "-o", str(png), "--size", "96x96",
+                             "--instances", "32761", "--tau", "0.01", "--traversal",
+                             "persistent"])
+    err = capsys.readouterr().err
+    if gpu.adapter_type == "CPU":
+        assert code == 2 and not png.exists(), err
+        assert len(err.strip().splitlines()) == 1, err
+        assert "work left" in err and "--traversal level avoids it" in err
+    else:
+        assert code == 0 and png.exists(), err
+
+
 @pytest.mark.parametrize("args, message", [
     # `render` opens the device before it looks for the file
     pytest.param(["render", "missing.tess"], "no such file", marks=pytest.mark.gpu),
