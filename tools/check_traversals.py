@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                 outcomes[name] = seen
                 excused = cpu and name != "per-level"
                 print(f"{count:>6} rocks  {name:<24} {args.frames} frames, {flagged} flagged "
-                      f"INCOMPLETE, {len(seen)} outcome(s) {dict(seen)}; {ms:.1f} ms a frame"
+                      f"INCOMPLETE, {len(seen)} outcome(s) {dict(seen)}; {ms:.1f} ms a "
+                      "render(), images read back"
                       + ("  (a CPU adapter cuts its loops: flagged, as it must be)"
                          if excused and flagged else ""), flush=True)
                 if (flagged and not excused) or len(seen) != 1:
