@@ -133,6 +133,10 @@ def create_context(*, force_fallback32: bool = False, power_preference: str = "h
                                              label="tessera.device")
     except Exception as e:
         why = " ".join(str(e).split())  # wgpu's message spans lines ("Caused by: ...")
+        forced = os.environ.get("WGPU_BACKEND_TYPE", "").strip()
+        if forced:  # e.g. OpenGL on NVIDIA's Linux driver: wgpu cannot open it (gfx-rs/wgpu#4751)
+            why += (f" (WGPU_BACKEND_TYPE={forced} forces this backend; without it wgpu picks "
+                    "Vulkan where a driver has it)")
         raise DeviceError(f"adapter {name} ({backend}) refused a device with {want}: {why}") from e
     ctx = GpuContext(adapter=adapter, device=device, int64_atomics=int64, timestamps=timestamps,
                      subgroups=subgroups, adapter_name=name, backend=backend,
