@@ -25,7 +25,7 @@ import numpy as np
 from renderer import Camera, Renderer, RenderOptions
 from renderer.results import INCOMPLETE
 
-TRAVERSALS = {
+VARIANTS = {
     "per-level": dict(persistent=False),
     "persistent": dict(persistent=True),
     "persistent, 1 workgroup": dict(persistent=True, persistent_workgroups=1),
@@ -35,7 +35,7 @@ TRAVERSALS = {
 def run(path: str, count: int, name: str, frames: int, size: tuple[int, int],
         occlusion: bool) -> tuple[collections.Counter, int, float, bool]:
     """(outcomes seen, frames flagged INCOMPLETE, median frame ms, CPU adapter?)."""
-    r = Renderer(*size, options=RenderOptions(occlusion=occlusion, **TRAVERSALS[name]))
+    r = Renderer(*size, options=RenderOptions(occlusion=occlusion, **VARIANTS[name]))
     asset = r.load(path)
     r.add_grid(asset, count)
     side = int(np.ceil(np.sqrt(count)))
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         failed = False
         for count in args.sizes:
             whole: set = set()  # the outcomes of the frames not cut short, every traversal
-            for name in TRAVERSALS:
+            for name in VARIANTS:
                 seen, flagged, ms, cpu = run(path, count, name, args.frames, size, args.occlusion)
                 excused = cpu and name != "per-level"
                 print(f"{count:>6} rocks  {name:<24} {args.frames} frames, {flagged} flagged "
