@@ -57,7 +57,8 @@ def _median(values: list[float]) -> float:
 def _log_measure(log, name: str, m: dict) -> None:
     c = m["counters"]
     log(f"{name:<11} frame {m['frame_ms']['median']:.2f} ms (median of {m['frames']}), CPU "
-        f"{m['cpu_ms']['median']:.2f} ms, GPU {m['gpu_ms']['median']:.2f} ms")
+        f"{m['cpu_ms']['median']:.2f} ms, GPU {m['gpu_ms']['median']:.2f} ms"
+        + (f" (GPU clock {m['gpu_clock_mhz'][0]:.0f} MHz)" if m.get("gpu_clock_mhz") else ""))
     if m["gpu_pass_ms"]:
         log("  GPU ms    " + ", ".join(f"{p} {v:.2f}" for p, v in m["gpu_pass_ms"].items()))
     log(f"  drawn     {m['clusters']:,} clusters, {m['triangles']:,} triangles "

@@ -6,7 +6,10 @@ through the reference pipeline, the same cameras)."""
 from __future__ import annotations
 
 import math
+import shutil
 import statistics
+import subprocess
+import threading
 import time
 
 import numpy as np
@@ -60,13 +63,36 @@ def gpu_memory_mb(r) -> float:
     return sum(int(b.size) for b in r.frame.buffers.values()) / 2**20
 
 
-def path_frames(r, cams: list[Camera], warmup: int) -> tuple[list[float], list]:
+def gpu_clock_mhz(r) -> float | None:
+    """The SM clock of the GPU drawing (MHz) where it is an NVIDIA GPU, nvidia-smi is on the
+    PATH and sees exactly one GPU; else None. A discrete GPU's clock follows its load: an H200
+    decays from 1,980 to ~400 MHz over the seconds the CPU takes to place 65,536 instances, and
+    the few-millisecond frames that follow bring it back only to 600-960 MHz, which makes their
+    GPU times 2-3x longer (BENCHMARKS.md, "2026-11-26, later"). Figures carry the clock they
+    were measured at."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None or "nvidia" not in r.ctx.adapter_name.lower():
+        return None
+    try:
+        out = subprocess.run([exe, "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=5).stdout.split()
+        return float(out[0]) if len(out) == 1 else None  # several GPUs: which is ours?
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def path_frames(r, cams: list[Camera], warmup: int
+                ) -> tuple[list[float], list, tuple[float, float | None] | None]:
     """Draw a camera path after `warmup` frames on its first cameras, each frame waited for:
-    (frame ms, submit to its statistics read back; FrameStats) per camera."""
+    (frame ms, submit to its statistics read back; FrameStats) per camera, and the GPU's clock
+    as the frames began and after them (`gpu_clock_mhz`; None where it cannot be read)."""
     for k in range(warmup):
         r.submit(cams[k % len(cams)])
         r.stats(wait=True)
     frame_ms, stats = [], []
+    clock: list = []  # read beside the frames: a pause to read it would let the clock fall
+    reader = threading.Thread(target=lambda: clock.append(gpu_clock_mhz(r)), daemon=True)
+    reader.start()
     for cam in cams:
         t0 = time.perf_counter()
         index = r.submit(cam)
@@ -74,7 +100,9 @@ def path_frames(r, cams: list[Camera], warmup: int) -> tuple[list[float], list]:
         frame_ms.append((time.perf_counter() - t0) * 1e3)
         assert s is not None and s.frame == index
         stats.append(s)
-    return frame_ms, stats
+    reader.join()
+    clocks = (clock[0], gpu_clock_mhz(r)) if clock and clock[0] is not None else None
+    return frame_ms, stats, clocks
 
 
 def measure(r, cams: list[Camera], warmup: int) -> dict:
@@ -82,8 +110,9 @@ def measure(r, cams: list[Camera], warmup: int) -> dict:
     (submit to its statistics read back), of the CPU's encoding and submission (`cpu_ms`), of
     the work before submission (`encode_ms`: on lavapipe the GPU work itself runs inside
     submission) and of the GPU time (timestamps; per pass: medians); the medians of the GPU
-    counters; the scene's size, GPU memory and streaming figures."""
-    frame_ms, stats = path_frames(r, cams, warmup)
+    counters; the scene's size, GPU memory and streaming figures; where it can be read, the GPU's
+    clock as the frames began and after them (`gpu_clock_mhz`)."""
+    frame_ms, stats, clocks = path_frames(r, cams, warmup)
     passes = list(dict.fromkeys(p for s in stats for p in s.gpu_ms))
     out = {
         "frames": len(cams),
@@ -102,6 +131,8 @@ def measure(r, cams: list[Camera], warmup: int) -> dict:
         "gpu_memory_mb": gpu_memory_mb(r),
         "overflow": int(max(s.overflow for s in stats)),
     }
+    if clocks is not None:
+        out["gpu_clock_mhz"] = list(clocks)
     streamed = [s.streaming for s in stats if s.streaming]
     if streamed:
         out["streaming"] = {

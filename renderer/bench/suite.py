@@ -372,6 +372,12 @@ def _fmt(x: float) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.2f}"
 
 
+def _clock(m: dict) -> str:
+    """The GPU clock a row was measured at, where known (`measure.gpu_clock_mhz`)."""
+    c = m.get("gpu_clock_mhz")
+    return "" if not c else f"  {c[0]:.0f}" + (f"-{c[1]:.0f} MHz" if c[1] else " MHz")
+
+
 def table(report: dict) -> str:
     lines = [f"device {report['meta']['device']}, {report['meta']['size'][0]}x"
              f"{report['meta']['size'][1]}, asset {report['meta']['asset']} "
@@ -387,7 +393,8 @@ def table(report: dict) -> str:
                 f"{name:<10} {r['variant']:<17} {r['scene_triangles']:>15,} "
                 f"{_fmt(r['frame_ms']['median']):>9} {_fmt(r['frame_ms']['p95']):>8} "
                 f"{_fmt(r['encode_ms']['median']):>7} {_fmt(r['gpu_ms']['median']):>7} "
-                f"{r['clusters']:>9,} {r['triangles']:>11,} {r['gpu_memory_mb']:>7.1f}")
+                f"{r['clusters']:>9,} {r['triangles']:>11,} {r['gpu_memory_mb']:>7.1f}"
+                + _clock(r))
             for base in ("brute", "pygfx"):
                 if f"{base}_frame_ms" in r:
                     lines.append(f"{'':<10} {'  ' + base:<17} {'':>15} "
