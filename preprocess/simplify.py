@@ -1543,7 +1543,7 @@ def _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist, 
 # Samples for the errors against the original surface (`_simplify_sampled`): denser than the
 # seeds above, since their maximum is the error itself (times preprocess.dag.SAMPLED_FACTOR);
 # then the triangles whose samples come within _REFINE_NEAR of the maximum are sampled again (at
-# most _REFINE_TRIANGLES of them) at the barycentric points of a 10-step grid
+# most _REFINE_TRIANGLES of them, those nearest it) at the barycentric points of a 10-step grid
 _REFINE_NEAR = 0.7
 _REFINE_TRIANGLES = 32
 _REFINE_WEIGHTS = np.array([(i / 9, j / 9, (9 - i - j) / 9) for i in range(10)
@@ -1694,11 +1694,12 @@ def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_sample
     # the distance often lies between the first samples of a coarse triangle
     if worst <= 0.0:
         return X, d, owner, near_tri, row_tri
-    near = np.zeros(row, np.bool_)
+    peak = np.zeros(row, np.float64)  # each triangle's largest sample distance
     for i in range(count):
-        if d[i] >= _REFINE_NEAR * worst:
-            near[owner[i]] = True
-    rows = np.flatnonzero(near)[:_REFINE_TRIANGLES]
+        peak[owner[i]] = max(peak[owner[i]], d[i])
+    rows = np.flatnonzero(peak >= _REFINE_NEAR * worst)
+    if rows.shape[0] > _REFINE_TRIANGLES:  # those nearest the maximum
+        rows = rows[np.argsort(-peak[rows], kind="stable")[:_REFINE_TRIANGLES]]
     w = _REFINE_WEIGHTS
     extra = rows.shape[0] * w.shape[0]
     X2 = np.empty((count + extra, 3), np.float64)
