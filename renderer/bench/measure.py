@@ -63,13 +63,24 @@ def gpu_memory_mb(r) -> float:
     return sum(int(b.size) for b in r.frame.buffers.values()) / 2**20
 
 
+# After its warm-up frames, a path on a GPU is drawn this long under full load (WARMUP_BURST
+# frames in flight, then waited for) before it is measured: a discrete GPU lowers its clock while
+# the CPU sets a scene up (an H200 fell from 1,980 to ~400 MHz in the ~3 s it took to place
+# 65,536 instances), and frames that are each waited for bring it back only part of the way
+# (600-960 MHz; GPU time 1.05-2.14 ms where 0.57 at full clock). Under this load it is back at
+# 1,980 MHz (BENCHMARKS.md, "2026-11-26, later"). Not on CPU adapters (no clock to raise; a
+# lavapipe frame of 65,536 instances takes a second).
+WARMUP_SECONDS = 0.5
+WARMUP_BURST = 16
+
+
 def gpu_clock_mhz(r) -> float | None:
     """The SM clock of the GPU drawing (MHz) where it is an NVIDIA GPU, nvidia-smi is on the
     PATH and sees exactly one GPU; else None. A discrete GPU's clock follows its load: an H200
     decays from 1,980 to ~400 MHz over the seconds the CPU takes to place 65,536 instances, and
     the few-millisecond frames that follow bring it back only to 600-960 MHz, which makes their
-    GPU times 2-3x longer (BENCHMARKS.md, "2026-11-26, later"). Figures carry the clock they
-    were measured at."""
+    GPU times 2-3x longer (BENCHMARKS.md, "2026-11-26, later"; `path_frames` now raises it
+    first). Figures carry the clock they were measured at."""
     exe = shutil.which("nvidia-smi")
     if exe is None or "nvidia" not in r.ctx.adapter_name.lower():
         return None
@@ -81,14 +92,23 @@ def gpu_clock_mhz(r) -> float | None:
         return None
 
 
-def path_frames(r, cams: list[Camera], warmup: int
+def path_frames(r, cams: list[Camera], warmup: int, warmup_seconds: float | None = None
                 ) -> tuple[list[float], list, tuple[float, float | None] | None]:
-    """Draw a camera path after `warmup` frames on its first cameras, each frame waited for:
-    (frame ms, submit to its statistics read back; FrameStats) per camera, and the GPU's clock
-    as the frames began and after them (`gpu_clock_mhz`; None where it cannot be read)."""
+    """Draw a camera path after `warmup` frames on its first cameras (on a GPU adapter, then
+    `warmup_seconds` of the last of them under full load: WARMUP_SECONDS unless given), each
+    frame waited for: (frame ms, submit to its statistics read back; FrameStats) per camera,
+    and the GPU's clock as the frames began and after them (`gpu_clock_mhz`; None where it
+    cannot be read)."""
     for k in range(warmup):
         r.submit(cams[k % len(cams)])
         r.stats(wait=True)
+    if r.ctx.adapter_type != "CPU":
+        seconds = WARMUP_SECONDS if warmup_seconds is None else warmup_seconds
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            for _ in range(WARMUP_BURST):
+                r.submit(cams[max(warmup - 1, 0) % len(cams)])
+            r.stats(wait=True)
     frame_ms, stats = [], []
     clock: list = []  # read beside the frames: a pause to read it would let the clock fall
     reader = threading.Thread(target=lambda: clock.append(gpu_clock_mhz(r)), daemon=True)
@@ -105,14 +125,15 @@ def path_frames(r, cams: list[Camera], warmup: int
     return frame_ms, stats, clocks
 
 
-def measure(r, cams: list[Camera], warmup: int) -> dict:
-    """Draw a camera path (after `warmup` frames) and summarize it: medians and p95 of the frame
+def measure(r, cams: list[Camera], warmup: int, warmup_seconds: float | None = None) -> dict:
+    """Draw a camera path (after `warmup` frames, and on a GPU `warmup_seconds` under load:
+    `path_frames`) and summarize it: medians and p95 of the frame
     (submit to its statistics read back), of the CPU's encoding and submission (`cpu_ms`), of
     the work before submission (`encode_ms`: on lavapipe the GPU work itself runs inside
     submission) and of the GPU time (timestamps; per pass: medians); the medians of the GPU
     counters; the scene's size, GPU memory and streaming figures; where it can be read, the GPU's
     clock as the frames began and after them (`gpu_clock_mhz`)."""
-    frame_ms, stats, clocks = path_frames(r, cams, warmup)
+    frame_ms, stats, clocks = path_frames(r, cams, warmup, warmup_seconds)
     passes = list(dict.fromkeys(p for s in stats for p in s.gpu_ms))
     out = {
         "frames": len(cams),
