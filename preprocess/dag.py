@@ -62,6 +62,14 @@ SAMPLE_SPACING = 8.0
 # original positions removed below that each cluster carries upward and measures again at every
 # level (the farthest from it): a removed tip recedes further as the levels above simplify
 WITNESSES = 32
+# a group that is the whole of its level (the coarse levels, and those of a one-cluster root)
+# whose removed positions lie more than KEEP_RATIO times further from its result than its result
+# from its input has let surface vanish (an ear, a nose, a tip): it is simplified again with the
+# input position nearest the farthest removed one held, up to KEEP_TRIES times (the holds add
+# up), and keeps the result of the smallest error (LOD error, then geometric). Igea's coarsest
+# level: 0.063 -> 0.031 at 122 triangles where 118; more in BENCHMARKS.md, "2026-11-26, later"
+KEEP_RATIO = 1.15
+KEEP_TRIES = 4
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 _TINY_RADIUS = float(np.finfo(np.float32).tiny)  # the smallest normal float32, 1.2e-38
@@ -317,7 +325,8 @@ def _dropped_distance(pos: np.ndarray, new_local: np.ndarray, local_wp: np.ndarr
     below, ids into positions); pos (n, 3) float32 the group's positions (pos_ids: their ids in
     positions), new_local (k, 3) int32 wedge ids after, local_wp (w,) int32 each wedge's position.
     Returns (that distance, the `keep` farthest of those positions (their ids), the output
-    triangle (row of new_local) nearest each): what the new clusters carry upward.
+    triangle (row of new_local) nearest each): what the new clusters carry upward; and the id
+    of the farthest of them (-1 if none).
 
     The sampled error measures one way, from the output to the original, which sees every moved
     triangle but not surface dropped with nothing in its place: a border vertex collapsed along
@@ -342,7 +351,7 @@ def _dropped_distance(pos: np.ndarray, new_local: np.ndarray, local_wp: np.ndarr
     hr = np.zeros(keep, np.int32)
     count = 0
     if k == 0:
-        return 0.0, hi[:0].copy(), hr[:0].copy()
+        return 0.0, hi[:0].copy(), hr[:0].copy(), -1
     G, gp, boff, btri = _build_grid(pos, out_pt)
     stamp = np.full(k, -1, np.int32)
     hint = -1
@@ -378,9 +387,12 @@ def _dropped_distance(pos: np.ndarray, new_local: np.ndarray, local_wp: np.ndarr
             hd[0], hi[0], hr[0] = d2, p, t
             _heap_down(hd, hi, hr, count)
     worst = 0.0
+    worst_id = -1
     for i in range(count):
-        worst = max(worst, hd[i])
-    return np.sqrt(worst), hi[:count].copy(), hr[:count].copy()
+        if hd[i] >= worst:
+            worst = hd[i]
+            worst_id = hi[i]
+    return np.sqrt(worst), hi[:count].copy(), hr[:count].copy(), worst_id
 
 
 @nb.njit(cache=True, nogil=True)
@@ -444,7 +456,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
         return (False, new_local, np.zeros(0, np.int32),
                 np.zeros((0, attrs.shape[1]), np.float32), 0.0,
                 slack, 0.0, shade, np.zeros(1, np.int64), np.zeros((0, 4), np.float32),
-                np.zeros(0, np.int32), np.zeros(1, np.int64))
+                np.zeros(0, np.int32), np.zeros(1, np.int64), -1)
     # each input triangle's distance to the original: at most its cluster's geometric error
     tri_below = np.empty(m, np.float64)
     t = 0
@@ -465,8 +477,9 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
         for i in range(wit_off[c], wit_off[c + 1]):
             carried[ncarried] = wit[i]
             ncarried += 1
-    dropped, kept, kept_row = _dropped_distance(pos, new_local, local_wp, pos_ids, positions,
-                                                carried, witnesses * nclusters)
+    dropped, kept, kept_row, farthest = _dropped_distance(pos, new_local, local_wp, pos_ids,
+                                                          positions, carried,
+                                                          witnesses * nclusters)
     # each kept position goes up with the new cluster of its nearest triangle
     cluster_of = np.empty(k, np.int32)
     for c in range(nclusters):
@@ -507,7 +520,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
             ordered[t, c] = w
             out[t, c] = -1 - fresh_id[w] if fresh_id[w] >= 0 else wedges[w]
     return (True, out, fresh_src, fresh_attr, own, slack, dropped, shade, offsets,
-            _cluster_bounds(pos, ordered, local_wp, offsets), kept_ids, kept_off)
+            _cluster_bounds(pos, ordered, local_wp, offsets), kept_ids, kept_off, farthest)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -873,10 +886,12 @@ class _Builder:
         return g
 
     def simplify_group(self, members: np.ndarray, locked: np.ndarray,
-                       permissive: bool = False) -> _Simplified | None:
+                       permissive: bool = False, whole: bool = False) -> _Simplified | None:
         """Merge, simplify and re-split one group (its own error against the original surface:
         `_original_distance`, `_dropped_distance`), or None when it cannot shrink enough.
-        permissive: if it cannot otherwise, it may cross seams and creases."""
+        permissive: if it cannot otherwise, it may cross seams and creases. whole: the group is
+        the whole of its level; where surface vanished it is simplified again, holding what
+        vanished (KEEP_RATIO)."""
         cfg = self.config
         wpos, attrs = self.wpos, self.attrs  # this level's wedges (fresh ones may follow)
         scratch = self.scratch.get(threading.get_ident())
@@ -884,22 +899,54 @@ class _Builder:
             scratch = (np.full(2 * len(wpos), -1, np.int32),
                        np.full(len(self.positions), -1, np.int32))
             self.scratch[threading.get_ident()] = scratch
-        (ok, new_tris, fresh_src, fresh_attr, own, slack, dropped, shade, offsets,
-         bounds, witness, witness_off) = _group_job(
-            self.store.view, self.tri_off.view, members, wpos, self.positions, attrs,
-            locked, *scratch, cfg.simplify_ratio, cfg.stuck_ratio,
-            cfg.max_triangles, cfg.max_vertices, permissive,
-            self.geo_error.view[members], *self.original, self.color_start,
-            self.witness.view, self.witness_off.view, WITNESSES,
-            cfg.normal_cost * self.shading_weight, self.uv_start, self.spacing)
-        if not ok:
+
+        def attempt(lock: np.ndarray) -> tuple[_Simplified, float, float, int] | None:
+            (ok, new_tris, fresh_src, fresh_attr, own, slack, dropped, shade, offsets,
+             bounds, witness, witness_off, farthest) = _group_job(
+                self.store.view, self.tri_off.view, members, wpos, self.positions, attrs,
+                lock, *scratch, cfg.simplify_ratio, cfg.stuck_ratio,
+                cfg.max_triangles, cfg.max_vertices, permissive,
+                self.geo_error.view[members], *self.original, self.color_start,
+                self.witness.view, self.witness_off.view, WITNESSES,
+                cfg.normal_cost * self.shading_weight, self.uv_start, self.spacing)
+            if not ok:
+                return None
+            # both with the samples' margin: the dropped distance is measured at the positions
+            # this group removes, not at those removed below whose surface it moves further
+            # (without it the coarsest levels of closed scans held 0.91-0.98 of the two-sided
+            # distance)
+            geo = max(own * SAMPLED_FACTOR, dropped * SAMPLED_FACTOR) + 2.0 * slack
+            return (_Simplified(new_tris, geo, self.shading_weight * shade, offsets, bounds,
+                                fresh_src, fresh_attr, witness, witness_off),
+                    own, dropped, farthest)
+
+        first = attempt(locked)
+        if first is None:
             return None
-        # both with the samples' margin: the dropped distance is measured at the positions this
-        # group removes, not at those removed below whose surface it moves further (without
-        # it the coarsest levels of closed scans held 0.91-0.98 of the two-sided distance)
-        geo = max(own * SAMPLED_FACTOR, dropped * SAMPLED_FACTOR) + 2.0 * slack
-        return _Simplified(new_tris, geo, self.shading_weight * shade, offsets, bounds,
-                           fresh_src, fresh_attr, witness, witness_off)
+        best, own, dropped, farthest = first
+        lock = None
+        for _ in range(KEEP_TRIES if whole else 0):
+            if not dropped > KEEP_RATIO * own or farthest < 0:
+                break
+            # surface vanished (what it removed lies further from it than it from its input):
+            # hold the input position nearest the farthest removed one, and simplify again
+            if lock is None:
+                lock = locked.copy()
+                ids = np.unique(wpos[np.concatenate([
+                    self.store.view[self.tri_off.view[c]:self.tri_off.view[c + 1]]
+                    for c in members]).ravel()])
+            free = ids[~lock[ids]]
+            if len(free) == 0:
+                break
+            d2 = ((self.positions[free] - self.positions[farthest]) ** 2).sum(axis=1)
+            lock[free[int(np.argmin(d2))]] = True
+            again = attempt(lock)
+            if again is None:
+                break
+            res, own, dropped, farthest = again
+            if (max(res.geo, res.shade), res.geo) < (max(best.geo, best.shade), best.geo):
+                best = res
+        return best
 
     def add_simplified(self, members: np.ndarray, level: int, result: _Simplified
                        ) -> np.ndarray:
@@ -978,7 +1025,8 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
             futures: list = [None] * ngroups
             permissive = [over and any(int(c) in stuck for c in m) for m in members]
             for g in sorted(range(ngroups), key=lambda g: -sizes[g]):
-                futures[g] = pool.submit(b.simplify_group, members[g], locked, permissive[g])
+                futures[g] = pool.submit(b.simplify_group, members[g], locked, permissive[g],
+                                         ngroups == 1)
             # each result is recorded as soon as it and those before it are in: group ids
             # follow the members' order, and the bookkeeping overlaps the other workers
             next_pending: list[np.ndarray] = []
@@ -1008,7 +1056,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         none_locked = np.zeros(len(b.positions), bool)
         while len(pending) == 1 and b.cluster_sizes(pending)[0] > cfg.min_root_triangles:
             res = b.simplify_group(pending, none_locked,
-                                   int(b.cluster_sizes(pending)[0]) > coarsest)
+                                   int(b.cluster_sizes(pending)[0]) > coarsest, True)
             if res is None or len(res.offsets) != 2:  # stuck, or not one cluster
                 break
             pending = b.add_simplified(pending, level, res)
