@@ -76,11 +76,9 @@ WARMUP_BURST = 16
 
 def gpu_clock_mhz(r) -> float | None:
     """The SM clock of the GPU drawing (MHz) where it is an NVIDIA GPU, nvidia-smi is on the
-    PATH and sees exactly one GPU; else None. A discrete GPU's clock follows its load: an H200
-    decays from 1,980 to ~400 MHz over the seconds the CPU takes to place 65,536 instances, and
-    the few-millisecond frames that follow bring it back only to 600-960 MHz, which makes their
-    GPU times 2-3x longer (BENCHMARKS.md, "2026-11-26, later"; `path_frames` now raises it
-    first). Figures carry the clock they were measured at."""
+    PATH and sees exactly one GPU; else None. Figures carry the clock they were measured at: it
+    follows the load (WARMUP_SECONDS), and a row measured at a fraction of it is not comparable
+    with one at full clock."""
     exe = shutil.which("nvidia-smi")
     if exe is None or "nvidia" not in r.ctx.adapter_name.lower():
         return None
