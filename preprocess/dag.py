@@ -44,6 +44,7 @@ from preprocess.simplify import (
     _point_triangle_d2_of,
     _simplify_sampled,
     edge_length2,
+    max_distance_to_mesh,
     surface_walk,
 )
 from preprocess.topology import edge_neighbours, find, vertex_triangles
@@ -818,6 +819,7 @@ class _Builder:
         self.group_sphere: list[np.ndarray] = []
         self.group_error: list[float] = []
         self.scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-thread _localize
+        self.held = False  # a hold won at a whole level (`simplify_group`)
         # the original surface, which group errors are measured against: position triangles, their
         # edge neighbours and the triangles around each position (where walks start and step);
         # made by a worker while this thread clusters level 0 and partitions it (the first job
@@ -946,7 +948,22 @@ class _Builder:
             res, own, dropped, farthest = again
             if (max(res.geo, res.shade), res.geo) < (max(best.geo, best.shade), best.geo):
                 best = res
+                self.held = True
+        if whole and self.held:
+            # a hold changes what the levels above carry: the positions removed below that were
+            # not among the farthest (WITNESSES) can be the farthest now. From the first level a
+            # hold won, the whole-level results are measured against every original position
+            # (an edge fan's level 5 stored 0.98x its two-way distance without)
+            best = best._replace(geo=max(best.geo, SAMPLED_FACTOR * self._farthest_original(best)))
         return best
+
+    def _farthest_original(self, result: _Simplified) -> float:
+        """The largest distance of an original position to a group's simplified triangles."""
+        wedge = result.new_tris.copy()
+        fresh = wedge < 0  # -1 - j: the j-th fresh wedge, at its source's position
+        wedge[fresh] = result.fresh_src[-1 - wedge[fresh]]
+        return float(max_distance_to_mesh(self.positions, self.positions,
+                                          self.wpos[wedge]).max())
 
     def add_simplified(self, members: np.ndarray, level: int, result: _Simplified
                        ) -> np.ndarray:

@@ -336,13 +336,21 @@ def _edge_fan(blades: int) -> Mesh:
 
 
 def test_edge_fan_errors_count_the_dropped_blades():
+    """Most blades are dropped on the way to the root; the error of every level holds the tips
+    that went (each 1 from the axle; as far from the nearest kept blade as the angle between
+    them allows): measured both ways, no level's stored error is below the distance. The
+    coarse levels keep blades spread (preprocess.dag.KEEP_RATIO), which makes the removed tips'
+    distances differ: a level stored 0.98x its distance when only the farthest removed
+    positions carried up were measured after a hold."""
+    from preprocess.verify import error_tightness
+
     dag, bvh, _ = build_asset(_edge_fan(200))
     level = np.asarray(dag.cluster_level)
     coarse = level == level.max()
     kept = np.diff(dag.cluster_tri_offset)[coarse].sum()
-    assert kept < 20  # most blades are dropped on the way to the root (every tip is 1 from the
-    # axle, and from any blade more than 90 degrees away)
-    assert dag.cluster_self_error[coarse].max() >= 1.0
+    assert kept < 20
+    for row in error_tightness(dag, samples_per_cluster=1024, refine=4):
+        assert row["ratio_two_sided"] >= 1.0, row
     check_all(dag, bvh)  # the cut's missing area is within what the errors allow
 
 
