@@ -44,7 +44,7 @@ from preprocess.simplify import (
     _point_triangle_d2_of,
     _simplify_sampled,
     edge_length2,
-    max_distance_to_mesh,
+    farthest_distance,
     surface_walk,
 )
 from preprocess.topology import edge_neighbours, find, vertex_triangles
@@ -962,8 +962,7 @@ class _Builder:
         wedge = result.new_tris.copy()
         fresh = wedge < 0  # -1 - j: the j-th fresh wedge, at its source's position
         wedge[fresh] = result.fresh_src[-1 - wedge[fresh]]
-        return float(max_distance_to_mesh(self.positions, self.positions,
-                                          self.wpos[wedge]).max())
+        return farthest_distance(self.positions, self.positions, self.wpos[wedge])
 
     def add_simplified(self, members: np.ndarray, level: int, result: _Simplified
                        ) -> np.ndarray:

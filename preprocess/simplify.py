@@ -1278,6 +1278,19 @@ def _distances(points, positions, pt):
 
 
 @_jit
+def _farthest(points, positions, pt):
+    G, gp, boff, btri = _build_grid(positions, pt)
+    stamp = np.full(max(pt.shape[0], 1), -1, np.int32)
+    worst = 0.0
+    hint = -1
+    for i in range(points.shape[0]):
+        worst, hint = _measure_point(np.float64(points[i, 0]), np.float64(points[i, 1]),
+                                     np.float64(points[i, 2]), hint, G, gp, boff, btri, stamp,
+                                     i, worst)
+    return np.sqrt(worst)
+
+
+@_jit
 def _measure_point(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst):
     # a sample only matters when it is farther than the worst so far: the search stops at the
     # first triangle that is at least that close (the Hausdorff early break), so the result stays
@@ -1890,6 +1903,19 @@ def max_distance_to_mesh(
     pos = np.ascontiguousarray(positions, dtype=np.float64).reshape(-1, 3)
     tri = np.ascontiguousarray(pos_triangles, dtype=np.int32).reshape(-1, 3)
     return _distances(pts, pos, tri)
+
+
+def farthest_distance(
+    points: np.ndarray, positions: np.ndarray, pos_triangles: np.ndarray
+) -> float:
+    """The largest distance from the points to the nearest of the triangles, as the maximum of
+    `max_distance_to_mesh` (exact), but a point's search stops at the first triangle no farther
+    than the largest distance so far (the Hausdorff early break), so most points cost one test.
+    points (p, 3), positions (n, 3) float32/float64; pos_triangles (m, 3) int32 (m > 0)."""
+    pos = np.ascontiguousarray(positions, dtype=np.float64).reshape(-1, 3)
+    tri = np.ascontiguousarray(pos_triangles, dtype=np.int32).reshape(-1, 3)
+    pts = np.ascontiguousarray(points).reshape(-1, 3)
+    return float(_farthest(pts, pos, tri))
 
 
 def simplify(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from preprocess.simplify import max_distance_to_mesh, simplify
+from preprocess.simplify import farthest_distance, max_distance_to_mesh, simplify
 
 # ------------------------------------------------------------------------------------------------
 # Small meshes
@@ -348,6 +348,10 @@ def test_max_distance_to_mesh_matches_brute_force():
     assert d.dtype == np.float64 and d.shape == (len(pts),)
     ref = brute_distance(pts.astype(np.float64), pos, tris)
     assert np.allclose(d, ref, rtol=1e-9, atol=1e-9)
+    # the largest alone (searches cut short at the largest so far): the same maximum, whichever
+    # order the points come in
+    for order in (np.arange(len(pts)), np.argsort(ref), np.argsort(-ref)):
+        assert farthest_distance(pts[order], pos, tris) == pytest.approx(ref.max(), rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
