@@ -934,9 +934,7 @@ class _Builder:
             # hold the input position nearest the farthest removed one, and simplify again
             if lock is None:
                 lock = locked.copy()
-                ids = np.unique(wpos[np.concatenate([
-                    self.store.view[self.tri_off.view[c]:self.tri_off.view[c + 1]]
-                    for c in members]).ravel()])
+                ids = np.unique(wpos[_gather(self.store.view, self.tri_off.view, members)])
             free = ids[~lock[ids]]
             if len(free) == 0:
                 break

@@ -1619,6 +1619,7 @@ def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_sample
     samples)."""
     count = 0
     k = 0
+    grid_steps = np.zeros(out_pt.shape[0], np.int32)  # `_spacing_steps` of each moved triangle
     for t in range(out_pt.shape[0]):
         if sampled[t]:
             k += 1
@@ -1628,9 +1629,9 @@ def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_sample
             for e in range(3):
                 if out_pt[t, e] < out_pt[t, (e + 1) % 3]:
                     count += edge_samples.shape[0]
-            steps = _spacing_steps(positions, out_pt, t, spacing)
-            if steps > 0:
-                count += (steps + 1) * (steps + 2) // 2 - 3
+            grid_steps[t] = _spacing_steps(positions, out_pt, t, spacing)
+            if grid_steps[t] > 0:
+                count += (grid_steps[t] + 1) * (grid_steps[t] + 2) // 2 - 3
     X = np.empty((count, 3), np.float64)
     d = np.empty(count, np.float64)
     owner = np.empty(count, np.int32)
@@ -1677,7 +1678,7 @@ def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_sample
                                + w1 * np.float64(positions[i1, j]))
                 k += 1
         edges_end = k
-        steps = _spacing_steps(positions, out_pt, t, spacing)
+        steps = grid_steps[t]
         for a in range(steps + 1):
             for b in range(steps + 1 - a):
                 if a == steps or b == steps or a + b == 0:
