@@ -7,7 +7,8 @@ geometric error is the largest distance of its simplified surface to the origina
 over dense sample points (`_original_distance`), or, where more, the largest distance of a
 position the simplification removed to the simplified surface (surface dropped with nothing in
 its place, `_dropped_distance`; the farthest of them are carried up and measured again at every
-level above), both times SAMPLED_FACTOR; its LOD error is the larger of that and the shading term
+level above), both times SAMPLED_FACTOR (a group that is the whole of its level: every original
+position, exact, times DROPPED_FACTOR); its LOD error is the larger of that and the shading term
 times the shading weight; both at least its members', so that errors never decrease from child to
 parent (what makes the cut well defined). The dense-sampling checks of
 `preprocess.verify` hold the errors to the true distance; `verify.error_tightness` reports how
@@ -71,6 +72,16 @@ WITNESSES = 32
 # level: 0.063 -> 0.031 at 122 triangles where 118; more in BENCHMARKS.md, "2026-11-26, later"
 KEEP_RATIO = 1.15
 KEEP_TRIES = 4
+# a whole level's group measures the distance of every original position to its result
+# (`_Builder.simplify_group`): exact there, so its margin is only for the original surface
+# between them (dense points on every original triangle: at least 1.027x, homer's level 7), not
+# SAMPLED_FACTOR's for removed positions that were not carried up (6% short on rocker-arm)
+DROPPED_FACTOR = 1.05
+# at or below the coarsest level's target, a whole level's result whose geometric error is more
+# than LOSS_RATIO times its own surface's (its samples' distance to the original) has lost
+# surface that no hold kept (an ear at 40 triangles): it is not taken, the level below it is the
+# root. Far copies draw a few more triangles; no level stores an error its surface does not show
+LOSS_RATIO = 1.1
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 _TINY_RADIUS = float(np.finfo(np.float32).tiny)  # the smallest normal float32, 1.2e-38
@@ -774,6 +785,8 @@ class _Simplified(NamedTuple):
     fresh_attr: np.ndarray
     witness: np.ndarray
     witness_off: np.ndarray
+    surface: float  # the part of geo that is its own surface's distance to the original
+    # (`_Builder.loses_surface` compares them)
 
 
 class _Builder:
@@ -819,7 +832,6 @@ class _Builder:
         self.group_sphere: list[np.ndarray] = []
         self.group_error: list[float] = []
         self.scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-thread _localize
-        self.held = False  # a hold won at a whole level (`simplify_group`)
         # the original surface, which group errors are measured against: position triangles, their
         # edge neighbours and the triangles around each position (where walks start and step);
         # made by a worker while this thread clusters level 0 and partitions it (the first job
@@ -917,15 +929,17 @@ class _Builder:
             # this group removes, not at those removed below whose surface it moves further
             # (without it the coarsest levels of closed scans held 0.91-0.98 of the two-sided
             # distance)
-            geo = max(own * SAMPLED_FACTOR, dropped * SAMPLED_FACTOR) + 2.0 * slack
+            surface = own * SAMPLED_FACTOR + 2.0 * slack
+            geo = max(surface, dropped * SAMPLED_FACTOR + 2.0 * slack)
             return (_Simplified(new_tris, geo, self.shading_weight * shade, offsets, bounds,
-                                fresh_src, fresh_attr, witness, witness_off),
+                                fresh_src, fresh_attr, witness, witness_off, surface),
                     own, dropped, farthest)
 
         first = attempt(locked)
         if first is None:
             return None
         best, own, dropped, farthest = first
+        best_dropped = dropped
         lock = None
         for _ in range(KEEP_TRIES if whole else 0):
             if not dropped > KEEP_RATIO * own or farthest < 0:
@@ -945,29 +959,36 @@ class _Builder:
                 break
             res, own, dropped, farthest = again
             if (max(res.geo, res.shade), res.geo) < (max(best.geo, best.shade), best.geo):
-                best = res
-                self.held = True
-        if whole and self.held:
-            # a hold changes what the levels above carry: the positions removed below that were
-            # not among the farthest (WITNESSES) can be the farthest now. From the first level a
-            # hold won, the whole-level results are measured against every original position
-            # (an edge fan's level 5 stored 0.98x its two-way distance without)
-            best = best._replace(geo=max(best.geo, SAMPLED_FACTOR * self._farthest_original(best)))
+                best, best_dropped = res, dropped
+        if whole:
+            # the removed positions carried up (WITNESSES) were chosen at the levels below, and
+            # a hold changes what lies farthest: a whole level is measured against every original
+            # position (an edge fan's level 5 stored 0.98x its two-way distance with the carried
+            # ones alone)
+            full = self._farthest_original(best, best_dropped)
+            best = best._replace(geo=max(best.surface, DROPPED_FACTOR * full))
         return best
 
-    def _farthest_original(self, result: _Simplified) -> float:
-        """The largest distance of an original position to a group's simplified triangles."""
+    def _farthest_original(self, result: _Simplified, floor: float) -> float:
+        """The largest distance of an original position to a group's simplified triangles;
+        floor: one that some of them reach (the carried ones')."""
         wedge = result.new_tris.copy()
         fresh = wedge < 0  # -1 - j: the j-th fresh wedge, at its source's position
         wedge[fresh] = result.fresh_src[-1 - wedge[fresh]]
-        return farthest_distance(self.positions, self.positions, self.wpos[wedge])
+        return farthest_distance(self.positions, self.positions, self.wpos[wedge], floor)
+
+    def loses_surface(self, members: np.ndarray, result: _Simplified) -> bool:
+        """Whether a whole level's result lost surface that no hold kept (`LOSS_RATIO`)."""
+        geo = max(float(self.geo_error.view[members].max()), result.geo)
+        return geo > LOSS_RATIO * result.surface
 
     def add_simplified(self, members: np.ndarray, level: int, result: _Simplified
                        ) -> np.ndarray:
         """Record a simplified group and its new clusters (one level up); returns their ids.
         Its error: its own against the original surface, at least its members' (so errors
         never decrease from child to parent)."""
-        new_tris, geo, shade, offsets, bounds, fresh_src, fresh_attr, witness, witness_off = result
+        (new_tris, geo, shade, offsets, bounds, fresh_src, fresh_attr, witness,
+         witness_off) = result[:9]
         if len(fresh_src):  # number the fresh wedges: the source's position, uv and material,
             base = self.wedge_rows.n  # a prefiltered normal and colour
             rows = fresh_attr
@@ -1041,6 +1062,10 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
             for g in sorted(range(ngroups), key=lambda g: -sizes[g]):
                 futures[g] = pool.submit(b.simplify_group, members[g], locked, permissive[g],
                                          ngroups == 1)
+            if ngroups == 1 and not over:
+                res = futures[0].result()
+                if res is not None and b.loses_surface(members[0], res):
+                    break  # at the coarsest level's target already: this level is the root
             # each result is recorded as soon as it and those before it are in: group ids
             # follow the members' order, and the bookkeeping overlaps the other workers
             next_pending: list[np.ndarray] = []
@@ -1069,9 +1094,11 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         # and creases only while it is over the coarsest level's target
         none_locked = np.zeros(len(b.positions), bool)
         while len(pending) == 1 and b.cluster_sizes(pending)[0] > cfg.min_root_triangles:
-            res = b.simplify_group(pending, none_locked,
-                                   int(b.cluster_sizes(pending)[0]) > coarsest, True)
+            over = int(b.cluster_sizes(pending)[0]) > coarsest
+            res = b.simplify_group(pending, none_locked, over, True)
             if res is None or len(res.offsets) != 2:  # stuck, or not one cluster
+                break
+            if not over and b.loses_surface(pending, res):
                 break
             pending = b.add_simplified(pending, level, res)
             hand_over(b.store.view, b.tri_off.view, int(pending[0]), b.level.n, b.wpos,

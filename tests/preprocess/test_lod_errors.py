@@ -10,7 +10,8 @@ import pytest
 from preprocess.config import BuildConfig
 from preprocess.dag import build_dag
 from preprocess.load import mesh_from_arrays
-from preprocess.verify import check_honest_error, error_tightness
+from preprocess.simplify import max_distance_to_mesh
+from preprocess.verify import check_honest_error, error_tightness, level_cut
 
 
 def bumpy_sphere(n: int = 40, amplitude: float = 0.02, seed: int = 4):
@@ -318,10 +319,15 @@ def test_coarse_levels_keep_what_would_vanish(shared_assets, name) -> None:
     """Cheburashka's ears and homer's limbs: at the coarse levels (each one group, whole) the
     plain collapses let them vanish, and the stored error held the vanished surface (both ways)
     while the coarse surface itself lay 2x closer to the original (one way: cheburashka 2.14,
-    homer 1.75 at the worst level of at least max(128, 1%) triangles). The builder simplifies
-    such a group again holding the position nearest the farthest vanished one
-    (`preprocess.dag.KEEP_RATIO`): at every level of that size the stored error is within 1.5x
-    of the one-way distance (1.40 and 1.40 measured), and still at least the two-way one."""
+    homer 1.75). The builder simplifies such a group again holding the position nearest the
+    farthest vanished one (`preprocess.dag.KEEP_RATIO`); measures a whole level's result against
+    every original position, which needs a margin only for the surface between them
+    (`DROPPED_FACTOR`, 1.05: 1.40 at both scans' worst level with the carried positions' 1.15);
+    and once at the coarsest level's target, stops where a level would lose surface no hold kept
+    (`LOSS_RATIO`: cheburashka went on to 50, 40 and 34 triangles at 2.06, 3.91 and 4.83, homer to
+    88 at 4.06). The issue's target at every level: the stored error within 1.3x of the one-way
+    distance (1.25 and 1.28 measured), at least the two-way one, and the coarsest level at most
+    max(128, 1%) triangles."""
     from preprocess.dag import coarsest_target
     from preprocess.load import load_mesh
 
@@ -333,7 +339,25 @@ def test_coarse_levels_keep_what_would_vanish(shared_assets, name) -> None:
     off = np.asarray(dag.cluster_tri_offset)
     rows = error_tightness(dag, samples_per_cluster=1024, refine=4)
     for r in rows:
-        ids = np.flatnonzero(level == r["level"])
-        if int((off[ids + 1] - off[ids]).sum()) >= coarsest_target(mesh.triangle_count):
-            assert r["ratio"] <= 1.5, r
+        assert 1.0 <= r["ratio"] <= 1.3, r
         assert r["ratio_two_sided"] >= 1.0, r
+    coarsest = np.flatnonzero(level == level.max())
+    assert int((off[coarsest + 1] - off[coarsest]).sum()) <= coarsest_target(mesh.triangle_count)
+    # DROPPED_FACTOR's margin, for the original surface between its positions: 8 random points
+    # on every original triangle lie within the stored error of the three coarsest levels' cuts
+    # (1.05 and 1.03 measured at the worst of them)
+    pos = np.asarray(mesh.positions, np.float64)
+    ptri = np.asarray(mesh.position_triangles)
+    rng = np.random.default_rng(5)
+    t = np.repeat(np.arange(len(ptri)), 8)
+    r1, r2 = np.sqrt(rng.random(len(t))), rng.random(len(t))
+    w = np.stack([1 - r1, r1 * (1 - r2), r1 * r2], 1)
+    points = np.einsum("pk,pkd->pd", w, pos[ptri[t]])
+    tris = np.asarray(dag.triangles)
+    wpos = np.asarray(dag.mesh.wedge_position)
+    for lv in np.unique(level)[-3:]:
+        cut = level_cut(dag, lv)
+        rows = np.concatenate([np.arange(off[c], off[c + 1]) for c in cut])
+        far = max_distance_to_mesh(points, mesh.positions, wpos[tris[rows]].astype(np.int32))
+        stored = np.asarray(dag.cluster_geometric_error)[level == lv].max()
+        assert far.max() <= stored, (lv, far.max() / stored)

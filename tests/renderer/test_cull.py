@@ -127,7 +127,7 @@ def cameras(built: Built) -> dict[str, Camera]:
         "nothing": Camera(eye=np.array([0.0, 0.0, 8.0]), target=np.array([0.0, 0.0, 20.0]),
                           near=0.01),
         # far enough that some instances skip their BVH (instance_cull.wgsl) and some do not
-        "horizon": Camera(eye=np.array([0.0, 100.0, 450.0]), target=np.array([-3.0, 0.0, -6.0]),
+        "horizon": Camera(eye=np.array([0.0, 50.0, 225.0]), target=np.array([-3.0, 0.0, -6.0]),
                           fov_y=20.0, near=0.1),
     }
 
