@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not the installed one
 
 
 def plane(path: Path, n: int = 64) -> None:

@@ -6,6 +6,9 @@ off full detail, PSNR against a 4x4 supersampled full-detail frame, coverage dif
 """
 
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not the installed one
 
 from renderer.bench.quality_suite import main
 

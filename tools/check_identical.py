@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's packages, not the installed ones
 SHARED = ROOT.parent / "shared" / "assets"
 
 # (name, preprocess arguments)

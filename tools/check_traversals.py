@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not the installed one
+
 from renderer import Camera, Renderer, RenderOptions
 from renderer.results import INCOMPLETE
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not the installed one
+
 from renderer.camera import Camera
 
 
