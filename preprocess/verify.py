@@ -821,7 +821,10 @@ def check_cut(dag: LodDag, cut: np.ndarray, *, area_tolerance: float = 0.05,
         in the cut and R = A / M, A the original's area and M its total mean curvature, at most
         half its bounding-box diagonal: a surface within e of the original may lose about
         2 e M / A of its area (a sphere of radius R shrunk by e, a limb of radius R / 2
-        flattened, pieces smaller than e vanishing).
+        flattened, pieces smaller than e vanishing). Beyond it, a cut that lost area passes
+        only where the original (its vertices and points on its triangles) lies within e of
+        it everywhere: a sheet beside a kept one (a fan's blades, leaves) goes with no area
+        bound in terms of e (`_farthest_lost`).
     (d) materials (a mesh with several): every material holding at least 5% of the original's
         area keeps its area within the same tolerance plus `MATERIAL_AREA_SLACK`: a material
         border is a seam, so simplification moves it only along itself, except where a stuck
@@ -916,8 +919,11 @@ def _farthest_lost(dag: LodDag, ptri: np.ndarray) -> float:
     r1, r2 = np.sqrt(rng.random(len(pick))), rng.random(len(pick))
     w = np.stack([1 - r1, r1 * (1 - r2), r1 * r2], axis=1)
     points = np.concatenate([pos, np.einsum("pk,pkd->pd", w, pos[orig[pick]])])
-    dist = _mesh_distance_function()
-    return float(np.max(dist(points, dag.mesh.positions, ptri.astype(np.int32))))
+    try:  # the Hausdorff early break: most points cost one triangle test
+        from preprocess.simplify import farthest_distance
+    except ImportError:
+        return float(np.max(_distance_to_mesh(points, dag.mesh.positions, ptri)))
+    return farthest_distance(points, dag.mesh.positions, ptri.astype(np.int32))
 
 
 def _check_material_areas(dag: LodDag, rows: np.ndarray, ptri: np.ndarray, topo: _Topology,
