@@ -483,7 +483,9 @@ def test_bvh_traversal_matches_rule(dag: LodDag, bvh: Bvh) -> None:
 def test_honest_error_passes_and_measures(dag: LodDag) -> None:
     fig = check_honest_error(dag, np.array([4, 5, 6]))
     assert fig["clusters"] == 3
-    assert fig["points"] == 3 * 64 + 19 + 19 + 4  # samples and vertices
+    triangles = int(np.diff(dag.cluster_tri_offset)[[4, 5, 6]].sum())
+    # random samples, each triangle's centroid and edge midpoints, the vertices
+    assert fig["points"] == 3 * 64 + 4 * triangles + 19 + 19 + 4
     assert 0.05 < fig["max_distance"] <= 0.3
     assert check_honest_error(dag, np.array([0, 1]))["points"] == 0  # level 0 is the original
 
