@@ -939,7 +939,6 @@ class _Builder:
         if first is None:
             return None
         best, own, dropped, farthest = first
-        best_dropped = dropped
         lock = None
         for _ in range(KEEP_TRIES if whole else 0):
             if not dropped > KEEP_RATIO * own or farthest < 0:
@@ -959,23 +958,22 @@ class _Builder:
                 break
             res, own, dropped, farthest = again
             if (max(res.geo, res.shade), res.geo) < (max(best.geo, best.shade), best.geo):
-                best, best_dropped = res, dropped
+                best = res
         if whole:
             # the removed positions carried up (WITNESSES) were chosen at the levels below, and
             # a hold changes what lies farthest: a whole level is measured against every original
             # position (an edge fan's level 5 stored 0.98x its two-way distance with the carried
             # ones alone)
-            full = self._farthest_original(best, best_dropped)
+            full = self._farthest_original(best)
             best = best._replace(geo=max(best.surface, DROPPED_FACTOR * full))
         return best
 
-    def _farthest_original(self, result: _Simplified, floor: float) -> float:
-        """The largest distance of an original position to a group's simplified triangles;
-        floor: one that some of them reach (the carried ones')."""
+    def _farthest_original(self, result: _Simplified) -> float:
+        """The largest distance of an original position to a group's simplified triangles."""
         wedge = result.new_tris.copy()
         fresh = wedge < 0  # -1 - j: the j-th fresh wedge, at its source's position
         wedge[fresh] = result.fresh_src[-1 - wedge[fresh]]
-        return farthest_distance(self.positions, self.positions, self.wpos[wedge], floor)
+        return farthest_distance(self.positions, self.positions, self.wpos[wedge])
 
     def loses_surface(self, members: np.ndarray, result: _Simplified) -> bool:
         """Whether a whole level's result lost surface that no hold kept (`LOSS_RATIO`)."""
@@ -987,8 +985,8 @@ class _Builder:
         """Record a simplified group and its new clusters (one level up); returns their ids.
         Its error: its own against the original surface, at least its members' (so errors
         never decrease from child to parent)."""
-        (new_tris, geo, shade, offsets, bounds, fresh_src, fresh_attr, witness,
-         witness_off) = result[:9]
+        (new_tris, geo, shade, offsets, bounds, fresh_src, fresh_attr, witness, witness_off,
+         _) = result
         if len(fresh_src):  # number the fresh wedges: the source's position, uv and material,
             base = self.wedge_rows.n  # a prefiltered normal and colour
             rows = fresh_attr

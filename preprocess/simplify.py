@@ -1278,10 +1278,10 @@ def _distances(points, positions, pt):
 
 
 @_jit
-def _farthest(points, positions, pt, floor):
+def _farthest(points, positions, pt):
     G, gp, boff, btri = _build_grid(positions, pt)
     stamp = np.full(max(pt.shape[0], 1), -1, np.int32)
-    worst = floor * floor
+    worst = 0.0
     hint = -1
     for i in range(points.shape[0]):
         worst, hint = _measure_point(np.float64(points[i, 0]), np.float64(points[i, 1]),
@@ -1335,13 +1335,12 @@ def _edge_sides(out_pt, in_pt):
             if a < b:
                 here[t, e] = True
                 continue
-            rev = b * n + a
+            rev = b * n + a  # the reverse edge, and this one undirected (b < a)
             i = np.searchsorted(keys, rev)
             if i < keys.shape[0] and keys[i] == rev:
                 continue  # the other side samples it
-            key = b * n + a  # undirected, b < a
-            j = np.searchsorted(inputs, key)
-            here[t, e] = not (j < inputs.shape[0] and inputs[j] == key)
+            j = np.searchsorted(inputs, rev)
+            here[t, e] = not (j < inputs.shape[0] and inputs[j] == rev)
     return here
 
 
@@ -1961,18 +1960,16 @@ def max_distance_to_mesh(
 
 
 def farthest_distance(
-    points: np.ndarray, positions: np.ndarray, pos_triangles: np.ndarray, floor: float = 0.0
+    points: np.ndarray, positions: np.ndarray, pos_triangles: np.ndarray
 ) -> float:
     """The largest distance from the points to the nearest of the triangles, as the maximum of
     `max_distance_to_mesh` (exact), but a point's search stops at the first triangle no farther
     than the largest distance so far (the Hausdorff early break), so most points cost one test.
-    points (p, 3), positions (n, 3) float32/float64; pos_triangles (m, 3) int32 (m > 0).
-    floor: a distance the caller knows one of the points reaches (the result is the larger of
-    it and the points' maximum): every point nearer than it stops at its first close triangle."""
+    points (p, 3), positions (n, 3) float32/float64; pos_triangles (m, 3) int32 (m > 0)."""
     pos = np.ascontiguousarray(positions, dtype=np.float64).reshape(-1, 3)
     tri = np.ascontiguousarray(pos_triangles, dtype=np.int32).reshape(-1, 3)
     pts = np.ascontiguousarray(points).reshape(-1, 3)
-    return float(_farthest(pts, pos, tri, float(floor)))
+    return float(_farthest(pts, pos, tri))
 
 
 def simplify(
