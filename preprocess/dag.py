@@ -22,6 +22,7 @@ order as soon as it is in. Results do not depend on the number of threads.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Callable
@@ -41,11 +42,11 @@ from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
 from preprocess.simplify import (
     _build_grid,
+    _farthest,
     _nearest,
     _point_triangle_d2_of,
     _simplify_sampled,
     edge_length2,
-    farthest_distance,
     surface_walk,
 )
 from preprocess.topology import edge_neighbours, find, vertex_triangles
@@ -82,6 +83,9 @@ DROPPED_FACTOR = 1.05
 # surface that no hold kept (an ear at 40 triangles): it is not taken, the level below it is the
 # root. Far copies draw a few more triangles; no level stores an error its surface does not show
 LOSS_RATIO = 1.1
+# a whole level's measure of every original position is split into ranges of at least this many
+# positions, one a worker (the coarse levels are single groups: the other cores are idle there)
+MEASURE_CHUNK = 16384
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 _TINY_RADIUS = float(np.finfo(np.float32).tiny)  # the smallest normal float32, 1.2e-38
@@ -794,7 +798,8 @@ class _Builder:
     live in one array, cluster after cluster (`store`, `tri_off`); worker threads only read the
     clusters of the level being simplified, the main thread appends between levels."""
 
-    def __init__(self, mesh: Mesh, config: BuildConfig, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, mesh: Mesh, config: BuildConfig, pool: ThreadPoolExecutor,
+                 threads: int) -> None:
         self.mesh = mesh
         self.config = config
         self.shading_weight = config.shading_weight_for(mesh)
@@ -837,6 +842,8 @@ class _Builder:
         # made by a worker while this thread clusters level 0 and partitions it (the first job
         # of the pool, so a group job that waits for it never waits for a job queued behind it)
         ptri = np.ascontiguousarray(np.asarray(mesh.wedge_position)[mesh.triangles], np.int32)
+        self.pool = pool
+        self.threads = threads
         self._original = pool.submit(_surface_topology, ptri, len(self.positions))
         self._mean_edge = pool.submit(_mean_edge, self.positions, ptri)  # off the main thread too
 
@@ -969,11 +976,23 @@ class _Builder:
         return best
 
     def _farthest_original(self, result: _Simplified) -> float:
-        """The largest distance of an original position to a group's simplified triangles."""
+        """The largest distance of an original position to a group's simplified triangles: the
+        positions in contiguous ranges (MEASURE_CHUNK), one a worker, this thread taking the
+        first and any range no worker has started (so that a worker waiting here never waits on
+        a job queued behind it); the maximum is exact whatever the split."""
         wedge = result.new_tris.copy()
         fresh = wedge < 0  # -1 - j: the j-th fresh wedge, at its source's position
         wedge[fresh] = result.fresh_src[-1 - wedge[fresh]]
-        return farthest_distance(self.positions, self.positions, self.wpos[wedge])
+        tris = np.ascontiguousarray(self.wpos[wedge], np.int32)
+        n = len(self.positions)
+        parts = max(1, min(self.threads, n // MEASURE_CHUNK))
+        cuts = [n * i // parts for i in range(parts + 1)]
+        ranges = [self.positions[a:b] for a, b in itertools.pairwise(cuts)]
+        futures = [self.pool.submit(_farthest, r, self.positions, tris) for r in ranges[1:]]
+        best = _farthest(ranges[0], self.positions, tris)
+        for r, f in zip(ranges[1:], futures, strict=True):
+            best = max(best, _farthest(r, self.positions, tris) if f.cancel() else f.result())
+        return float(best)
 
     def loses_surface(self, members: np.ndarray, result: _Simplified) -> bool:
         """Whether a whole level's result lost surface that no hold kept (`LOSS_RATIO`)."""
@@ -1026,7 +1045,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
     work = 2 * mesh.triangle_count  # for the progress bar: each level halves the last
     done_tris = 0
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        b = _Builder(mesh, cfg, pool)
+        b = _Builder(mesh, cfg, pool, threads)
         report("cluster", 0, 1)
         order, offsets = build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position,
                                         max_triangles=cfg.max_triangles,
