@@ -455,10 +455,11 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
     normal = np.zeros((wedges.shape[0], attrs.shape[1]), np.float32)
     fresh = np.zeros(wedges.shape[0], np.bool_)
     near = np.zeros(0, np.int32)
+    owner = np.zeros(0, np.int32)
     in_pt = np.zeros((0, 3), np.int32)
     if m > target:
         for attempt in range(3 if permissive else 2):
-            (new_local, X, d, slack, normal, fresh, shade, near, in_pt, _, _,
+            (new_local, X, d, slack, normal, fresh, shade, near, in_pt, owner, _,
              _) = _simplify_sampled(pos, local, local_wp, attr, lock, target, attempt > 0,
                                         attempt > 1, color_start, normal_weight, uv_start,
                                         spacing)
@@ -480,8 +481,8 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
         for _ in range(tri_off[members[i] + 1] - tri_off[members[i]]):
             tri_below[t] = below[i]
             t += 1
-    own = _original_distance(X, d, tri_below, near, in_pt, pos_ids, positions, ptri, nbr,
-                             vt_off, vt_tri)
+    own = _original_distance(X, d, tri_below, near, owner, in_pt, pos_ids, positions, ptri,
+                             nbr, vt_off, vt_tri)
     order, offsets = cluster_triangles(pos, new_local, local_wp, max_triangles, max_vertices)
     nclusters = offsets.shape[0] - 1
     ncarried = 0
@@ -602,9 +603,9 @@ def _drop_small_pieces(pos: np.ndarray, tris: np.ndarray, local_wp: np.ndarray,
 
 @nb.njit(cache=True, nogil=True)
 def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np.ndarray,
-                       in_pt: np.ndarray, pos_ids: np.ndarray, positions: np.ndarray,
-                       ptri: np.ndarray, nbr: np.ndarray, vt_off: np.ndarray,
-                       vt_tri: np.ndarray) -> float:
+                       owner: np.ndarray, in_pt: np.ndarray, pos_ids: np.ndarray,
+                       positions: np.ndarray, ptri: np.ndarray, nbr: np.ndarray,
+                       vt_off: np.ndarray, vt_tri: np.ndarray) -> float:
     """The largest distance to the original mesh over the sample points X (s, 3) of a
     simplified group, whose distances to the group's input surface are d (s,) (at input
     triangles near (s,) of in_pt, local position ids: pos_ids maps them to the original's), each
@@ -629,6 +630,7 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np
     bound = np.empty(n, np.float64)
     for i in range(n):
         bound[i] = d[i] + below[near[i]]
+    last = np.full(owner.max() + 1 if n else 0, -1, np.int32)  # each row's last walk's end
     best = 0.0
     for i in np.argsort(-bound, kind="mergesort"):
         if bound[i] <= best:
@@ -643,11 +645,19 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np
             if d2 < corner_d2:
                 corner, corner_d2 = v, d2
         start = vt_tri[vt_off[corner]]
-        if _point_triangle_d2_of(px, py, pz, positions, ptri[start, 0], ptri[start, 1],
-                                 ptri[start, 2]) <= best * best:
+        s2 = _point_triangle_d2_of(px, py, pz, positions, ptri[start, 0], ptri[start, 1],
+                                   ptri[start, 2])
+        prev = last[owner[i]]  # or where the last walk from the same output triangle ended
+        if prev >= 0:
+            p2 = _point_triangle_d2_of(px, py, pz, positions, ptri[prev, 0], ptri[prev, 1],
+                                       ptri[prev, 2])
+            if p2 < s2:
+                start, s2 = prev, p2
+        if s2 <= best * best:
             continue  # the walk's first triangle is near enough already: it cannot raise it
-        w2, _ = surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri,
-                             WALK_STEPS)
+        w2, end = surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri,
+                               WALK_STEPS)
+        last[owner[i]] = end
         if min(bound[i], np.sqrt(w2)) > best:
             # it would raise the maximum: a walk can stop in a fold (thin parts, coarse levels),
             # so walks from the corners of its nearest input triangle get a say too
