@@ -1308,39 +1308,60 @@ def _edge_sides(out_pt, in_pt):
     largest distance at the midpoint of one running b -> a, 4.5% beyond every sample). A group's
     border with its neighbours is an input edge: it lies on the input."""
     m = out_pt.shape[0]
-    n = np.int64(0)
+    k = in_pt.shape[0]
+    n = 0
     for t in range(m):
         for c in range(3):
-            n = max(n, np.int64(out_pt[t, c]) + 1)
-    for t in range(in_pt.shape[0]):
+            n = max(n, out_pt[t, c] + 1)
+    for t in range(k):
         for c in range(3):
-            n = max(n, np.int64(in_pt[t, c]) + 1)
-    keys = np.empty(3 * m, np.int64)
+            n = max(n, in_pt[t, c] + 1)
+    # the output's directed edges by their start, the input's undirected ones by their smaller
+    # end (counting sorts: a position has a handful of each)
+    out_off = np.zeros(n + 1, np.int32)
+    in_off = np.zeros(n + 1, np.int32)
     for t in range(m):
         for e in range(3):
-            keys[3 * t + e] = np.int64(out_pt[t, e]) * n + out_pt[t, (e + 1) % 3]
-    keys = np.sort(keys)
-    inputs = np.empty(3 * in_pt.shape[0], np.int64)  # undirected: the smaller id first
-    for t in range(in_pt.shape[0]):
+            out_off[out_pt[t, e] + 1] += 1
+    for t in range(k):
         for e in range(3):
-            a = np.int64(in_pt[t, e])
-            b = np.int64(in_pt[t, (e + 1) % 3])
-            inputs[3 * t + e] = min(a, b) * n + max(a, b)
-    inputs = np.sort(inputs)
+            in_off[min(in_pt[t, e], in_pt[t, (e + 1) % 3]) + 1] += 1
+    for v in range(n):
+        out_off[v + 1] += out_off[v]
+        in_off[v + 1] += in_off[v]
+    out_end = np.empty(3 * m, np.int32)
+    in_end = np.empty(3 * k, np.int32)
+    cur = out_off[:n].copy()
+    for t in range(m):
+        for e in range(3):
+            a = out_pt[t, e]
+            out_end[cur[a]] = out_pt[t, (e + 1) % 3]
+            cur[a] += 1
+    cur = in_off[:n].copy()
+    for t in range(k):
+        for e in range(3):
+            a = min(in_pt[t, e], in_pt[t, (e + 1) % 3])
+            in_end[cur[a]] = max(in_pt[t, e], in_pt[t, (e + 1) % 3])
+            cur[a] += 1
     here = np.zeros((m, 3), np.bool_)
     for t in range(m):
         for e in range(3):
-            a = np.int64(out_pt[t, e])
-            b = np.int64(out_pt[t, (e + 1) % 3])
+            a = out_pt[t, e]
+            b = out_pt[t, (e + 1) % 3]
             if a < b:
                 here[t, e] = True
                 continue
-            rev = b * n + a  # the reverse edge, and this one undirected (b < a)
-            i = np.searchsorted(keys, rev)
-            if i < keys.shape[0] and keys[i] == rev:
-                continue  # the other side samples it
-            j = np.searchsorted(inputs, rev)
-            here[t, e] = not (j < inputs.shape[0] and inputs[j] == rev)
+            found = False  # the reverse edge b -> a: the other side samples it
+            for i in range(out_off[b], out_off[b + 1]):
+                if out_end[i] == a:
+                    found = True
+                    break
+            if not found:  # an input edge {b, a} (b < a) lies on the input
+                for i in range(in_off[b], in_off[b + 1]):
+                    if in_end[i] == a:
+                        found = True
+                        break
+            here[t, e] = not found
     return here
 
 
