@@ -42,7 +42,7 @@ from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
 from preprocess.simplify import (
     _build_grid,
-    _farthest,
+    _measure_point,
     _nearest,
     _point_triangle_d2_of,
     _simplify_sampled,
@@ -83,8 +83,9 @@ DROPPED_FACTOR = 1.05
 # surface that no hold kept (an ear at 40 triangles): it is not taken, the level below it is the
 # root. Far copies draw a few more triangles; no level stores an error its surface does not show
 LOSS_RATIO = 1.1
-# a whole level's measure of every original position is split into ranges of at least this many
-# positions, one a worker (the coarse levels are single groups: the other cores are idle there)
+# a whole level's measure of every original position (`_farthest_by_cluster`) is split into
+# ranges of level-0 clusters holding at least this many positions, one a worker (the coarse
+# levels are single groups: the other cores are idle there)
 MEASURE_CHUNK = 16384
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -675,6 +676,70 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np
 
 
 @nb.njit(cache=True, nogil=True)
+def _cluster_positions(store: np.ndarray, tri_off: np.ndarray, clusters: int, wpos: np.ndarray,
+                       n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct positions of each of the first `clusters` clusters (rows off[c]:off[c + 1]
+    of ids), then one more row: the positions no triangle of theirs uses (none, for a mesh
+    whose positions are all used). A position shared by clusters is listed in the first."""
+    seen = np.zeros(n, np.bool_)
+    ids = np.empty(n, np.int32)
+    off = np.zeros(clusters + 2, np.int64)
+    k = 0
+    for c in range(clusters):
+        for t in range(tri_off[c], tri_off[c + 1]):
+            for j in range(3):
+                p = wpos[store[t, j]]
+                if not seen[p]:
+                    seen[p] = True
+                    ids[k] = p
+                    k += 1
+        off[c + 1] = k
+    for p in range(n):
+        if not seen[p]:
+            ids[k] = p
+            k += 1
+    off[clusters + 1] = k
+    return off, ids
+
+
+@nb.njit(cache=True, nogil=True)
+def _farthest_by_cluster(positions: np.ndarray, tris: np.ndarray, spheres: np.ndarray,
+                         off: np.ndarray, ids: np.ndarray, first: int, last: int) -> float:
+    """The largest distance of the positions of rows first..last-1 (rows off[c]:off[c + 1] of
+    ids, each row inside the sphere spheres[c] (c, 4)) to the triangles tris (k, 3) (position
+    ids). As `simplify._farthest` over those positions (a point's search stops at the first
+    triangle within the largest distance so far), but a row whose sphere lies within that
+    distance (its centre within it less the radius of some triangle) is passed over whole: none
+    of its positions can raise the maximum, which stays exact. At coarse levels most of the
+    original's level-0 clusters pass: one search a cluster instead of one a position."""
+    G, gp, boff, btri = _build_grid(positions, tris)
+    stamp = np.full(max(tris.shape[0], 1), -1, np.int32)
+    worst2 = 0.0
+    hint = -1
+    q = 0
+    for c in range(first, last):
+        r = np.float64(spheres[c, 3])
+        slack = np.sqrt(worst2) - r
+        if slack > 0.0:
+            d2, t = _nearest(np.float64(spheres[c, 0]), np.float64(spheres[c, 1]),
+                             np.float64(spheres[c, 2]), hint, G, gp, boff, btri, stamp, q,
+                             slack * slack)
+            q += 1
+            if t >= 0:
+                hint = t
+                if d2 <= slack * slack:
+                    continue
+        for i in range(off[c], off[c + 1]):
+            p = ids[i]
+            worst2, hint = _measure_point(np.float64(positions[p, 0]),
+                                          np.float64(positions[p, 1]),
+                                          np.float64(positions[p, 2]), hint, G, gp, boff, btri,
+                                          stamp, q, worst2)
+            q += 1
+    return np.sqrt(worst2)
+
+
+@nb.njit(cache=True, nogil=True)
 def _pairs_to_csr(pairs: np.ndarray, nclusters: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Symmetric CSR of cluster pairs (one row per shared edge): (xadj, adjncy, weights = the
@@ -988,23 +1053,36 @@ class _Builder:
             best = best._replace(geo=max(best.surface, DROPPED_FACTOR * full))
         return best
 
+    def level0_positions(self, clusters: int) -> None:
+        """Once level 0 is in (its first `clusters` clusters): their positions, cluster by
+        cluster, and their spheres, for the whole levels' measures (`_farthest_original`)."""
+        spheres = np.concatenate([self.bounds.view[:clusters],
+                                  [[0.0, 0.0, 0.0, np.inf]]]).astype(np.float32)
+        self._level0_rows = (spheres, self.pool.submit(
+            _cluster_positions, self.store.view, self.tri_off.view, clusters, self.wpos,
+            len(self.positions)))
+
     def _farthest_original(self, result: _Simplified) -> float:
-        """The largest distance of an original position to a group's simplified triangles: the
-        positions in contiguous ranges (MEASURE_CHUNK), one a worker, this thread taking the
-        first and any range no worker has started (so that a worker waiting here never waits on
-        a job queued behind it); the maximum is exact whatever the split."""
+        """The largest distance of an original position to a group's simplified triangles
+        (`_farthest_by_cluster`, over the level-0 clusters' positions): the clusters in
+        contiguous ranges of at least MEASURE_CHUNK positions, one a worker, this thread taking
+        the first and any range no worker has started (so that a worker waiting here never waits
+        on a job queued behind it); the maximum is exact whatever the split."""
         wedge = result.new_tris.copy()
         fresh = wedge < 0  # -1 - j: the j-th fresh wedge, at its source's position
         wedge[fresh] = result.fresh_src[-1 - wedge[fresh]]
         tris = np.ascontiguousarray(self.wpos[wedge], np.int32)
-        n = len(self.positions)
-        parts = max(1, min(self.threads, n // MEASURE_CHUNK))
-        cuts = [n * i // parts for i in range(parts + 1)]
-        ranges = [self.positions[a:b] for a, b in itertools.pairwise(cuts)]
-        futures = [self.pool.submit(_farthest, r, self.positions, tris) for r in ranges[1:]]
-        best = _farthest(ranges[0], self.positions, tris)
-        for r, f in zip(ranges[1:], futures, strict=True):
-            best = max(best, _farthest(r, self.positions, tris) if f.cancel() else f.result())
+        spheres, future = self._level0_rows
+        off, ids = future.result()
+        rows = len(off) - 1
+        parts = max(1, min(self.threads, len(self.positions) // MEASURE_CHUNK))
+        cuts = [rows * i // parts for i in range(parts + 1)]
+        args = (self.positions, tris, spheres, off, ids)
+        futures = [self.pool.submit(_farthest_by_cluster, *args, a, b)
+                   for a, b in itertools.pairwise(cuts[1:])]
+        best = _farthest_by_cluster(*args, cuts[0], cuts[1])
+        for (a, b), f in zip(itertools.pairwise(cuts[1:]), futures, strict=True):
+            best = max(best, _farthest_by_cluster(*args, a, b) if f.cancel() else f.result())
         return float(best)
 
     def loses_surface(self, members: np.ndarray, result: _Simplified) -> bool:
@@ -1066,6 +1144,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         ordered, bounds = _level0(np.ascontiguousarray(mesh.triangles, np.int32), order,
                                   offsets, b.wpos, b.positions)
         pending = b.add_clusters(ordered, offsets, bounds, 0, -1, None, 0.0, 0.0)
+        b.level0_positions(len(pending))
         hand_over(b.store.view, b.tri_off.view, 0, b.level.n, b.wpos, b.attrs[:, :3])
         report("cluster", 1, 1)
         report("simplify", 0, work)  # grouping, simplifying and re-splitting, level by level
