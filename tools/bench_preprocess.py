@@ -4,8 +4,8 @@ For each mesh: seconds (median of --runs), triangles per second, the per-stage s
 level against the reference builder's figures, level-0 fill, and peak memory of the build. Each
 mesh is built in a fresh subprocess that first warms the JIT on a tiny mesh and reads the mesh
 from an .npz, so that the peak RSS it reports belongs to the build, not to parsing the file; the
-peak is the largest of each build's own (its peak RSS over the RSS before it, what earlier builds
-freed handed back to the system first: kept by the allocator, it made five builds of igea read
+peak is the first build's own (its peak RSS over the RSS before it, what the warm-up freed handed
+back first: the allocator keeps what a build frees, and the peak over five builds of igea read
 120 MB where one reads 53).
 
 With ``--command`` it times what a user waits for instead: the wall time of the whole
@@ -74,23 +74,25 @@ def trim():  # hand the allocator's freed memory back, so that RSS holds only wh
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
+# the first build's own peak over the RSS before it: the allocator keeps what a build freed
+# (igea's RSS grew 314 -> 383 MB over six builds, none of it live), so the peak over several
+# builds is not one build's; the later builds are timed as they come (not trimmed: handing the
+# memory back would make each of them fault it in again, which the figures never included)
+gc.collect()
+trim()
+reset_peak()
+base = rss_mb()
 runs = []
-peaks = []
-for _ in range(int(sys.argv[2])):
-    # each build's own peak over the RSS before it: the allocator keeps what an earlier build
-    # freed (igea's RSS grew 314 -> 383 MB over six builds untrimmed, none of it live)
-    gc.collect()
-    trim()
-    reset_peak()
-    base = rss_mb()
+for i in range(int(sys.argv[2])):
     seconds = {}
     t = time.perf_counter()
     dag, bvh, packed = build_asset(mesh, cfg, seconds=seconds)
     seconds["total"] = time.perf_counter() - t
     runs.append(seconds)
-    peaks.append(peak_mb() - base)
+    if i == 0:
+        peak = peak_mb() - base
     del dag, bvh
-print(json.dumps({"runs": runs, "peak_mb": max(peaks), "meta": packed.meta}))
+print(json.dumps({"runs": runs, "peak_mb": peak, "meta": packed.meta}))
 """
 
 
