@@ -1316,33 +1316,13 @@ def _edge_sides(out_pt, in_pt):
     for t in range(k):
         for c in range(3):
             n = max(n, in_pt[t, c] + 1)
-    # the output's directed edges by their start, the input's undirected ones by their smaller
-    # end (counting sorts: a position has a handful of each)
-    out_off = np.zeros(n + 1, np.int32)
-    in_off = np.zeros(n + 1, np.int32)
-    for t in range(m):
-        for e in range(3):
-            out_off[out_pt[t, e] + 1] += 1
-    for t in range(k):
-        for e in range(3):
-            in_off[min(in_pt[t, e], in_pt[t, (e + 1) % 3]) + 1] += 1
-    for v in range(n):
-        out_off[v + 1] += out_off[v]
-        in_off[v + 1] += in_off[v]
-    out_end = np.empty(3 * m, np.int32)
-    in_end = np.empty(3 * k, np.int32)
-    cur = out_off[:n].copy()
-    for t in range(m):
-        for e in range(3):
-            a = out_pt[t, e]
-            out_end[cur[a]] = out_pt[t, (e + 1) % 3]
-            cur[a] += 1
-    cur = in_off[:n].copy()
-    for t in range(k):
-        for e in range(3):
-            a = min(in_pt[t, e], in_pt[t, (e + 1) % 3])
-            in_end[cur[a]] = max(in_pt[t, e], in_pt[t, (e + 1) % 3])
-            cur[a] += 1
+    out_off = np.empty(n + 1, np.int32)  # the triangles around each position, both sides'
+    out_adj = np.empty(3 * m, np.int32)
+    in_off = np.empty(n + 1, np.int32)
+    in_adj = np.empty(3 * k, np.int32)
+    cur = np.empty(n, np.int32)
+    _build_fans(out_pt, m, n, out_off, out_adj, cur)
+    _build_fans(in_pt, k, n, in_off, in_adj, cur)
     here = np.zeros((m, 3), np.bool_)
     for t in range(m):
         for e in range(3):
@@ -1353,12 +1333,13 @@ def _edge_sides(out_pt, in_pt):
                 continue
             found = False  # the reverse edge b -> a: the other side samples it
             for i in range(out_off[b], out_off[b + 1]):
-                if out_end[i] == a:
+                t2 = out_adj[i]
+                if out_pt[t2, (_corner(out_pt, t2, b) + 1) % 3] == a:
                     found = True
                     break
-            if not found:  # an input edge {b, a} (b < a) lies on the input
+            if not found:  # an input edge {b, a} lies on the input
                 for i in range(in_off[b], in_off[b + 1]):
-                    if in_end[i] == a:
+                    if _corner(in_pt, in_adj[i], a) >= 0:
                         found = True
                         break
             here[t, e] = not found
