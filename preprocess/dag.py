@@ -22,10 +22,11 @@ order as soon as it is in. Results do not depend on the number of threads.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -1135,7 +1136,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
     level = 0
     work = 2 * mesh.triangle_count  # for the progress bar: each level halves the last
     done_tris = 0
-    with ThreadPoolExecutor(max_workers=threads) as pool:
+    with _stopping_pool(threads) as pool:
         b = _Builder(mesh, cfg, pool, threads)
         report("cluster", 0, 1)
         order, offsets = build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position,
@@ -1203,6 +1204,7 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         # and creases only while it is over the coarsest level's target
         none_locked = np.zeros(len(b.positions), bool)
         while len(pending) == 1 and b.cluster_sizes(pending)[0] > cfg.min_root_triangles:
+            report("simplify", min(done_tris, work), work)  # where a caller may stop the build
             over = int(b.cluster_sizes(pending)[0]) > coarsest
             res = b.simplify_group(pending, none_locked, over, True)
             if res is None or len(res.offsets) != 2:  # stuck, or not one cluster
@@ -1216,6 +1218,20 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
     b.add_group(pending, level, ROOT_ERROR)
     report("simplify", work, work)
     return _finish(b, mesh)
+
+
+@contextlib.contextmanager
+def _stopping_pool(threads: int) -> Iterator[ThreadPoolExecutor]:
+    """A thread pool that, left by an exception (an error, or a progress callback stopping the
+    build), drops the groups still queued instead of simplifying them all first."""
+    pool = ThreadPoolExecutor(max_workers=threads)
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown()
 
 
 def _finish(b: _Builder, mesh: Mesh) -> LodDag:

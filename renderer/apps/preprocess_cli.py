@@ -11,9 +11,15 @@ first second of a build that is often Python code that native code called: a cty
 llvmlite (numba loading or compiling a kernel) prints "Exception ignored" and carries on, so the
 build finished and wrote its file; numba's `_numba_unpickle`, called by a compiled kernel, gave a
 SystemError or a segmentation fault; a C extension being imported turned it into an ImportError.
-Here the handler records the signal and raises only outside such callbacks; every progress report
-of the build, up to the one just before the final rename, raises for a recorded signal, and an
-error that follows a signal is reported as the interrupt. Only what Python does before `main` runs
+And an exception raised in library code between taking a lock and entering the `with` that
+would release it leaks the lock: numba's compiler lock (a Python `__enter__` around an RLock)
+was left held by the main thread, a worker loading its first kernel waited on it forever, and
+the interrupted build never exited (1 in ~250 signals at a random moment; CI saw it twice).
+Here the handler records the signal and raises only at a safe point: where the main thread runs
+our own code, called by our own code (or the entry point). Elsewhere the signal waits for the
+next check: every progress report of the build, up to the one just before the final rename,
+raises for a recorded signal (a few milliseconds apart in a warm build), and an error that
+follows a signal is reported as the interrupt. Only what Python does before `main` runs
 (about 30 ms: the interpreter, `site`, this module's few imports) is outside; the heavy imports
 (numpy, numba, the builder) happen inside `main`.
 """
@@ -88,7 +94,7 @@ class StopSignals:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is None:
             self.signum = signum
-        if not self.holding and not _in_native_callback(frame):
+        if not self.holding and _safe_to_raise(frame):
             raise KeyboardInterrupt
 
     def check(self) -> None:
@@ -113,23 +119,28 @@ class StopSignals:
         return EXIT_SIGINT
 
 
-def _in_native_callback(frame: FrameType | None) -> bool:
-    """Whether the main thread runs Python that native code called and would not expect to
-    raise: llvmlite (its ctypes callbacks swallow the exception) or numba's `_numba_unpickle`
-    (compiled kernels call it; an exception there crashed the process). Deferred to the next
-    progress report, a few milliseconds away in a warm build."""
-    roots = []
-    llvmlite = sys.modules.get("llvmlite")
-    if llvmlite is not None and llvmlite.__file__:
-        roots.append(os.path.dirname(llvmlite.__file__))
-    serialize = sys.modules.get("numba.core.serialize")
-    if serialize is not None and serialize.__file__:
-        roots.append(serialize.__file__)
-    while roots and frame is not None:
-        if frame.f_code.co_filename.startswith(tuple(roots)):
-            return True
+# our own packages: code that takes no lock and is never called back by native code
+_OURS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), name) + os.sep for name in ("renderer", "preprocess", "assets"))
+
+
+def _safe_to_raise(frame: FrameType | None) -> bool:
+    """Whether a KeyboardInterrupt may be raised in `frame` (where the signal found the main
+    thread): our own code, and above it only our own code and then the entry point (a console
+    script, `python -m` or `-c`, a test calling `main`). Not library code, which may have taken a
+    lock whose `with` it has not entered yet (numba's compiler lock, `threading.Condition`,
+    tqdm's lock: leaked, a worker waits on it forever), and not our code that a library called
+    back (an llvmlite ctypes callback swallows the exception and the build writes its file;
+    numba's `_numba_unpickle` raising crashed the process)."""
+    if frame is None or not frame.f_code.co_filename.startswith(_OURS):
+        return False
+    while frame is not None and frame.f_code.co_filename.startswith(_OURS):
         frame = frame.f_back
-    return False
+    while frame is not None:  # the entry point: no code of ours above it
+        if frame.f_code.co_filename.startswith(_OURS):
+            return False
+        frame = frame.f_back
+    return True
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -21,6 +21,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -251,6 +252,41 @@ def test_a_signal_at_any_moment_ends_in_one_line_and_nothing_written(sig, when, 
     assert proc.returncode == (130 if sig == "SIGINT" else 143), err
     assert _lines(err) == [INTERRUPTED if sig == "SIGINT" else TERMINATED], err
     assert _left(tmp_path) == []
+
+
+def _signal_in(*files: str) -> None:
+    """SIGINT sent from code compiled as if it were in files[-1], called through frames of the
+    files before it (files[0] called from here): Python runs the handler in that innermost
+    frame, as for a signal arriving while the main thread is there."""
+    scope = {"signal": signal}
+    call = "signal.raise_signal(signal.SIGINT)"
+    for i, name in enumerate(reversed(files)):
+        exec(compile(f"def f{i}():\n    {call}\n", name, "exec"), scope)
+        call = f"f{i}()"
+    eval(call, scope)
+
+
+def test_a_signal_raises_at_once_only_in_our_own_code(monkeypatch):
+    """Library code may have taken a lock whose `with` it has not entered yet (numba's compiler
+    lock leaked so, a worker waited on it forever, the stopped build never exited): there the
+    signal is only recorded and raised at the next check (`StopSignals.check`, every progress
+    report); in our own code, called by our own code, it raises where it lands."""
+    ours = preprocess.build.__file__
+    library = threading.__file__
+    monkeypatch.setattr(signal, "getsignal", lambda s: signal.SIG_DFL)  # a pytest run in the
+    # background ignores SIGINT, which StopSignals would honour; here it is taken as from a tty
+    with preprocess_cli.StopSignals() as stop:
+        with pytest.raises(KeyboardInterrupt):
+            _signal_in(ours, ours)
+    for where in ([library], [ours, library], [ours, library, ours]):  # last: a callback
+        with preprocess_cli.StopSignals() as stop:
+            try:
+                _signal_in(*where)
+            except KeyboardInterrupt:  # (not let through: it would stop the whole test run)
+                pytest.fail(f"raised at once in {where}")
+            assert stop.signum == signal.SIGINT, where
+            with pytest.raises(KeyboardInterrupt):
+                stop.check()
 
 
 def test_a_killed_writers_temporary_file_goes_with_the_next_write(tmp_path, capsys):
