@@ -14,8 +14,16 @@ write), on igea and on the 1M-triangle geodesic sphere written to a temporary OB
 file, median of --runs after one warm-up run (numba caches warm), beside the reference builder's
 build seconds; the issue's target is a ratio of at most 1.5.
 
+With ``--reference BIN`` (the reference builder's timing harness, `tools/reference/build.sh`
+builds it from a meshoptimizer checkout) it also runs the reference on each mesh, just before
+and just after our builds, and quotes the ratio to the reference's median of those runs: measured
+side by side, in the same minutes, where the published figures were measured on another day (the
+second core matters to us and not to the one-thread reference: a neighbour on this shared machine
+slows us more than it).
+
     python tools/bench_preprocess.py                 # bunny, igea, sphere 1M, sphere 4M
     python tools/bench_preprocess.py --only bunny igea --runs 3
+    python tools/bench_preprocess.py --reference tools/reference/clusterlod_bench --runs 7
     python tools/bench_preprocess.py --command --runs 5
 """
 
@@ -109,6 +117,25 @@ def load(name: str):
     if name == "sphere-4M":
         return geodesic_sphere(448)
     raise SystemExit(f"unknown mesh {name}")
+
+
+def mesh_file(name: str, folder: Path) -> Path:
+    """An OBJ of the mesh for the reference harness (the spheres written into `folder`)."""
+    if name == "bunny":
+        return SHARED / "stanford-bunny.obj"
+    if name == "igea":
+        return SHARED / "igea.obj"
+    path = folder / f"{name}.obj"
+    write_sphere(path, {"sphere-1M": 224, "sphere-4M": 448}[name])
+    return path
+
+
+def run_reference(binary: str, mesh: Path, runs: int) -> dict:
+    out = subprocess.run([binary, str(mesh), str(runs)], capture_output=True, text=True,
+                         check=False)
+    if out.returncode:
+        raise SystemExit(f"{binary} {mesh.name}: failed: {out.stderr.strip()}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def bench(name: str, runs: int, threads: int) -> dict:
@@ -217,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=3, help="builds per mesh; the median is quoted")
     p.add_argument("--threads", type=int, default=0, help="worker threads (0: one per core)")
     p.add_argument("--json", help="write the figures to this file")
+    p.add_argument("--reference", metavar="BIN",
+                   help="the reference builder's harness (tools/reference/build.sh): run it on "
+                        "each mesh beside our builds and quote the ratio to it")
     p.add_argument("--command", action="store_true",
                    help="time the whole `preprocess` command on igea and a 1M-triangle sphere file")
     p.add_argument("--sphere-format", choices=("obj", "ply"), default="obj",
@@ -226,14 +256,28 @@ def main(argv: list[str] | None = None) -> int:
         return command_bench(args.runs, args.sphere_format, args.json)
     print(f"preprocess benchmark, {os.cpu_count()} cores, threads={args.threads or 'all'}, "
           f"median of {args.runs}; {time.strftime('%Y-%m-%d')}")
+    if args.reference:
+        print("ref s, ratio and ref clusters: the reference run here, before and after our "
+              "builds (median of its runs); the published figures beside them as pub s, pub x")
     header = (f"{'mesh':<10} {'tris':>10} {'s':>7} {'ref s':>6} {'ratio':>6} {'Mtri/s':>7} "
               f"{'clusters':>9} {'ref':>6} {'L0':>6} {'fill':>6} {'levels':>6} "
               f"{'peak MB':>8} {'MB/Mtri':>8}  stages (s)")
     print(header)
     results = {}
     for name in args.only:
-        r = bench(name, args.runs, args.threads)
-        ref = REFERENCE[name]
+        ref = dict(REFERENCE[name])
+        with tempfile.TemporaryDirectory() as tmp:
+            obj = mesh_file(name, Path(tmp)) if args.reference else None
+            here = [run_reference(args.reference, obj, args.runs)] if obj else []
+            r = bench(name, args.runs, args.threads)
+            if obj:
+                here.append(run_reference(args.reference, obj, args.runs))
+        if here:
+            ref = {"published": ref["seconds"], "published_clusters": ref["clusters"],
+                   "seconds": float(np.median([t for h in here for t in h["runs"]])),
+                   "runs": [t for h in here for t in h["runs"]], "clusters": here[0]["clusters"],
+                   "level0": here[0]["level0"], "levels": here[0]["levels"],
+                   "version": here[0]["version"]}
         total = float(np.median([x["total"] for x in r["runs"]]))
         stages = {k: float(np.median([x.get(k, 0.0) for x in r["runs"]]))
                   for k in r["runs"][0] if k != "total"}
@@ -244,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{ref['clusters']:>6,} {meta['clusters_per_level'][0]:>6,} "
               f"{100 * meta['level0_fill']:>5.1f}% {meta['levels']:>6} {r['peak_mb']:>8.0f} "
               f"{r['peak_mb'] / mtri:>8.0f}  "
-              + " ".join(f"{k} {v:.3f}" for k, v in stages.items()))
+              + " ".join(f"{k} {v:.3f}" for k, v in stages.items())
+              + (f"  pub s {ref['published']:.3f}, pub x {total / ref['published']:.2f}"
+                 if here else ""))
         results[name] = {"triangles": r["triangles"], "seconds": total, "stages": stages,
                          "reference": ref, "clusters": meta["clusters"],
                          "level0_clusters": meta["clusters_per_level"][0],
