@@ -559,7 +559,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="custom run: brute-force frames measured (3; they are slow)")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
-    return args.func(args)
+    if args.func is run_build:
+        return args.func(args)  # its own Ctrl-C handling (preprocess_cli.StopSignals)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, 128 + SIGINT, as `preprocess` ends
+        exec("")  # CPython would end the process by SIGINT instead (StopSignals.report)
+        print("tessera: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -80,6 +80,34 @@ def test_render_of_a_frame_cut_short_writes_nothing(sphere_tess, tmp_path, capsy
         assert code == 0 and png.exists(), err
 
 
+@pytest.mark.gpu
+def test_ctrl_c_during_a_run_is_one_line_and_130(sphere_tess, tmp_path):
+    """SIGINT while `tessera bench` draws its frames (a run far longer than the test waits):
+    `tessera: interrupted`, exit status 130, no traceback (Python's own ending printed one from
+    wherever the main thread was, and ended the process by SIGINT)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(tessera_cli.__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "renderer.apps.cli", "bench", str(sphere_tess), "--scene",
+         "orbit", "--instances", "4", "--frames", "100000", "--no-brute", "--size", "64x64"],
+        cwd=root, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+    for line in proc.stdout:  # the frames have begun once the scene line is out
+        if line.startswith("scene"):
+            break
+    assert proc.poll() is None, "finished before the signal"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1:] == ["tessera: interrupted"] and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("args, message", [
     # `render` opens the device before it looks for the file
     pytest.param(["render", "missing.tess"], "no such file", marks=pytest.mark.gpu),
