@@ -9,6 +9,9 @@
 set -e
 MESHOPT=${1:?usage: build.sh MESHOPTIMIZER_CHECKOUT [CLUSTERLOD_H]}
 CLUSTERLOD=${2:-$MESHOPT/demo/clusterlod.h}
+for f in "$MESHOPT/src/meshoptimizer.h" "$CLUSTERLOD"; do
+    [ -f "$f" ] || { echo "build.sh: $f not found (a meshoptimizer checkout with demo/clusterlod.h?)" >&2; exit 2; }
+done
 HERE=$(cd "$(dirname "$0")" && pwd)
 INC=$(mktemp -d)
 trap 'rm -rf "$INC"' EXIT
