@@ -14,14 +14,15 @@ SystemError or a segmentation fault; a C extension being imported turned it into
 And an exception raised in library code between taking a lock and entering the `with` that
 would release it leaks the lock: numba's compiler lock (a Python `__enter__` around an RLock)
 was left held by the main thread, a worker loading its first kernel waited on it forever, and
-the interrupted build never exited (1 in ~250 signals at a random moment; CI saw it twice).
-Here the handler records the signal and raises only at a safe point: where the main thread runs
-our own code, called by our own code (or the entry point). Elsewhere the signal waits for the
-next check: every progress report of the build, up to the one just before the final rename,
-raises for a recorded signal (a few milliseconds apart in a warm build), and an error that
-follows a signal is reported as the interrupt. Only what Python does before `main` runs
-(about 30 ms: the interpreter, `site`, this module's few imports) is outside; the heavy imports
-(numpy, numba, the builder) happen inside `main`.
+the interrupted build never exited (1 in ~500 signals at a random moment; CI saw it twice).
+Here the handler records the signal and raises only at a safe point: where no frame of the main
+thread belongs to such a module (`_HELD`: numba, llvmlite, threading, concurrent.futures, the
+import machinery, ...). Otherwise the signal waits for the next check: every progress report
+of the build, up to the one just before the final rename, raises for a recorded signal (a few
+milliseconds apart in a warm build), and an error that follows a signal is reported as the
+interrupt. Only what Python does before `main` runs (about 30 ms: the interpreter, `site`, this
+module's few imports) is outside; the heavy imports (numpy, numba, the builder) happen inside
+`main`.
 """
 
 from __future__ import annotations
@@ -119,25 +120,35 @@ class StopSignals:
         return EXIT_SIGINT
 
 
-# our own packages: code that takes no lock and is never called back by native code
-_OURS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), name) + os.sep for name in ("renderer", "preprocess", "assets"))
+# where a KeyboardInterrupt must not be raised (`_safe_to_raise`): modules that take locks in
+# Python code or are called back by native code, and the import machinery
+_HELD = ("numba", "llvmlite", "tqdm", "concurrent.futures", "logging", "threading", "queue",
+         "contextlib")
+
+
+def _held_roots() -> tuple[str, ...]:
+    roots = ["<frozen importlib"]  # the import machinery: its module locks
+    for name in _HELD:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path:  # a package: its folder; a module: its file
+            roots.append(os.path.dirname(path) + os.sep if path.endswith("__init__.py")
+                         else path)
+    return tuple(roots)
 
 
 def _safe_to_raise(frame: FrameType | None) -> bool:
-    """Whether a KeyboardInterrupt may be raised in `frame` (where the signal found the main
-    thread): our own code, and above it only our own code and then the entry point (a console
-    script, `python -m` or `-c`, a test calling `main`). Not library code, which may have taken a
-    lock whose `with` it has not entered yet (numba's compiler lock, `threading.Condition`,
-    tqdm's lock: leaked, a worker waits on it forever), and not our code that a library called
-    back (an llvmlite ctypes callback swallows the exception and the build writes its file;
-    numba's `_numba_unpickle` raising crashed the process)."""
-    if frame is None or not frame.f_code.co_filename.startswith(_OURS):
-        return False
-    while frame is not None and frame.f_code.co_filename.startswith(_OURS):
-        frame = frame.f_back
-    while frame is not None:  # the entry point: no code of ours above it
-        if frame.f_code.co_filename.startswith(_OURS):
+    """Whether a KeyboardInterrupt may be raised where the signal found the main thread: not
+    while any frame on its stack belongs to a module of `_HELD`. Those take locks in Python code,
+    where an exception between taking one and entering the `with` that releases it leaks it
+    (numba's compiler lock, `threading.Condition` under every `Future.result`, tqdm's lock, an
+    import's module lock: a worker then waits forever), or are called back by native code
+    (an llvmlite ctypes callback swallows the exception and the build wrote its file; numba's
+    `_numba_unpickle` raising crashed the process). Elsewhere (our code, numpy's, the
+    loaders') it raises at once, as Python's own handler would."""
+    roots = _held_roots()
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(roots):
             return False
         frame = frame.f_back
     return True

@@ -266,19 +266,27 @@ def _signal_in(*files: str) -> None:
     eval(call, scope)
 
 
-def test_a_signal_raises_at_once_only_in_our_own_code(monkeypatch):
-    """Library code may have taken a lock whose `with` it has not entered yet (numba's compiler
-    lock leaked so, a worker waited on it forever, the stopped build never exited): there the
-    signal is only recorded and raised at the next check (`StopSignals.check`, every progress
-    report); in our own code, called by our own code, it raises where it lands."""
+def test_a_signal_waits_while_the_main_thread_is_where_locks_are_taken(monkeypatch):
+    """Code that takes locks in Python may have taken one and not yet entered the `with` that
+    releases it (numba's compiler lock leaked so, a worker waited on it forever, the stopped
+    build never exited): while any frame of the main thread is in such a module (numba,
+    threading, the import machinery, ..., `preprocess_cli._HELD`), the signal is only recorded
+    and raised at the next check (`StopSignals.check`, every progress report); elsewhere (our
+    code, numpy's) it raises where it lands, at once."""
+    import contextlib
+
+    import numba.core.compiler_lock
+
     ours = preprocess.build.__file__
-    library = threading.__file__
     monkeypatch.setattr(signal, "getsignal", lambda s: signal.SIG_DFL)  # a pytest run in the
     # background ignores SIGINT, which StopSignals would honour; here it is taken as from a tty
-    with preprocess_cli.StopSignals() as stop:
-        with pytest.raises(KeyboardInterrupt):
-            _signal_in(ours, ours)
-    for where in ([library], [ours, library], [ours, library, ours]):  # last: a callback
+    for where in ([ours, ours], [ours, np.__file__]):
+        with preprocess_cli.StopSignals():
+            with pytest.raises(KeyboardInterrupt):
+                _signal_in(*where)
+    held = [threading.__file__, numba.core.compiler_lock.__file__, contextlib.__file__,
+            "<frozen importlib._bootstrap>"]
+    for where in ([held[0]], [ours, held[1]], [ours, held[2], ours], [ours, held[3], ours]):
         with preprocess_cli.StopSignals() as stop:
             try:
                 _signal_in(*where)
