@@ -252,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sphere-format", choices=("obj", "ply"), default="obj",
                    help="--command: the sphere file's format (default: obj)")
     args = p.parse_args(argv)
+    if args.command and args.reference:
+        p.error("--reference times the build beside ours; --command times the whole command")
+    if args.reference and not os.access(args.reference, os.X_OK):
+        p.error(f"--reference {args.reference}: not an executable (tools/reference/build.sh "
+                "builds it)")
     if args.command:
         return command_bench(args.runs, args.sphere_format, args.json)
     print(f"preprocess benchmark, {os.cpu_count()} cores, threads={args.threads or 'all'}, "
