@@ -51,6 +51,12 @@ REFERENCE = {
     "sphere-4M": {"seconds": 8.044, "clusters": 65697, "level0": 31567},
 }
 
+# each mesh: its file, or the subdivision of the geodesic sphere (20 n^2 triangles)
+MESHES: dict[str, Path | int] = {
+    "bunny": SHARED / "stanford-bunny.obj", "igea": SHARED / "igea.obj",
+    "sphere-1M": 224, "sphere-4M": 448,
+}
+
 CHILD = r"""
 import ctypes, gc, json, resource, sys, time
 import numpy as np
@@ -108,25 +114,17 @@ def load(name: str):
     from assets.shapes import geodesic_sphere
     from preprocess.load import load_mesh
 
-    if name == "bunny":
-        return load_mesh(SHARED / "stanford-bunny.obj")
-    if name == "igea":
-        return load_mesh(SHARED / "igea.obj")
-    if name == "sphere-1M":
-        return geodesic_sphere(224)
-    if name == "sphere-4M":
-        return geodesic_sphere(448)
-    raise SystemExit(f"unknown mesh {name}")
+    source = MESHES[name]
+    return load_mesh(source) if isinstance(source, Path) else geodesic_sphere(source)
 
 
 def mesh_file(name: str, folder: Path) -> Path:
     """An OBJ of the mesh for the reference harness (the spheres written into `folder`)."""
-    if name == "bunny":
-        return SHARED / "stanford-bunny.obj"
-    if name == "igea":
-        return SHARED / "igea.obj"
+    source = MESHES[name]
+    if isinstance(source, Path):
+        return source
     path = folder / f"{name}.obj"
-    write_sphere(path, {"sphere-1M": 224, "sphere-4M": 448}[name])
+    write_sphere(path, source)
     return path
 
 
@@ -217,9 +215,9 @@ def command_bench(runs: int, sphere_format: str, json_path: str | None) -> int:
           "the warm-up's own stage split")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        files = {"igea": (SHARED / "igea.obj", 268_686)}
+        files = {"igea": (MESHES["igea"], 268_686)}
         sphere = Path(tmp) / f"sphere-1M.{sphere_format}"
-        files["sphere-1M"] = (sphere, write_sphere(sphere))
+        files["sphere-1M"] = (sphere, write_sphere(sphere, MESHES["sphere-1M"]))
         for name in COMMAND_MESHES:
             path, tris = files[name]
             if not path.exists():
@@ -278,9 +276,10 @@ def main(argv: list[str] | None = None) -> int:
             if obj:
                 here.append(run_reference(args.reference, obj, args.runs))
         if here:
+            times = [t for h in here for t in h["runs"]]
             ref = {"published": ref["seconds"], "published_clusters": ref["clusters"],
-                   "seconds": float(np.median([t for h in here for t in h["runs"]])),
-                   "runs": [t for h in here for t in h["runs"]], "clusters": here[0]["clusters"],
+                   "seconds": float(np.median(times)), "runs": times,
+                   "clusters": here[0]["clusters"],
                    "level0": here[0]["level0"], "levels": here[0]["levels"],
                    "version": here[0]["version"]}
         total = float(np.median([x["total"] for x in r["runs"]]))
