@@ -16,7 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from preprocess.config import UP_AXES
-from renderer.apps.preprocess_cli import add_build_options, one_line_warnings, run_build
+from renderer.apps.preprocess_cli import (
+    EXIT_SIGINT,
+    add_build_options,
+    one_line_warnings,
+    run_build,
+    stopped,
+)
 from renderer.limits import MAX_FOV, MAX_IMAGE_SIZE, MAX_WORLD, MIN_FOV
 from renderer.options import DEBUG_VIEWS, TRAVERSALS
 from renderer.results import INCOMPLETE
@@ -435,7 +441,7 @@ def cmd_view(args: argparse.Namespace) -> int:
         print(f"tessera: error: cannot open a window: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Viewer.run() has cancelled any preprocessing
-        return 130
+        return EXIT_SIGINT
     if args.frames and viewer.app.error is not None:  # already printed by the viewer
         return 2
     if args.screenshot:
@@ -564,9 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except KeyboardInterrupt:  # Ctrl-C: one line, 128 + SIGINT, as `preprocess` ends
-        exec("")  # CPython would end the process by SIGINT instead (StopSignals.report)
-        print("tessera: interrupted", file=sys.stderr)
-        return 130
+        return stopped("tessera: interrupted", EXIT_SIGINT)
 
 
 if __name__ == "__main__":

@@ -109,15 +109,19 @@ class StopSignals:
     def report(self) -> int:
         """Print the one line for a stop and return the exit status."""
         self.holding = True  # a second Ctrl-C while this prints changes nothing
-        # CPython (`python -m`) remembers a KeyboardInterrupt that left code run by exec() of a
-        # string (numba's and dataclasses' generated code), caught or not, and at exit kills
-        # the process with SIGINT instead of returning our status; one more exec() forgets it
-        exec("")
         if self.signum == signal.SIGTERM:
-            print("preprocess: terminated; nothing written", file=sys.stderr)
-            return EXIT_SIGTERM
-        print("preprocess: interrupted; nothing written", file=sys.stderr)
-        return EXIT_SIGINT
+            return stopped("preprocess: terminated; nothing written", EXIT_SIGTERM)
+        return stopped("preprocess: interrupted; nothing written", EXIT_SIGINT)
+
+
+def stopped(line: str, status: int) -> int:
+    """Print the one line of a command a signal stopped and return its exit status."""
+    # CPython (`python -m`) remembers a KeyboardInterrupt that left code run by exec() of a
+    # string (numba's and dataclasses' generated code), caught or not, and at exit kills the
+    # process with SIGINT instead of returning our status; one more exec() forgets it
+    exec("")
+    print(line, file=sys.stderr)
+    return status
 
 
 # where a KeyboardInterrupt must not be raised (`_safe_to_raise`): modules that take locks in

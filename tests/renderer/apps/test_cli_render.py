@@ -5,6 +5,11 @@ here: the files written, the statistics printed, and one-line errors with exit s
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -85,12 +90,6 @@ def test_ctrl_c_during_a_run_is_one_line_and_130(sphere_tess, tmp_path):
     """SIGINT while `tessera bench` draws its frames (a run far longer than the test waits):
     `tessera: interrupted`, exit status 130, no traceback (Python's own ending printed one from
     wherever the main thread was, and ended the process by SIGINT)."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
-
     root = Path(tessera_cli.__file__).resolve().parents[2]
     proc = subprocess.Popen(
         [sys.executable, "-m", "renderer.apps.cli", "bench", str(sphere_tess), "--scene",
