@@ -18,7 +18,9 @@ import numpy as np
 from preprocess.config import UP_AXES
 from renderer.apps.preprocess_cli import (
     EXIT_SIGINT,
+    StopSignals,
     add_build_options,
+    end_quietly,
     one_line_warnings,
     run_build,
     stopped,
@@ -485,7 +487,10 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                    help="streaming: MB of pages uploaded per frame at most (16)")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
+    """The command; returns its exit status. ending: the process exits right after
+    (`command`): a signal once the work is done ends it at once with that status
+    (`preprocess_cli.end_quietly`), not with a traceback from the interpreter's exit."""
     one_line_warnings("tessera")
     parser = _Parser(prog="tessera", description="Tessera: virtualized geometry for Python "
                      "(cluster LOD, GPU culling and rasterization).")
@@ -565,13 +570,24 @@ def main(argv: list[str] | None = None) -> int:
                    help="custom run: brute-force frames measured (3; they are slow)")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
-    if args.func is run_build:
-        return args.func(args)  # its own Ctrl-C handling (preprocess_cli.StopSignals)
+    if args.func is run_build:  # its own Ctrl-C handling
+        with StopSignals() as stop:
+            status = run_build(args, stop=stop)
+            if ending:
+                stop.end_with(status)
+            return status
     try:
-        return args.func(args)
+        status = args.func(args)
+        return end_quietly(status) if ending else status
     except KeyboardInterrupt:  # Ctrl-C: one line, 128 + SIGINT, as `preprocess` ends
-        return stopped("tessera: interrupted", EXIT_SIGINT)
+        status = stopped("tessera: interrupted", EXIT_SIGINT)
+        return end_quietly(status) if ending else status
+
+
+def command() -> int:
+    """The `tessera` program (its console script, `python -m`)."""
+    return main(ending=True)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command())

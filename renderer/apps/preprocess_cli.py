@@ -4,7 +4,9 @@ What the user can cause ends in one line on stderr and nothing left behind, neve
 a missing or broken mesh, bad options, an output that cannot be written (checked before the build
 where it can be: a folder, a missing folder, no permission; a full disk during the write), a
 failed --verify: `preprocess: error: ...`, exit status 2. SIGINT (Ctrl-C) and SIGTERM at any
-moment: `preprocess: interrupted; nothing written`, 130, or `... terminated ...`, 143.
+moment: `preprocess: interrupted; nothing written`, 130, or `... terminated ...`, 143; from the
+moment the file is complete (its rename) the status is 0 whatever comes, the interpreter's exit
+included (`end_quietly`).
 
 Signals. Python's own handler raises KeyboardInterrupt wherever the main thread is, and in the
 first second of a build that is often Python code that native code called: a ctypes callback of
@@ -28,6 +30,7 @@ module's few imports) is outside; the heavy imports (numpy, numba, the builder) 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import signal
 import sys
@@ -64,6 +67,7 @@ class StopSignals:
         self.holding = False  # True once the work must not be cut short any more
         self._saved: dict[int, object] = {}
         self._unraisable: object = None
+        self._ending: int | None = None  # `end_with`'s status
 
     def __enter__(self) -> StopSignals:
         for s in (signal.SIGINT, signal.SIGTERM):
@@ -78,8 +82,11 @@ class StopSignals:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for s, handler in self._saved.items():
-            signal.signal(s, handler)
+        if self._saved and self._ending is not None:
+            end_quietly(self._ending)  # straight from ours: never Python's handler in between
+        else:
+            for s, handler in self._saved.items():
+                signal.signal(s, handler)
         self._saved.clear()
         if self._unraisable is not None:
             sys.unraisablehook = self._unraisable
@@ -106,12 +113,54 @@ class StopSignals:
     def hold(self) -> None:
         self.holding = True
 
+    def end_with(self, status: int) -> None:
+        """The process ends with `status` once the block is left (a program's last step): from
+        now on a signal is only recorded, and after the block it ends the process at once with
+        that status (`end_quietly`) instead of Python's handler taking over again. Without it,
+        a Ctrl-C while the interpreter exits (tens of milliseconds: threads joined, modules
+        torn down) printed a KeyboardInterrupt traceback or killed the process by SIGINT, the
+        complete file in place."""
+        self.holding = True
+        self._ending = status
+
     def report(self) -> int:
         """Print the one line for a stop and return the exit status."""
         self.holding = True  # a second Ctrl-C while this prints changes nothing
         if self.signum == signal.SIGTERM:
             return stopped("preprocess: terminated; nothing written", EXIT_SIGTERM)
         return stopped("preprocess: interrupted; nothing written", EXIT_SIGINT)
+
+
+def end_quietly(status: int) -> int:
+    """Until the process exits, SIGINT and SIGTERM (unless ignored) do not change how it ends:
+    for a program whose work is done and whose status is decided (the console scripts and
+    `python -m`, after their main), so that a signal during the interpreter's exit neither
+    prints a traceback nor turns the status into death by the signal. Until the exit handlers
+    run (the worker threads joined), a signal ends the process at once with `status`; from then
+    on (modules torn down, the native libraries' destructors: Python puts a handler of its own
+    back to the default, which kills, but leaves an ignored signal ignored) it is ignored.
+    Returns `status`."""
+    for s in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(s) is not signal.SIG_IGN:
+            signal.signal(s, _ender(status))
+    atexit.register(_ignore_stops)
+    return status
+
+
+def _ignore_stops() -> None:
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)
+
+
+def _ender(status: int) -> Callable[[int, FrameType | None], NoReturn]:
+    def end(signum: int, frame: FrameType | None) -> NoReturn:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # closed, or a broken pipe: nothing more to say
+                pass
+        os._exit(status)
+    return end
 
 
 def stopped(line: str, status: int) -> int:
@@ -269,7 +318,9 @@ def run_build(args: argparse.Namespace, *, stop: StopSignals | None = None) -> i
 def _stoppable(stop: StopSignals, work: Callable[[], int]) -> int:
     """work(), its stop by a signal (`stop` active) made one line and the exit status."""
     try:
-        return work()
+        status = work()
+        stop.hold()  # done: what the status says stands
+        return status
     except KeyboardInterrupt:
         return stop.report()
     except Exception:
@@ -445,11 +496,21 @@ def fail(message: str) -> int:
     return EXIT_ERROR
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
+    """The command; returns its exit status. ending: the process exits right after (`command`):
+    a signal from the end of the work on ends it at once with that status (`end_with`)."""
     # the signals first: everything after, imports included, ends in one line when stopped
     one_line_warnings("preprocess")
     with StopSignals() as stop:
-        return _stoppable(stop, lambda: _main(argv, stop))
+        status = _stoppable(stop, lambda: _main(argv, stop))
+        if ending:
+            stop.end_with(status)
+        return status
+
+
+def command() -> int:
+    """The `preprocess` program (its console script, `python -m`)."""
+    return main(ending=True)
 
 
 def _main(argv: list[str] | None, stop: StopSignals) -> int:
@@ -465,4 +526,4 @@ def _main(argv: list[str] | None, stop: StopSignals) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command())
