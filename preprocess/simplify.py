@@ -1606,10 +1606,12 @@ def _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist, 
 # seeds above, since their maximum is the error itself (times preprocess.dag.SAMPLED_FACTOR);
 # then the triangles whose samples come within _REFINE_NEAR of the maximum are sampled again (at
 # most _REFINE_TRIANGLES of them, those nearest it) at the barycentric points of a 10-step grid
+# but its corners (input vertices: at distance 0, on an edge for the shading term, and never
+# walked to the original, each the original vertex it is)
 _REFINE_NEAR = 0.7
 _REFINE_TRIANGLES = 32
 _REFINE_WEIGHTS = np.array([(i / 9, j / 9, (9 - i - j) / 9) for i in range(10)
-                            for j in range(10 - i)], np.float64)
+                            for j in range(10 - i) if max(i, j, 9 - i - j) < 9], np.float64)
 # a moved triangle longer than the builder's spacing (a few of the original's edges) is also
 # sampled on a barycentric grid of at most this many steps whose points lie at most that far
 # apart: at coarse levels one triangle stands for thousands of original ones, and the distance
