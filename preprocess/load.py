@@ -1315,6 +1315,10 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
         from preprocess.readers import check_text
 
         check_text(p, label, file_type.upper())  # a binary file: trimesh's error says nothing
+    if file_type == "obj":
+        from preprocess.readers import warn_face_lines
+
+        warn_face_lines(p.read_bytes(), label)
     with _quiet():
         if file_type == "obj" and _obj_has_zero_index(p):
             raise MeshError(f"{label}: face index 0 out of range (OBJ indices start at 1)")

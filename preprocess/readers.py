@@ -16,7 +16,9 @@ reproduced, not fixed:
 - Polygons: a group whose face lines all have the same corner count is triangulated like
   ``Trimesh.faces`` (quads: every first half, then every second half; larger: fans); a group with
   mixed counts per line (quads: (0 1 2)(2 3 0); larger: fans).
-- ``vt``/``vn`` indices out of range silently drop the uvs/normals of that geometry.
+- ``vt``/``vn`` indices out of range drop the uvs/normals of that geometry, and face lines of
+  fewer than three corners are skipped (by trimesh: this reader leaves such a file to it);
+  `warn_face_lines` names both, whichever reader read the file.
 
 Differences, where trimesh fails or reads wrong: OFF files with polygons larger than quads,
 which trimesh fails to read under numpy 2 (a string multiply in its fan code), are read, fanned as
@@ -76,7 +78,8 @@ def read_parts(path: Path, file_type: str, label: str) -> list[Part] | None:
             docstring). Anything else these readers leave out returns None, for trimesh.
 
     Warns:
-        MeshWarning: what is read anyway (a binary STL's count of 0, bytes after its end).
+        MeshWarning: what is read anyway (a binary STL's count of 0, bytes after its end), or
+            left out (OBJ uv and normal indices out of range, faces of fewer than 3 corners).
     """
     reader = _READERS.get(file_type)
     if reader is None:
@@ -615,12 +618,13 @@ def _triangulate_lines(sizes: np.ndarray) -> np.ndarray:
     return starts[line][:, None] + corner
 
 
-def _obj_group(v, vt, vn, cv, ct, cn, sizes, pat, pats, label):
+def _obj_group(v, vt, vn, cv, ct, cn, sizes, pat, pats, label, dropped):
     """One material group of an OBJ file as trimesh's load_obj builds its geometry, or None.
 
     ``cv``, ``ct``, ``cn``: the group's corner indices (0-based as trimesh shifts them; ``ct``
     and ``cn`` empty unless the layout ``pat`` has them); ``sizes`` and ``pats``: corner count and
-    layout of each face line.
+    layout of each face line; ``dropped``: gets "uvs" or "normals" where indices out of range
+    leave them out.
     """
     if np.any(pats != pat):
         return None  # mixed corner layouts in one geometry: trimesh's per-line path drops them
@@ -661,14 +665,18 @@ def _obj_group(v, vt, vn, cv, ct, cn, sizes, pat, pats, label):
             new_faces, mask_v, mask_vt = _unmerge(faces, tex)
             mask_vn = None
         check_v(mask_v)
-        if vt is not None and mask_vt.min() >= -len(vt) and mask_vt.max() < len(vt):
+        if _in_range(mask_vt, vt):
             uv = vt[mask_vt]
+        else:
+            dropped.append("uvs")
         vertices = v[mask_v]
     elif norm is not None and vn is not None:
         new_faces, mask_v, mask_vn = _unmerge(faces, norm)
         check_v(mask_v)
         vertices = v[mask_v]
     else:
+        if norm is not None:  # normal indices, and not one 'vn' line
+            dropped.append("normals")
         check_v(faces)
         mask = np.zeros(nv, dtype=bool)
         mask[faces] = True
@@ -681,12 +689,113 @@ def _obj_group(v, vt, vn, cv, ct, cn, sizes, pat, pats, label):
             new_faces = inverse[faces]
             vertices = v[mask]
         mask_vn = None
-    if mask_vn is not None and vn is not None:
-        if mask_vn.min() >= -len(vn) and mask_vn.max() < len(vn):
+    if mask_vn is not None:
+        if _in_range(mask_vn, vn):
             normals = vn[mask_vn]
+        else:
+            dropped.append("normals")
     if uniform:
         new_faces = _triangulate_uniform(new_faces)
     return vertices, new_faces, normals, uv
+
+
+def _in_range(idx: np.ndarray, values: np.ndarray | None) -> bool:
+    """Whether the 0-based indices idx (negative: from the end) all point into values."""
+    n = 0 if values is None else len(values)
+    return bool(int(idx.min()) >= -n and int(idx.max()) < n)
+
+
+@nb.njit(cache=True, nogil=True)
+def _face_lines(data):
+    """What trimesh leaves out of an OBJ's face lines without a word: ((count, 1-based line of
+    the first) of the face lines with fewer than three corners; per kind, vt then vn: the lines
+    of that kind, the largest positive and the smallest negative index the corners give and the
+    line of each). A '#' ends a line's corners."""
+    n = data.size
+    short = np.zeros(2, np.int64)
+    lines = np.zeros(2, np.int64)
+    hi = np.zeros(2, np.int64)  # per kind: the largest index, and below its line
+    hi_line = np.zeros(2, np.int64)
+    lo = np.zeros(2, np.int64)
+    lo_line = np.zeros(2, np.int64)
+    line = 0
+    i = 0
+    while i < n:
+        line += 1
+        stop = i
+        while stop < n and data[stop] != 10:
+            stop += 1
+        c = data[i] if stop > i else 0
+        c1 = data[i + 1] if stop > i + 1 else 32
+        if c == 118 and c1 == 116 and (stop - i == 2 or _is_blank(data[i + 2])):  # 'vt'
+            lines[0] += 1
+        elif c == 118 and c1 == 110 and (stop - i == 2 or _is_blank(data[i + 2])):  # 'vn'
+            lines[1] += 1
+        elif c == 102 and _is_blank(c1):  # 'f'
+            tokens = 0
+            j = i + 1
+            while j < stop and data[j] != 35:  # '#'
+                if _is_blank(data[j]):
+                    j += 1
+                    continue
+                tokens += 1
+                part = 0  # 0: v, 1: vt, 2: vn
+                value = 0
+                neg = False
+                digits = 0
+                while True:
+                    end = j >= stop or _is_blank(data[j]) or data[j] == 35 or data[j] == 13
+                    if end or data[j] == 47:  # a component ends: '/', or the corner's end
+                        if part > 0 and digits > 0:
+                            k = part - 1
+                            v = -value if neg else value
+                            if v > hi[k]:
+                                hi[k] = v
+                                hi_line[k] = line
+                            if v < lo[k]:
+                                lo[k] = v
+                                lo_line[k] = line
+                        part += 1
+                        value = 0
+                        neg = False
+                        digits = 0
+                        if end:
+                            break
+                    elif data[j] == 45:  # '-'
+                        neg = True
+                    elif 48 <= data[j] <= 57:
+                        value = 10 * value + (data[j] - 48)
+                        digits += 1
+                    j += 1
+                if j < stop and data[j] == 13:
+                    j += 1
+            if tokens < 3:
+                short[0] += 1
+                if short[1] == 0:
+                    short[1] = line
+        i = stop + 1
+    return short, lines, hi, hi_line, lo, lo_line
+
+
+def warn_face_lines(raw: Raw, label: str) -> None:
+    """`MeshWarning`s for what an OBJ's faces lose as trimesh reads them (and the fast reader,
+    which gives what trimesh gives): face lines of fewer than three corners (skipped), uv or
+    normal indices out of range (that geometry read without them)."""
+    short, lines, hi, hi_line, lo, lo_line = _face_lines(np.frombuffer(raw, np.uint8))
+    if short[0]:
+        warnings.warn(f"{label}: {short[0]} face line{'s' if short[0] > 1 else ''} with fewer "
+                      f"than 3 corners skipped (line {short[1]}; a line is 'l')", MeshWarning,
+                      stacklevel=2)
+    for k, (kind, noun) in enumerate((("uv (vt)", "uvs"), ("normal (vn)", "normals"))):
+        count = int(lines[k])
+        bad = [(int(hi[k]), int(hi_line[k]))] if hi[k] > count else []
+        bad += [(int(lo[k]), int(lo_line[k]))] if lo[k] < -count else []
+        if bad:
+            index, at = bad[0]
+            then = " (smooth ones computed)" if k == 1 else ""
+            warnings.warn(f"{label}: line {at}: a face's {kind} index {index} is out of range "
+                          f"(the file has {count} {noun if count != 1 else noun[:-1]}): read "
+                          f"without {noun}{then}", MeshWarning, stacklevel=2)
 
 
 # lines that draw lines or points ('l', 'p'): what a file without faces holds instead
@@ -735,6 +844,14 @@ def _obj_check_lines(raw: Raw, label: str, v_width: int) -> None:
 
 
 def _read_obj(raw: Raw, label: str) -> list[Part] | None:
+    dropped: list[str] = []
+    parts = _read_obj_parts(raw, label, dropped)
+    if parts is not None and dropped:
+        warn_face_lines(raw, label)  # what was left out, and where
+    return parts
+
+
+def _read_obj_parts(raw: Raw, label: str, dropped: list[str]) -> list[Part] | None:
     data = np.frombuffer(raw, dtype=np.uint8)
     (status, flags, usemtl_anywhere, vals_v, vals_t, vals_n, nlines, width, cv, ct, cn, ncorner,
      nt, nn, fsize, fpat, fmat, nface, mspan, nmtl, hard, nhard, zero_line) = _scan_obj(
@@ -775,7 +892,7 @@ def _read_obj(raw: Raw, label: str) -> list[Part] | None:
     pats = fpat[:nface]
     cv, ct, cn = cv[:ncorner], ct[: int(nt)], cn[: int(nn)]
     if nmtl == 0:
-        part = _obj_group(v, vt, vn, cv, ct, cn, sizes, int(pats[0]), pats, label)
+        part = _obj_group(v, vt, vn, cv, ct, cn, sizes, int(pats[0]), pats, label, dropped)
         return None if part is None else [part]
     # Materials: one geometry per name; trimesh builds them in order of first use, then pops them
     # from the end.
@@ -801,7 +918,8 @@ def _read_obj(raw: Raw, label: str) -> list[Part] | None:
         pat = int(gp[0])
         gct = ct[t_of_corner[corners]] if pat in (_P_VT, _P_VTN) else ct[:0]
         gcn = cn[n_of_corner[corners]] if pat in (_P_VN, _P_VTN) else cn[:0]
-        parts.append(_obj_group(v, vt, vn, cv[corners], gct, gcn, gs, pat, gp, label))
+        parts.append(_obj_group(v, vt, vn, cv[corners], gct, gcn, gs, pat, gp, label,
+                                dropped))
         if parts[-1] is None:
             return None
     return parts

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import struct
 import subprocess
 import sys
@@ -391,6 +392,51 @@ def test_duplicated_faces_are_dropped_with_a_warning(tmp_path, capsys):
                       "same order as an earlier face)"]
     status, lines, out = build(path, capsys)
     assert status == 0 and lines == [] and out.exists()
+
+
+_SQUARE = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nvt 0 0\nvt 1 1\nvn 0 0 1\n"  # lines 1-7
+OBJ_LOSSES = {  # what an OBJ's faces lose as they are read: text, triangles, warnings
+    "clean": (_SQUARE + "f 1/1/1 2/2/1 3/1/1\nf 2/2/1 4/1/1 3/1/1\n", 2, []),
+    "a face of two corners": (_SQUARE + "f 1 2 3\nf 2 4\nf 2 4 3\n", 2, [
+        "1 face line with fewer than 3 corners skipped (line 9; a line is 'l')"]),
+    "uv index out of range": (_SQUARE + "f 1/1 2/2 3/1\nf 2/2 4/3 3/1\n", 2, [
+        "line 9: a face's uv (vt) index 3 is out of range (the file has 2 uvs): read without "
+        "uvs"]),
+    "normal index out of range": (_SQUARE + "f 1//1 2//1 3//-2\nf 2//1 4//1 3//1\n", 2, [
+        "line 8: a face's normal (vn) index -2 is out of range (the file has 1 normal): read "
+        "without normals (smooth ones computed)"]),
+    "normal indices and no normals": (
+        "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1//1 2//1 3//1\n", 1, [
+            "line 4: a face's normal (vn) index 1 is out of range (the file has 0 normals): read "
+            "without normals (smooth ones computed)"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OBJ_LOSSES))
+@pytest.mark.parametrize("reader", ["fast", "trimesh", "materials"])
+def test_what_an_obj_loses_is_named(case, reader, tmp_path):
+    """Trimesh skips a face line of fewer than three corners and drops the uvs or normals of a
+    geometry whose indices point past the file's list, without a word; the fast reader gives
+    what trimesh gives. Either way (and through trimesh for a file with materials) a warning
+    names what was lost and where."""
+    from preprocess import load as load_module
+
+    text, triangles, expected = OBJ_LOSSES[case]
+    if reader == "materials":
+        (tmp_path / "m.mtl").write_text("newmtl red\nKd 1 0 0\n")
+        text = "mtllib m.mtl\nusemtl red\n" + text
+        expected = [re.sub(r"line (\d+)", lambda m: f"line {int(m.group(1)) + 2}", w)
+                    for w in expected]
+    path = tmp_path / "case.obj"
+    path.write_text(text)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        mesh = load_module._load(path, fast=reader != "trimesh")
+    warned = [str(w.message) for w in got if issubclass(w.category, MeshWarning)]
+    assert warned == [f"case.obj: {w}" for w in expected]
+    assert mesh.triangle_count == triangles
+    if case in ("clean", "uv index out of range"):
+        assert (mesh.wedge_uv is not None) == (case == "clean")
 
 
 def test_reversed_duplicates_are_kept_as_two_sided_with_a_warning(tmp_path):
