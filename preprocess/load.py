@@ -37,6 +37,7 @@ import io
 import json
 import logging
 import os
+import re
 import struct
 import urllib.parse
 import warnings
@@ -1329,8 +1330,9 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
         except IndexError as exc:
             raise MeshError(f"{label}: face index out of range ({_one_line(exc)})") from None
         except Exception as exc:
+            why = _obj_comment(p) if file_type == "obj" else None
             raise MeshError(
-                f"{label}: cannot read as {file_type.upper()}: {_one_line(exc)}"
+                f"{label}: cannot read as {file_type.upper()}: {why or _one_line(exc)}"
             ) from None
         try:
             parts = _flatten(scene, label, linear_colors=file_type in ("gltf", "glb"))
@@ -1349,6 +1351,23 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
         if not has_material_library(p.read_bytes(), p):  # trimesh's placeholder materials
             return [(*part[:5], None) for part in parts[0]]
     return parts[0]
+
+
+# a comment after the data of a vertex or face line, which trimesh's OBJ parser cannot read (the
+# fast reader reads it; a file it leaves to trimesh for something else fails there)
+_OBJ_TRAILING_COMMENT = re.compile(rb"(?m)^(?:v[tn]?|f)[ \t][^#\r\n]*#")
+
+
+def _obj_comment(p: Path) -> str | None:
+    """Why trimesh could not read an OBJ, where a comment at the end of a data line is why."""
+    raw = p.read_bytes()
+    found = _OBJ_TRAILING_COMMENT.search(raw)
+    if found is None:
+        return None
+    line = raw.count(b"\n", 0, found.start()) + 1
+    return (f"line {line}: a comment at the end of a vertex or face line, which trimesh (reading "
+            f"this file for what the fast reader leaves to it) cannot read: put it on a line of "
+            f"its own")
 
 
 def _flatten(scene, label: str = "mesh", *,

@@ -23,9 +23,11 @@ reproduced, not fixed:
 Differences, where trimesh fails or reads wrong: OFF files with polygons larger than quads,
 which trimesh fails to read under numpy 2 (a string multiply in its fan code), are read, fanned as
 that code means to; PLY triangle strips (an element 'tristrips', as range scanners write them,
-which trimesh reads as a point cloud) are read; OBJ and ASCII STL text that is not UTF-8 is read
-as Latin-1 (trimesh needs charset_normalizer to guess an encoding); a binary STL whose header
-says 0 triangles, or that has bytes after its last one, is read with a `MeshWarning`.
+which trimesh reads as a point cloud) are read; a comment after the data of an OBJ vertex or face
+line, where trimesh fails ("could not be read to its end"), ends the line; OBJ and ASCII STL text
+that is not UTF-8 is read as Latin-1 (trimesh needs charset_normalizer to guess an encoding); a
+binary STL whose header says 0 triangles, or that has bytes after its last one, is read with a
+`MeshWarning`.
 
 A file no reader can read right raises `MeshError` here, saying what is wrong, instead of going
 to trimesh: bytes no text file holds in a text format, a file cut inside a line or a record, a
@@ -135,11 +137,11 @@ def _is_blank(c: int) -> bool:
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def _token_end(data: np.ndarray, j: int) -> bool:
-    """True at the end of a token: a blank, a line end or the end of the data."""
+    """True at the end of a token: a blank, a line end, a comment or the end of the data."""
     if j >= data.size:
         return True
     c = data[j]
-    return c == 32 or c == 9 or c == 10 or c == 13
+    return c == 32 or c == 9 or c == 10 or c == 13 or c == 35
 
 
 @nb.njit(cache=True, nogil=True)
@@ -307,11 +309,11 @@ def _truncated(label: str, number: int, text: bytes, what: str) -> MeshError:
 # kinds of float lines
 _V, _VT, _VN = 0, 1, 2
 # _scan_obj flags
-_CONTINUED, _NON_ASCII, _BINARY = 1, 2, 4
+_CONTINUED, _NON_ASCII, _BINARY, _COMMENTED = 1, 2, 4, 8
 # bytes that pass 1 of _scan_obj looks at twice: backslash, 'u', control bytes, everything above
 # ASCII
 _OBJ_SPECIAL = np.zeros(256, dtype=np.bool_)
-_OBJ_SPECIAL[[92, 117]] = True
+_OBJ_SPECIAL[[35, 92, 117]] = True  # '#', '\\', 'u'
 _OBJ_SPECIAL[_CONTROL] = True
 _OBJ_SPECIAL[128:] = True
 # corner layouts: v, v/vt, v//vn, v/vt/vn
@@ -375,6 +377,9 @@ def _scan_obj(data, pow10, special):
                     flags |= _NON_ASCII
                 elif b < 32 or b == 127:
                     flags |= _BINARY
+                elif b == 35:  # '#'
+                    if e > i:
+                        flags |= _COMMENTED  # after something: the end of a line's data?
                 elif b == 92:  # '\\'
                     q = e + 1
                     while q < n and (data[q] == 32 or data[q] == 9 or data[q] == 13):
@@ -437,6 +442,11 @@ def _scan_obj(data, pow10, special):
             i = nxt
             continue
         c = data[i]
+        if flags & _COMMENTED and (c == 118 or c == 102):  # a comment ends a 'v' or 'f' line
+            for q in range(i + 1, stop):
+                if data[q] == 35:
+                    stop = q
+                    break
         c1 = data[i + 1] if i + 1 < stop else 0
         c2 = data[i + 2] if i + 2 < stop else 0
         kind = -1

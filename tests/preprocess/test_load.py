@@ -463,6 +463,27 @@ def test_unusual_obj_is_left_to_trimesh(tmp_path, case):
     assert_same_mesh(write(tmp_path / "case.obj", OBJ_LEFT_TO_TRIMESH[case]), fast_path=False)
 
 
+def test_comments_after_the_data_of_a_line_are_read(tmp_path):
+    """Trimesh cannot read an OBJ with a comment after a vertex or face line's data (numpy's
+    "could not be read to its end"); the fast reader ends such a line at its '#', and reads
+    what trimesh reads of the file without the comments, bit for bit."""
+    from preprocess import load as load_module
+
+    body = _GRID + _TEX + _NRM + "f 1/1/1 3/2/1 5/3/2\nf 3/2/3 7/4/1 5/3/2 6/1/4\n"
+    lines = body.splitlines()
+    noted = "\n".join(f"{line} # note {k}" if k % 3 == 0 else
+                      f"{line}#n" if k % 3 == 1 else line
+                      for k, line in enumerate(lines)) + "\n# the end\n"
+    mesh = load_module._load(write(tmp_path / "noted.obj", noted), fast=True)
+    ref = load_module._load(write(tmp_path / "plain.obj", body), fast=False)
+    for field in ("positions", "triangles", "wedge_position", "wedge_normal", "wedge_uv"):
+        assert getattr(mesh, field).tobytes() == getattr(ref, field).tobytes(), field
+    with pytest.raises(MeshError, match=r"line 1: a comment at the end of a vertex or face "
+                                        r"line.*put it on a line of its own"):
+        # a line continuation: left to trimesh, which cannot read the comment
+        load_mesh(write(tmp_path / "continued.obj", "v 0 0 0 # a\n" + _GRID + "f 1 2 \\\n3\n"))
+
+
 def test_fast_obj_reader_on_random_files(tmp_path):
     """Random OBJ files mixing every feature above, seeded."""
     rng = np.random.default_rng(11)
