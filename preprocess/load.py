@@ -58,7 +58,7 @@ from preprocess.materials import (
     srgb_to_linear,
 )
 from preprocess.mesh import Mesh, MeshError, MeshWarning, column_bounds
-from preprocess.tess.limits import MAX_MATERIALS
+from preprocess.tess.limits import MAX_MATERIALS, MAX_WORLD
 from preprocess.topology import edge_neighbours, find
 
 __all__ = ["SUPPORTED_SUFFIXES", "load_mesh", "mesh_from_arrays", "weld_positions"]
@@ -702,7 +702,8 @@ MAX_STEP_PER_EDGE = 0.25
 
 def _check_grid(mesh: Mesh, src: str) -> None:
     """Raise `MeshError` when the mesh's positions do not fit the position grid of `.tess`:
-    an extent too small for the renderer (`MIN_EXTENT`), a grid step coarser than
+    an extent too small for the renderer (`MIN_EXTENT`), a reach from the origin too large for
+    it (`MAX_WORLD`: the renderer refused it only once asked to draw), a grid step coarser than
     `MAX_STEP_PER_EDGE` median edges (the step grows with the extent: a stray vertex at 1e30
     made one of 3.8e22 and merged the rest into two positions), or coordinates too far from the
     origin for 31-bit grid coordinates (which `pack` finds only after the whole build)."""
@@ -713,6 +714,11 @@ def _check_grid(mesh: Mesh, src: str) -> None:
     if extent < MIN_EXTENT:
         raise MeshError(f"{src}: the mesh is {extent:.3g} across, less than the {MIN_EXTENT:g} "
                         f"the renderer resolves: scale it up")
+    reach = float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi)).astype(np.float64)))
+    if not reach <= MAX_WORLD:
+        raise MeshError(f"{src}: the mesh reaches {reach:.3g} from the origin, beyond the "
+                        f"{MAX_WORLD:.0e} the renderer draws (float32 squares distances): "
+                        f"scale it down")
     step = choose_step(mesh.positions, mesh.triangles, mesh.wedge_position, (lo, hi))
     # the median of the first edges of ~10,000 triangles (choose_step takes ~100,000: a test
     # with a factor 4 of margin needs less, and it cost 10 ms for igea)

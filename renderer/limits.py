@@ -13,6 +13,7 @@ from preprocess.tess.limits import (
     MAX_CLUSTER_TRIANGLES,
     MAX_CLUSTER_VERTICES,
     MAX_PAGE_CLUSTERS,
+    MAX_WORLD,
     PAGE_ROOT,
     PAGE_SIZE,
     ROOT_ERROR,
@@ -101,10 +102,6 @@ HZB_MAX_MIPS = 16
 # camera takes (`Camera`, the command line, scene files)
 MIN_FOV = 1.0
 MAX_FOV = 179.0
-# the largest world coordinate of a camera or of an instance's bounds: the GPU squares distances
-# in float32, which overflows past 1.8e19 (on lavapipe a sphere scaled by 1e18 renders, by 1e19
-# it loses pixels, by 1e20 it is blank)
-MAX_WORLD = 1e18
 
 # -- dispatch
 WORKGROUP = 64  # lanes of the culling workgroups

@@ -464,3 +464,27 @@ def test_a_tiny_sphere_through_the_command(tmp_path, capsys):
     else:  # or refused by the loader as too small to represent: one line, nothing written
         assert status == 2 and "verify failed" not in _one_error(err)
         assert _left(tmp_path) == ["tiny.obj"]
+
+
+@pytest.mark.parametrize("scale, built", [(1e17, True), (1e19, False), (1e30, False)])
+def test_a_huge_mesh_is_refused_before_it_is_built(scale, built, tmp_path, capsys):
+    """The renderer draws nothing reaching past MAX_WORLD (1e18) from the origin (float32
+    squares distances); `preprocess` built such a mesh and only `tessera render` refused it."""
+    mesh = geodesic_sphere(4)
+    p = mesh.positions.astype(np.float64) * scale
+    text = "".join(f"v {x:.9g} {y:.9g} {z:.9g}\n" for x, y, z in p)
+    text += "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in mesh.position_triangles)
+    src = tmp_path / "huge.obj"
+    src.write_text(text)
+    status = preprocess_cli.main([str(src), "-q"])
+    err = capsys.readouterr().err
+    if built:
+        assert status == 0 and _lines(err) == [], err
+        assert _left(tmp_path) == ["huge.obj", "huge.tess"]
+    else:
+        assert status == 2
+        assert re.fullmatch(r"preprocess: error: huge\.obj: the mesh reaches [0-9.e+]+ from the "
+                            r"origin, beyond the 1e\+18 the renderer draws \(float32 squares "
+                            r"distances\): scale it down", _one_error(err)), err
+        assert _left(tmp_path) == ["huge.obj"]
+
