@@ -20,6 +20,7 @@ from renderer.apps.preprocess_cli import (
     EXIT_SIGINT,
     StopSignals,
     add_build_options,
+    as_a_program,
     end_quietly,
     one_line_warnings,
     run_build,
@@ -586,6 +587,7 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
 
 def command() -> int:
     """The `tessera` program (its console script, `python -m`)."""
+    as_a_program()
     return main(ending=True)
 
 

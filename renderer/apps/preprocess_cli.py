@@ -510,7 +510,16 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
 
 def command() -> int:
     """The `preprocess` program (its console script, `python -m`)."""
+    as_a_program()
     return main(ending=True)
+
+
+def as_a_program() -> None:
+    """What a program does that a function called from Python must not: output to a reader
+    that went away (`... | head`) ends the process as it ends a C tool, silently, instead of a
+    BrokenPipeError traceback from the next print."""
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 def _main(argv: list[str] | None, stop: StopSignals) -> int:

@@ -131,6 +131,19 @@ def test_ctrl_c_once_the_png_is_written_is_no_traceback(sphere_tess, tmp_path):
         assert ended in [(0, []), (130, ["tessera: interrupted"])], err
 
 
+def test_output_to_a_closed_pipe_ends_silently(sphere_tess):
+    """`tessera info x.tess | head -0`: the reader is gone before the first line; the command
+    ends as a C tool ends, by SIGPIPE and without a word (before: a BrokenPipeError traceback,
+    status 1)."""
+    root = Path(tessera_cli.__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "renderer.apps.cli", "info", str(sphere_tess)],
+                            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # long before the interpreter has started
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == -signal.SIGPIPE, err
+    assert err == ""
+
+
 @pytest.mark.parametrize("args, message", [
     # `render` opens the device before it looks for the file
     pytest.param(["render", "missing.tess"], "no such file", marks=pytest.mark.gpu),
