@@ -714,11 +714,6 @@ def _check_grid(mesh: Mesh, src: str) -> None:
     if extent < MIN_EXTENT:
         raise MeshError(f"{src}: the mesh is {extent:.3g} across, less than the {MIN_EXTENT:g} "
                         f"the renderer resolves: scale it up")
-    reach = float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi)).astype(np.float64)))
-    if not reach <= MAX_WORLD:
-        raise MeshError(f"{src}: the mesh reaches {reach:.3g} from the origin, beyond the "
-                        f"{MAX_WORLD:.0e} the renderer draws (float32 squares distances): "
-                        f"scale it down")
     step = choose_step(mesh.positions, mesh.triangles, mesh.wedge_position, (lo, hi))
     # the median of the first edges of ~10,000 triangles (choose_step takes ~100,000: a test
     # with a factor 4 of margin needs less, and it cost 10 ms for igea)
@@ -743,6 +738,12 @@ def _check_grid(mesh: Mesh, src: str) -> None:
         raise MeshError(f"{src}: positions up to {reach:.3g} from the origin do not fit a "
                         f"31-bit grid of step {step:.3g} (the mesh spans {extent:.3g}); move it "
                         f"nearer the origin")
+    # last: a stray vertex far out is named above as what it is
+    reach = float(np.linalg.norm(np.maximum(np.abs(lo), np.abs(hi)).astype(np.float64)))
+    if not reach <= MAX_WORLD:
+        raise MeshError(f"{src}: the mesh reaches {reach:.3g} from the origin, beyond the "
+                        f"{MAX_WORLD:.0e} the renderer draws (float32 squares distances): "
+                        f"scale it down")
 
 
 def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
