@@ -436,8 +436,10 @@ OBJ_CASES = {
     "objects and comments": "# made by hand\no first\n" + _GRID + "g g1\nf 1 3 5\no second\n"
     "f 2 4 6\nl 1 2\n# the end",
     "unused and repeated vertices": _GRID + "v 0 0 0\nv 1 0 0\nf 19 3 20\nf 1 3 2\nf 1 3 2\n",
+    # float32's largest in a vertex no face uses (a mesh reaching it is refused: MAX_WORLD)
     "numbers": "v 0.1 1e-3 -2.5E+2\nv 123456789.123456789 0.30000000000000004 -0\n"
-    "v 3.4028234663852886e38 1.4e-45 +7\nv 1.5 .25 3.\nf 1 2 3\nf 1 3 4\n",
+    "v 3.4028234663852886e17 1.4e-45 +7\nv 1.5 .25 3.\nv 3.4028234663852886e38 -1e-320 1\n"
+    "f 1 2 3\nf 1 3 4\n",
     "crlf": (_GRID + "f 1 3 5\nf 3 7 5\n").replace("\n", "\r\n"),
     "tabs inside lines": _GRID + "f 1\t3 5\nf 3 7\t 5 \n",
 }
