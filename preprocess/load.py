@@ -1327,6 +1327,14 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
         from preprocess.readers import warn_face_lines
 
         warn_face_lines(p.read_bytes(), label)
+    if file_type == "off":
+        raw = p.read_bytes()
+        found = _OFF_TRAILING_COMMENT.search(raw)
+        if found is not None:  # trimesh would misread the lines after it, without a word
+            line = raw.count(b"\n", 0, found.start()) + 1
+            raise MeshError(f"{label}: line {line}: a comment after a line's data, which "
+                            f"trimesh (reading this file for what the fast reader leaves to it) "
+                            f"misreads: put it on a line of its own")
     with _quiet():
         if file_type == "obj" and _obj_has_zero_index(p):
             raise MeshError(f"{label}: face index 0 out of range (OBJ indices start at 1)")
@@ -1363,6 +1371,10 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
 # a comment after the data of a vertex or face line, which trimesh's OBJ parser cannot read (the
 # fast reader reads it; a file it leaves to trimesh for something else fails there)
 _OBJ_TRAILING_COMMENT = re.compile(rb"(?m)^(?:v[tn]?|f)[ \t][^#\r\n]*#")
+
+
+# the same in an OFF file (the header's line, 'OFF # ...', too), which trimesh misreads
+_OFF_TRAILING_COMMENT = re.compile(rb"(?m)^[ \t]*[^#\s][^#\r\n]*#")
 
 
 def _obj_comment(p: Path) -> str | None:

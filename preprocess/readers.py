@@ -24,10 +24,11 @@ Differences, where trimesh fails or reads wrong: OFF files with polygons larger 
 which trimesh fails to read under numpy 2 (a string multiply in its fan code), are read, fanned as
 that code means to; PLY triangle strips (an element 'tristrips', as range scanners write them,
 which trimesh reads as a point cloud) are read; a comment after the data of an OBJ vertex or face
-line, where trimesh fails ("could not be read to its end"), ends the line; OBJ and ASCII STL text
-that is not UTF-8 is read as Latin-1 (trimesh needs charset_normalizer to guess an encoding); a
-binary STL whose header says 0 triangles, or that has bytes after its last one, is read with a
-`MeshWarning`.
+line, where trimesh fails ("could not be read to its end"), ends the line, and so does one in an
+OFF file, where trimesh's comment stripping repeats text (a face after such a comment was lost
+without a word); OBJ and ASCII STL text that is not UTF-8 is read as Latin-1 (trimesh needs
+charset_normalizer to guess an encoding); a binary STL whose header says 0 triangles, or that
+has bytes after its last one, is read with a `MeshWarning`.
 
 A file no reader can read right raises `MeshError` here, saying what is wrong, instead of going
 to trimesh: bytes no text file holds in a text format, a file cut inside a line or a record, a
@@ -35,8 +36,8 @@ body holding fewer rows than its header promises, a PLY header without 'end_head
 without faces or with a vertex of fewer than three coordinates.
 
 Anything else (vertex lines with mixed column counts, mixed corner layouts, line continuations,
-indented lines, tabs after a keyword, several STL solids, PLY uvs or extra elements, OFF comments,
-numbers the parsers do not know) returns None, and `load_mesh` hands the file to trimesh as
+indented lines, tabs after a keyword, several STL solids, PLY uvs or extra elements, numbers
+the parsers do not know) returns None, and `load_mesh` hands the file to trimesh as
 before. The numba kernels are compiled once and cached on disk (``cache=True``); loading one from
 the cache costs 5-15 ms, after numba's own first-call set-up (~0.3 s, which the build would pay
 anyway). Measured on the 2-core machine: igea 0.04 s to read (trimesh: 0.35 s plus 0.5 s of
@@ -1537,6 +1538,9 @@ def _ply_ascii(raw, start, nv, nf, vprops, fprops, li, elements, label):
 _OFF_HEAD = re.compile(rb"\A\s*C?OFF[ \t]*(?:\r?\n|(?=[ \t\d]))")
 
 
+_OFF_COMMENT = re.compile(rb"#[^\r\n]*")
+
+
 def _read_off(raw: Raw, label: str) -> list[Part] | None:
     head = _OFF_HEAD.match(raw)
     if head is None:
@@ -1545,7 +1549,13 @@ def _read_off(raw: Raw, label: str) -> list[Part] | None:
             raise MeshError(f"{label}: not an OFF file (no 'OFF' header)")
         return None
     if raw.find(b"#") >= 0:
-        return None  # trimesh's comment stripping has quirks of its own
+        # comments: to the end of their line. trimesh's comment stripping copies the text
+        # before a comment after a line's data back into the file: the faces after it
+        # misread, a face silently lost
+        raw = _OFF_COMMENT.sub(b"", raw)
+        head = _OFF_HEAD.match(raw)
+        if head is None:
+            return None
     start = head.end()
     first, rows = _table_checked(raw, start, 1, True, label, "OFF")
     if first is None or rows < 1:
