@@ -262,8 +262,6 @@ REFUSED: dict[str, tuple[bytes, str]] = {
     "list.gltf": (b"[1, 2, 3]", "not a glTF file"),
     "random.gltf": (GARBAGE, "invalid JSON"),
     "v1.gltf": (gltf_embedded(lambda t: t["asset"].update(version="1.0")), "only 2.0"),
-    "draco.gltf": (gltf_embedded(_required("KHR_draco_mesh_compression")),
-                   "Draco-compressed meshes (KHR_draco_mesh_compression) are not supported"),
     "meshopt.gltf": (gltf_embedded(_required("EXT_meshopt_compression", "KHR_materials_unlit")),
                      "requires glTF extensions that are not supported: EXT_meshopt_compression"),
     "missing-bin.gltf": (gltf_embedded(lambda t: t["buffers"][0].update(uri="gone.bin")),
@@ -276,8 +274,6 @@ REFUSED: dict[str, tuple[bytes, str]] = {
     "long-header.glb": (glb(length_delta=100), "truncated GLB: the header says"),
     "cut.glb": (_cut(glb(), 0.6), "truncated GLB"),
     "broken-json.glb": (glb()[:30] + b"}" + glb()[31:], "invalid JSON"),
-    "draco.glb": (glb(edit=_required("KHR_draco_mesh_compression")),
-                  "Draco-compressed meshes (KHR_draco_mesh_compression) are not supported"),
     "far.glb": (glb(_far().astype(np.float32)), "too large for the position grid"),
     "nan.glb": (glb(_nan().astype(np.float32)), "NaN or infinite"),
 }
@@ -479,6 +475,52 @@ def test_a_moebius_strip_cannot_agree_and_says_so(tmp_path):
     mesh, warned = _warned(path)
     assert mesh.triangle_count == 2 * n
     assert len(warned) == 1 and "cannot agree (a non-orientable surface)" in warned[0]
+
+
+def _textured_sphere():
+    import trimesh
+
+    uv = np.stack([np.arctan2(V[:, 1], V[:, 0]) / (2 * np.pi) + 0.5, V[:, 2] * 0.5 + 0.5], 1)
+    return trimesh.Scene(trimesh.Trimesh(V, F, vertex_normals=V, process=False,
+                                         visual=trimesh.visual.TextureVisuals(uv=uv)))
+
+
+def test_a_draco_compressed_glb_is_read(tmp_path, capsys):
+    """KHR_draco_mesh_compression (common in web assets): decoded by trimesh through DracoPy
+    (the `formats` extra). The same mesh as the uncompressed file but for Draco's quantization
+    (14 bits of the extent for positions, a step of 2^-14 of the 2-unit sphere: 6.1e-5)."""
+    import trimesh
+
+    scene = _textured_sphere()
+    plain, packed = tmp_path / "plain.glb", tmp_path / "draco.glb"
+    plain.write_bytes(trimesh.exchange.gltf.export_glb(scene))
+    packed.write_bytes(trimesh.exchange.gltf.export_glb(scene, extension_draco=True))
+    assert b"KHR_draco_mesh_compression" in packed.read_bytes()
+    a, warned = _warned(packed)
+    b = load_mesh(plain)
+    assert warned == []
+    assert a.triangle_count == b.triangle_count == 320 and a.wedge_uv is not None
+    order_a, order_b = np.lexsort(a.positions.T), np.lexsort(b.positions.T)
+    assert np.abs(a.positions[order_a] - b.positions[order_b]).max() <= 2 * 2.0**-14
+    status, lines, out = build(packed, capsys)
+    assert status == 0 and lines == [] and out.exists()
+
+
+@pytest.mark.parametrize("name", ["draco.gltf", "draco.glb"])
+def test_draco_without_dracopy_is_one_line(name, tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda mod, *a: None if mod == "DracoPy" else find_spec(mod, *a))
+    edit = _required("KHR_draco_mesh_compression")
+    path = tmp_path / name
+    path.write_bytes(gltf_embedded(edit) if name.endswith(".gltf") else glb(edit=edit))
+    status, lines, out = build(path, capsys)
+    assert status == 2 and not out.exists()
+    assert lines == [f"preprocess: error: {name}: Draco-compressed meshes "
+                     f"(KHR_draco_mesh_compression) are not supported (install DracoPy to read "
+                     f"them)"]
 
 
 def test_unsupported_gltf_extension_used_is_a_warning(tmp_path, capsys):
