@@ -1693,7 +1693,8 @@ def _mtl_extras(mesh: Mesh, obj: Path, label: str) -> None:
 def mesh_from_obj_text(path: Path, data: bytes, *, name: str,
                        crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
     """The `Mesh` of OBJ text `data` (an OBJ file's, edited: one object's faces kept), its MTL
-    files and textures resolved beside `path`, read as `load_mesh` reads an OBJ."""
+    files and textures resolved beside `path`, read as `load_mesh` reads an OBJ (what its faces
+    lose is named by the caller, for the whole file: `readers.warn_face_lines`)."""
     import trimesh
 
     from preprocess.readers import has_material_library, read_obj_bytes
@@ -1704,7 +1705,7 @@ def mesh_from_obj_text(path: Path, data: bytes, *, name: str,
     if not mtl:
         try:
             with np.errstate(all="ignore"):
-                parts = read_obj_bytes(data, label)
+                parts = read_obj_bytes(data, label, warn=False)  # the scene's, once
         except MeshError:
             raise
         except Exception:

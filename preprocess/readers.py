@@ -854,10 +854,10 @@ def _obj_check_lines(raw: Raw, label: str, v_width: int) -> None:
                             f"{count} coordinate{'s' if count > 1 else ''} (3 needed)")
 
 
-def _read_obj(raw: Raw, label: str) -> list[Part] | None:
+def _read_obj(raw: Raw, label: str, warn: bool = True) -> list[Part] | None:
     dropped: list[str] = []
     parts = _read_obj_parts(raw, label, dropped)
-    if parts is not None and dropped:
+    if warn and parts is not None and dropped:
         warn_face_lines(raw, label)  # what was left out, and where
     return parts
 
@@ -1651,6 +1651,8 @@ def _triangulate_mixed(flat: np.ndarray, counts: np.ndarray) -> np.ndarray:
 _READERS = {"obj": _read_obj, "stl": _read_stl, "ply": _read_ply, "off": _read_off}
 
 
-def read_obj_bytes(data: bytes, label: str) -> list[Part] | None:
-    """`read_parts` of OBJ text held in memory (None: trimesh must read it)."""
-    return _read_obj(data, label)
+def read_obj_bytes(data: bytes, label: str, *, warn: bool = True) -> list[Part] | None:
+    """`read_parts` of OBJ text held in memory (None: trimesh must read it). warn=False: what
+    the faces lose is left to the caller (`warn_face_lines` on the whole file: an object's
+    edited text has other line numbers)."""
+    return _read_obj(data, label, warn)

@@ -143,6 +143,7 @@ def _obj_objects(path: Path, crease: float) -> SceneMeshes | None:
     the other objects' faces left out: vertices are global, unused ones drop), each placed once
     where it is (identity). None for fewer than two objects with faces."""
     from preprocess.load import mesh_from_obj_text
+    from preprocess.readers import warn_face_lines
 
     data = path.read_bytes()
     heads = list(_OBJ_OBJECT.finditer(data))
@@ -160,6 +161,7 @@ def _obj_objects(path: Path, crease: float) -> SceneMeshes | None:
     # every line but the faces (vertices, usemtl ...), kept in every object's text
     bare = [b"".join(line for line in c.splitlines(keepends=True) if not _OBJ_FACE.match(line))
             for c in chunks]
+    warn_face_lines(data, path.name)  # once, with the file's line numbers
     out = SceneMeshes()
     taken: set[str] = set()
     for k in objects:

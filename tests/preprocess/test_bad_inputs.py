@@ -435,6 +435,24 @@ def test_what_an_obj_loses_is_named(case, reader, tmp_path):
         assert (mesh.wedge_uv is not None) == (case == "clean")
 
 
+def test_what_the_objects_of_an_obj_lose_is_named_once(tmp_path):
+    """An OBJ of several objects is a scene, each object read from the file's text with the
+    others' faces left out: the losses are named once, with the file's line numbers."""
+    from preprocess.scene import read_scene
+
+    path = tmp_path / "objects.obj"
+    path.write_text(_SQUARE + "o first\nf 1 2 3\nf 2 4\no second\nf 1/1 2/1 4/9\n"
+                    "f 1/1 4/1 3/1\n")  # lines 8-13
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        scene = read_scene(path)
+    assert sorted(scene.meshes) == ["first", "second"]
+    assert [str(w.message) for w in got if issubclass(w.category, MeshWarning)] == [
+        "objects.obj: 1 face line with fewer than 3 corners skipped (line 10; a line is 'l')",
+        "objects.obj: line 12: a face's uv (vt) index 9 is out of range (the file has 2 uvs): "
+        "read without uvs"]
+
+
 def test_reversed_duplicates_are_kept_as_two_sided_with_a_warning(tmp_path):
     path = tmp_path / "two-sided.obj"
     path.write_bytes(obj(f=np.concatenate([F, F[:5, ::-1]])))
