@@ -1319,19 +1319,16 @@ def _load(path: str | os.PathLike, *, fast: bool,
 
 def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
     """The geometry of a file read through trimesh, as `_flatten` gives it (never empty)."""
+    raw = b""
     if file_type in ("obj", "off"):
-        from preprocess.readers import check_text
+        from preprocess.readers import check_text, warn_face_lines
 
-        check_text(p, label, file_type.upper())  # a binary file: trimesh's error says nothing
-    if file_type == "obj":
-        from preprocess.readers import warn_face_lines
-
-        warn_face_lines(p.read_bytes(), label)
-    if file_type == "off":
-        raw = p.read_bytes()
-        found = _OFF_TRAILING_COMMENT.search(raw)
-        if found is not None:  # trimesh would misread the lines after it, without a word
-            line = raw.count(b"\n", 0, found.start()) + 1
+        raw = p.read_bytes()  # read once for the checks around trimesh's own reading
+        check_text(raw, label, file_type.upper())  # a binary file: trimesh's error says nothing
+        if file_type == "obj":
+            warn_face_lines(raw, label)
+        elif (line := _comment_line(raw, _OFF_TRAILING_COMMENT)) is not None:
+            # trimesh would misread the lines after it, without a word
             raise MeshError(f"{label}: line {line}: a comment after a line's data, which "
                             f"trimesh (reading this file for what the fast reader leaves to it) "
                             f"misreads: put it on a line of its own")
@@ -1345,7 +1342,7 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
         except IndexError as exc:
             raise MeshError(f"{label}: face index out of range ({_one_line(exc)})") from None
         except Exception as exc:
-            why = _obj_comment(p) if file_type == "obj" else None
+            why = _obj_comment(raw) if file_type == "obj" else None
             raise MeshError(
                 f"{label}: cannot read as {file_type.upper()}: {why or _one_line(exc)}"
             ) from None
@@ -1363,7 +1360,7 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
     if file_type == "obj":
         from preprocess.readers import has_material_library
 
-        if not has_material_library(p.read_bytes(), p):  # trimesh's placeholder materials
+        if not has_material_library(raw, p):  # trimesh's placeholder materials
             return [(*part[:5], None) for part in parts[0]]
     return parts[0]
 
@@ -1377,13 +1374,19 @@ _OBJ_TRAILING_COMMENT = re.compile(rb"(?m)^(?:v[tn]?|f)[ \t][^#\r\n]*#")
 _OFF_TRAILING_COMMENT = re.compile(rb"(?m)^[ \t]*[^#\s][^#\r\n]*#")
 
 
-def _obj_comment(p: Path) -> str | None:
+def _comment_line(raw: bytes, pattern: re.Pattern) -> int | None:
+    """The 1-based line of the first match of `pattern` in `raw` (None: none)."""
+    from preprocess.readers import _line_number
+
+    found = pattern.search(raw)
+    return None if found is None else _line_number(raw, found.start())
+
+
+def _obj_comment(raw: bytes) -> str | None:
     """Why trimesh could not read an OBJ, where a comment at the end of a data line is why."""
-    raw = p.read_bytes()
-    found = _OBJ_TRAILING_COMMENT.search(raw)
-    if found is None:
+    line = _comment_line(raw, _OBJ_TRAILING_COMMENT)
+    if line is None:
         return None
-    line = raw.count(b"\n", 0, found.start()) + 1
     return (f"line {line}: a comment at the end of a vertex or face line, which trimesh (reading "
             f"this file for what the fast reader leaves to it) cannot read: put it on a line of "
             f"its own")

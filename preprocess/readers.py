@@ -279,9 +279,10 @@ def is_text(raw: Raw) -> bool:
     return not _CONTROL[np.frombuffer(raw, dtype=np.uint8)].any()
 
 
-def check_text(path: Path, label: str, kind: str) -> None:
-    """Raise `MeshError` when a file of a text format holds a byte no text file holds."""
-    _check_text(path.read_bytes(), label, kind)  # trimesh reads it all next anyway
+def check_text(raw: Raw, label: str, kind: str) -> None:
+    """Raise `MeshError` when a file of a text format (its bytes) holds a byte no text file
+    holds."""
+    _check_text(raw, label, kind)
 
 
 def _line_number(raw: Raw, offset: int) -> int:
@@ -733,9 +734,10 @@ def _face_lines(data):
     i = 0
     while i < n:
         line += 1
-        stop = i
-        while stop < n and data[stop] != 10:
-            stop += 1
+        e = i
+        while e < n and data[e] != 10:
+            e += 1
+        stop = e - 1 if e > i and data[e - 1] == 13 else e  # CRLF
         c = data[i] if stop > i else 0
         c1 = data[i + 1] if stop > i + 1 else 32
         if c == 118 and c1 == 116 and (stop - i == 2 or _is_blank(data[i + 2])):  # 'vt'
@@ -750,41 +752,25 @@ def _face_lines(data):
                     j += 1
                     continue
                 tokens += 1
-                part = 0  # 0: v, 1: vt, 2: vn
-                value = 0
-                neg = False
-                digits = 0
-                while True:
-                    end = j >= stop or _is_blank(data[j]) or data[j] == 35 or data[j] == 13
-                    if end or data[j] == 47:  # a component ends: '/', or the corner's end
-                        if part > 0 and digits > 0:
-                            k = part - 1
-                            v = -value if neg else value
-                            if v > hi[k]:
-                                hi[k] = v
-                                hi_line[k] = line
-                            if v < lo[k]:
-                                lo[k] = v
-                                lo_line[k] = line
-                        part += 1
-                        value = 0
-                        neg = False
-                        digits = 0
-                        if end:
-                            break
-                    elif data[j] == 45:  # '-'
-                        neg = True
-                    elif 48 <= data[j] <= 57:
-                        value = 10 * value + (data[j] - 48)
-                        digits += 1
-                    j += 1
-                if j < stop and data[j] == 13:
-                    j += 1
+                _, j, _, _ = _parse_index(data, j)  # the vertex's: checked elsewhere
+                k = 0  # 0: vt, 1: vn
+                while k < 2 and j < stop and data[j] == 47:  # '/'
+                    v, j, ok, _ = _parse_index(data, j + 1)
+                    if ok:
+                        if v > hi[k]:
+                            hi[k] = v
+                            hi_line[k] = line
+                        if v < lo[k]:
+                            lo[k] = v
+                            lo_line[k] = line
+                    k += 1
+                while j < stop and not _is_blank(data[j]) and data[j] != 35:
+                    j += 1  # the rest of a malformed corner
             if tokens < 3:
                 short[0] += 1
                 if short[1] == 0:
                     short[1] = line
-        i = stop + 1
+        i = e + 1
     return short, lines, hi, hi_line, lo, lo_line
 
 
