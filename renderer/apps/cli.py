@@ -18,7 +18,6 @@ import numpy as np
 from preprocess.config import UP_AXES
 from renderer.apps.preprocess_cli import (
     EXIT_SIGINT,
-    StopSignals,
     add_build_options,
     as_a_program,
     end_quietly,
@@ -572,11 +571,7 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     if args.func is run_build:  # its own Ctrl-C handling
-        with StopSignals() as stop:
-            status = run_build(args, stop=stop)
-            if ending:
-                stop.end_with(status)
-            return status
+        return run_build(args, ending=ending)
     try:
         status = args.func(args)
         return end_quietly(status) if ending else status

@@ -306,13 +306,25 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or summary")
 
 
-def run_build(args: argparse.Namespace, *, stop: StopSignals | None = None) -> int:
+def run_build(args: argparse.Namespace, *, stop: StopSignals | None = None,
+              ending: bool = False) -> int:
     """Build from parsed options; returns the exit status. SIGINT and SIGTERM end it with one
-    line and nothing written (see the module docstring); `stop`: the caller's, already active."""
+    line and nothing written (see the module docstring); `stop`: the caller's, already active;
+    else its own, and `ending` as `main`'s."""
     if stop is None:
-        with StopSignals() as own:
-            return _stoppable(own, lambda: _build(args, own))
+        return _stoppable_run(lambda own: _build(args, own), ending)
     return _stoppable(stop, lambda: _build(args, stop))
+
+
+def _stoppable_run(work: Callable[[StopSignals], int], ending: bool) -> int:
+    """work(stop) under signals of its own (`_stoppable`); ending: the process exits right
+    after, and from the end of the work on a signal ends it at once with the status
+    (`StopSignals.end_with`)."""
+    with StopSignals() as stop:
+        status = _stoppable(stop, lambda: work(stop))
+        if ending:
+            stop.end_with(status)
+        return status
 
 
 def _stoppable(stop: StopSignals, work: Callable[[], int]) -> int:
@@ -501,11 +513,7 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
     a signal from the end of the work on ends it at once with that status (`end_with`)."""
     # the signals first: everything after, imports included, ends in one line when stopped
     one_line_warnings("preprocess")
-    with StopSignals() as stop:
-        status = _stoppable(stop, lambda: _main(argv, stop))
-        if ending:
-            stop.end_with(status)
-        return status
+    return _stoppable_run(lambda stop: _main(argv, stop), ending)
 
 
 def command() -> int:
