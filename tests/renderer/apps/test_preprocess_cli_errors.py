@@ -385,6 +385,14 @@ def test_a_warm_cache_is_seen_as_warm():
 # --------------------------------------------------------------------------- meshes (findings 6, 7)
 
 
+def _write_obj(path: Path, positions: np.ndarray, triangles: np.ndarray) -> Path:
+    """An OBJ of positions (9 significant digits: float32 read back exactly) and triangles."""
+    text = "".join(f"v {x:.9g} {y:.9g} {z:.9g}\n" for x, y, z in positions)
+    text += "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in triangles)
+    path.write_text(text)
+    return path
+
+
 def _edge_fan(blades: int) -> Mesh:
     """Blades fanned around one edge, a paddle wheel seen along its axle (z):
 
@@ -427,11 +435,7 @@ def test_edge_fan_errors_count_the_dropped_blades(blades, levels):
 
 def test_edge_fan_verifies_through_the_command(tmp_path, capsys):
     mesh = _edge_fan(200)
-    p = mesh.positions[mesh.wedge_position]
-    text = "".join(f"v {x:.9g} {y:.9g} {z:.9g}\n" for x, y, z in p)
-    text += "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in mesh.triangles)
-    src = tmp_path / "fan.obj"
-    src.write_text(text)
+    src = _write_obj(tmp_path / "fan.obj", mesh.positions[mesh.wedge_position], mesh.triangles)
     assert preprocess_cli.main([str(src), "--verify", "-q"]) == 0, capsys.readouterr().err
     assert _left(tmp_path) == ["fan.obj", "fan.tess"]
 
@@ -452,11 +456,8 @@ def test_a_tiny_sphere_keeps_its_bvh(scale):
 
 def test_a_tiny_sphere_through_the_command(tmp_path, capsys):
     mesh = geodesic_sphere(10)
-    p = mesh.positions.astype(np.float64) * 1e-30
-    text = "".join(f"v {x:.9g} {y:.9g} {z:.9g}\n" for x, y, z in p)
-    text += "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in mesh.position_triangles)
-    src = tmp_path / "tiny.obj"
-    src.write_text(text)
+    src = _write_obj(tmp_path / "tiny.obj", mesh.positions.astype(np.float64) * 1e-30,
+                     mesh.position_triangles)
     status = preprocess_cli.main([str(src), "--verify", "-q"])
     err = capsys.readouterr().err
     if status == 0:  # built and verified
@@ -471,11 +472,8 @@ def test_a_huge_mesh_is_refused_before_it_is_built(scale, built, tmp_path, capsy
     """The renderer draws nothing reaching past MAX_WORLD (1e18) from the origin (float32
     squares distances); `preprocess` built such a mesh and only `tessera render` refused it."""
     mesh = geodesic_sphere(4)
-    p = mesh.positions.astype(np.float64) * scale
-    text = "".join(f"v {x:.9g} {y:.9g} {z:.9g}\n" for x, y, z in p)
-    text += "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in mesh.position_triangles)
-    src = tmp_path / "huge.obj"
-    src.write_text(text)
+    src = _write_obj(tmp_path / "huge.obj", mesh.positions.astype(np.float64) * scale,
+                     mesh.position_triangles)
     status = preprocess_cli.main([str(src), "-q"])
     err = capsys.readouterr().err
     if built:
