@@ -86,18 +86,25 @@ def test_render_of_a_frame_cut_short_writes_nothing(sphere_tess, tmp_path, capsy
         assert code == 0 and png.exists(), err
 
 
+ROOT = Path(tessera_cli.__file__).resolve().parents[2]
+
+
+def _default_sigint() -> None:
+    """A child's SIGINT as from a terminal (a suite run in the background ignores it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.gpu
 def test_ctrl_c_during_a_run_is_one_line_and_130(sphere_tess, tmp_path):
     """SIGINT while `tessera bench` draws its frames (a run far longer than the test waits):
     `tessera: interrupted`, exit status 130, no traceback (Python's own ending printed one from
     wherever the main thread was, and ended the process by SIGINT)."""
-    root = Path(tessera_cli.__file__).resolve().parents[2]
     proc = subprocess.Popen(
         [sys.executable, "-m", "renderer.apps.cli", "bench", str(sphere_tess), "--scene",
          "orbit", "--instances", "4", "--frames", "100000", "--no-brute", "--size", "64x64"],
-        cwd=root, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=subprocess.PIPE,
+        cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+        preexec_fn=_default_sigint)
     for line in proc.stdout:  # the frames have begun once the scene line is out
         if line.startswith("scene"):
             break
@@ -114,14 +121,13 @@ def test_ctrl_c_once_the_png_is_written_is_no_traceback(sphere_tess, tmp_path):
     interpreter's exit, the device released): status 0 and nothing on stderr, or, where the
     signal met the summary, the one line and 130; never a traceback or death by SIGINT (before
     `preprocess_cli.end_quietly`: -2 in 10 tries of 10 here)."""
-    root = Path(tessera_cli.__file__).resolve().parents[2]
     for i in range(4):
         png = tmp_path / f"x{i}.png"
         proc = subprocess.Popen(
             [sys.executable, "-m", "renderer.apps.cli", "render", str(sphere_tess), "--size",
-             "64x64", "-o", str(png)], cwd=root, stdout=subprocess.PIPE,
+             "64x64", "-o", str(png)], cwd=ROOT, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            preexec_fn=_default_sigint)
         while not png.exists() and proc.poll() is None:
             time.sleep(0.0003)
         time.sleep(0.01)
@@ -135,9 +141,8 @@ def test_output_to_a_closed_pipe_ends_silently(sphere_tess):
     """`tessera info x.tess | head -0`: the reader is gone before the first line; the command
     ends as a C tool ends, by SIGPIPE and without a word (before: a BrokenPipeError traceback,
     status 1)."""
-    root = Path(tessera_cli.__file__).resolve().parents[2]
     proc = subprocess.Popen([sys.executable, "-m", "renderer.apps.cli", "info", str(sphere_tess)],
-                            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.close()  # long before the interpreter has started
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == -signal.SIGPIPE, err
