@@ -709,17 +709,20 @@ def _cluster_positions(store: np.ndarray, tri_off: np.ndarray, clusters: int, wp
 
 @nb.njit(cache=True, nogil=True)
 def _farthest_by_cluster(positions: np.ndarray, tris: np.ndarray, spheres: np.ndarray,
-                         off: np.ndarray, ids: np.ndarray, first: int, last: int) -> float:
+                         off: np.ndarray, ids: np.ndarray, first: int, last: int,
+                         floor: float = 0.0) -> float:
     """The largest distance of the positions of rows first..last-1 (rows off[c]:off[c + 1] of
     ids, each row inside the sphere spheres[c] (c, 4)) to the triangles tris (k, 3) (position
     ids). As `simplify._farthest` over those positions (a point's search stops at the first
     triangle within the largest distance so far), but a row whose sphere lies within that
     distance (its centre within it less the radius of some triangle) is passed over whole: none
     of its positions can raise the maximum, which stays exact. At coarse levels most of the
-    original's level-0 clusters pass: one search a cluster instead of one a position."""
+    original's level-0 clusters pass: one search a cluster instead of one a position. floor: a
+    distance some original position is known to have (the farthest removed position's): the
+    search starts at it, so that clusters pass from the first (the maximum is the same)."""
     G, gp, boff, btri = _build_grid(positions, tris)
     stamp = np.full(max(tris.shape[0], 1), -1, np.int32)
-    worst2 = 0.0
+    worst2 = floor * floor
     hint = -1
     q = 0
     for c in range(first, last):
@@ -1029,6 +1032,7 @@ class _Builder:
         if first is None:
             return None
         best, own, dropped, farthest = first
+        floor = dropped  # best's: a distance of an original position to it
         lock = None
         for _ in range(KEEP_TRIES if whole else 0):
             if not dropped > KEEP_RATIO * own or farthest < 0:
@@ -1048,13 +1052,13 @@ class _Builder:
                 break
             res, own, dropped, farthest = again
             if (max(res.geo, res.shade), res.geo) < (max(best.geo, best.shade), best.geo):
-                best = res
+                best, floor = res, dropped
         if whole:
             # the removed positions carried up (WITNESSES) were chosen at the levels below, and
             # a hold changes what lies farthest: a whole level is measured against every original
             # position (an edge fan's level 5 stored 0.98x its two-way distance with the carried
             # ones alone)
-            full = self._farthest_original(best)
+            full = self._farthest_original(best, floor)
             best = best._replace(geo=max(best.surface, DROPPED_FACTOR * full))
         return best
 
@@ -1067,12 +1071,13 @@ class _Builder:
             _cluster_positions, self.store.view, self.tri_off.view, clusters, self.wpos,
             len(self.positions)))
 
-    def _farthest_original(self, result: _Simplified) -> float:
+    def _farthest_original(self, result: _Simplified, floor: float) -> float:
         """The largest distance of an original position to a group's simplified triangles
         (`_farthest_by_cluster`, over the level-0 clusters' positions): the clusters in
         contiguous ranges of at least MEASURE_CHUNK positions, one a worker, this thread taking
         the first and any range no worker has started (so that a worker waiting here never waits
-        on a job queued behind it); the maximum is exact whatever the split."""
+        on a job queued behind it); the maximum is exact whatever the split. floor: a distance
+        of some original position to the result, where each range's search starts."""
         wedge = result.new_tris.copy()
         fresh = wedge < 0  # -1 - j: the j-th fresh wedge, at its source's position
         wedge[fresh] = result.fresh_src[-1 - wedge[fresh]]
@@ -1083,11 +1088,12 @@ class _Builder:
         parts = max(1, min(self.threads, len(self.positions) // MEASURE_CHUNK))
         cuts = [rows * i // parts for i in range(parts + 1)]
         args = (self.positions, tris, spheres, off, ids)
-        futures = [self.pool.submit(_farthest_by_cluster, *args, a, b)
+        futures = [self.pool.submit(_farthest_by_cluster, *args, a, b, floor)
                    for a, b in itertools.pairwise(cuts[1:])]
-        best = _farthest_by_cluster(*args, cuts[0], cuts[1])
+        best = _farthest_by_cluster(*args, cuts[0], cuts[1], floor)
         for (a, b), f in zip(itertools.pairwise(cuts[1:]), futures, strict=True):
-            best = max(best, _farthest_by_cluster(*args, a, b) if f.cancel() else f.result())
+            best = max(best, _farthest_by_cluster(*args, a, b, floor) if f.cancel()
+                       else f.result())
         return float(best)
 
     def loses_surface(self, members: np.ndarray, result: _Simplified) -> bool:

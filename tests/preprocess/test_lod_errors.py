@@ -401,6 +401,13 @@ def test_the_whole_level_measure_passes_over_clusters_exactly() -> None:
         got = max(_farthest_by_cluster(positions, tris, spheres, off, ids, a, b)
                   for a, b in itertools.pairwise(cuts))
         assert got == pytest.approx(truth, rel=1e-12)
+    # a floor (a distance some position has: the farthest removed one's, in the builder) only
+    # lets clusters pass sooner: the same maximum, in one range or several
+    some = max_distance_to_mesh(positions[order[::50]], positions, tris).max()
+    for cuts in ([0, n], [0, n // 3, n]):
+        got = max(_farthest_by_cluster(positions, tris, spheres, off, ids, a, b, some)
+                  for a, b in itertools.pairwise(cuts))
+        assert got == pytest.approx(truth, rel=1e-12)
     # and clusters are passed over, not measured point by point: spheres of radius 0 at each
     # cluster's mean position (which the lone spike hardly moves) miss the farthest (the
     # exactness rests on the spheres holding their positions)
