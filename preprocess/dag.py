@@ -627,9 +627,7 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np
     from a point of the same output triangle (owner (s,): each sample's row) ended on (coarse
     triangles span dozens of original ones: igea's level-11 job took 1,111 walks of 56 steps
     from the corners, 573 with both starts), and is not walked when that triangle is already no
-    farther than the maximum, and a walk stops at the first triangle no farther than the maximum
-    (it cannot raise it: a tenth of the walks' steps, two fifths at the coarsest levels). The
-    smaller bound counts. (The samples include
+    farther than the maximum. The smaller bound counts. (The samples include
     `simplify._sample_distances`' second, dense round on the triangles nearest the maximum
     distance to the input.) A walk that would raise the maximum is checked by walks from the
     nearest input triangle's other corners."""
@@ -665,7 +663,7 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np
         if s2 <= best * best:
             continue  # the walk's first triangle is near enough already: it cannot raise it
         w2, end = surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri,
-                               WALK_STEPS, best * best)
+                               WALK_STEPS)
         last[owner[i]] = end
         if min(bound[i], np.sqrt(w2)) > best:
             # it would raise the maximum: a walk can stop in a fold (thin parts, coarse levels),
@@ -674,7 +672,7 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np
                 other = vt_tri[vt_off[pos_ids[in_pt[near[i], c]]]]
                 if other != start:
                     o2, _ = surface_walk(px, py, pz, other, positions, ptri, nbr, vt_off,
-                                         vt_tri, WALK_STEPS, best * best)
+                                         vt_tri, WALK_STEPS)
                     w2 = min(w2, o2)
         best = max(best, min(bound[i], np.sqrt(w2)))
     return best

@@ -963,8 +963,7 @@ def _point_triangle_d2_at(px, py, pz, P, a, b, c):
 
 
 @_jit
-def surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri, max_steps,
-                 enough=-1.0):
+def surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri, max_steps):
     """(squared distance, triangle): from triangle `start` of the mesh (ptri (m, 3); its edge
     neighbours nbr (m, 3) and the triangles around each position vt_off, vt_tri from
     `preprocess.topology`), step to a neighbour nearer p while there is one, at most
@@ -974,9 +973,7 @@ def surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri, max_st
     steps alone would stop on; with the nearest point inside, no triangle sharing only a vertex
     is nearer unless the surface folds back). The distance to the triangle it ends on is an
     upper bound of p's distance to the mesh, equal to it unless the walk stopped in a local
-    minimum (a fold of the surface); coherent points cost a few steps. It stops as soon as it
-    reaches a triangle within squared distance `enough` (then only that bound is known: a caller
-    that needs no more, the largest distance so far, saves the walk's last steps)."""
+    minimum (a fold of the surface); coherent points cost a few steps."""
     t = start
     best, inside = _point_triangle_d2_at(px, py, pz, positions, ptri[t, 0], ptri[t, 1],
                                          ptri[t, 2])
@@ -1009,8 +1006,6 @@ def surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri, max_st
             break
         t = nxt
         inside = nxt_inside
-        if best <= enough:
-            break
     return best, t
 
 

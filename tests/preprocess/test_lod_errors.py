@@ -415,31 +415,3 @@ def test_the_whole_level_measure_passes_over_clusters_exactly() -> None:
     for i, r in enumerate(rows):
         shrunk[i] = [*positions[r].mean(axis=0), 0.0]
     assert _farthest_by_cluster(positions, tris, shrunk, off, ids, 0, n) < 0.9 * truth
-
-
-def test_a_walk_stops_once_it_is_within_enough() -> None:
-    """`simplify.surface_walk` over a flat 40 x 40 grid from its first triangle to a point above
-    the far corner: without `enough` it reaches the triangle under the point (its height
-    squared, exact); with it, it stops at the first triangle within that squared distance (an
-    upper bound no larger than `enough`, short of the end), which is all `_original_distance`
-    needs of a point that cannot raise the maximum."""
-    from preprocess.simplify import surface_walk
-    from preprocess.topology import edge_neighbours, vertex_triangles
-
-    n = 40
-    ij = np.stack(np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij"), -1)
-    positions = np.concatenate([ij.reshape(-1, 2), np.zeros(((n + 1) ** 2, 1))], 1)
-    positions = positions.astype(np.float32)
-    v = (np.arange(n)[:, None] * (n + 1) + np.arange(n)[None, :]).ravel()
-    ptri = np.concatenate([np.stack([v, v + n + 1, v + 1], 1),
-                           np.stack([v + 1, v + n + 1, v + n + 2], 1)]).astype(np.int32)
-    nbr = edge_neighbours(ptri, len(positions))[0]
-    vt_off, vt_tri = vertex_triangles(ptri, len(positions))
-    p = (n - 0.3, n - 0.6, 0.5)  # over the far corner's square
-    full, end = surface_walk(*p, 0, positions, ptri, nbr, vt_off, vt_tri, 256)
-    assert full == pytest.approx(0.25)
-    assert min(positions[ptri[end], 0]) == n - 1 and min(positions[ptri[end], 1]) == n - 1
-    enough = 10.0 ** 2
-    near, stop = surface_walk(*p, 0, positions, ptri, nbr, vt_off, vt_tri, 256, enough)
-    assert full < near <= enough
-    assert stop != end
