@@ -79,19 +79,21 @@ def _count_wedges(tris: np.ndarray, perm: np.ndarray, lo: int, hi: int, stamp: n
 @nb.njit(cache=True, nogil=True)
 def _kd_split(cs: np.ndarray, perm: np.ndarray, lo: int, hi: int, cut: int) -> None:
     """Partition perm[lo:hi] (and cs) at cut along the longest axis of the centroid box."""
-    bmin = np.full(3, np.inf)
-    bmax = np.full(3, -np.inf)
+    extent = np.empty(3)
     for a in range(3):
+        lo_a = np.inf  # scalars, not array cells: the loop vectorizes
+        hi_a = -np.inf
         for t in range(lo, hi):
             v = cs[a, t]
-            if v < bmin[a]:
-                bmin[a] = v
-            if v > bmax[a]:
-                bmax[a] = v
+            if v < lo_a:
+                lo_a = v
+            if v > hi_a:
+                hi_a = v
+        extent[a] = hi_a - lo_a
     axis = 0
-    if bmax[1] - bmin[1] > bmax[axis] - bmin[axis]:
+    if extent[1] > extent[axis]:
         axis = 1
-    if bmax[2] - bmin[2] > bmax[axis] - bmin[axis]:
+    if extent[2] > extent[axis]:
         axis = 2
     _select(cs, axis, perm, lo, hi, cut)
 
