@@ -146,14 +146,14 @@ def _output_error(path: str, option: str, suffix: str) -> str | None:
     """Why `path` cannot be written as `option` (a `suffix` file), or None: checked before the
     GPU is opened, so that a typo costs no render."""
     p = Path(path)
+    if p.is_dir() or not p.name:  # `.`, `..`, `/`: no file name to give a suffix
+        return f"{option} {path}: is a folder; name a {suffix[1:].upper()} file in it"
     if p.suffix.lower() != suffix:
         return (f"{option} {path}: writes {suffix[1:].upper()} files only; name it "
                 f"{p.with_suffix(suffix).name}")
     folder = p.parent
     if not folder.is_dir():
         return f"{option} {path}: no folder {folder}"
-    if p.is_dir():
-        return f"{option} {path}: is a folder"
     if not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
         return f"{option} {path}: not writable"
     return None

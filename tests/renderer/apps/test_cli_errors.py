@@ -88,7 +88,9 @@ def test_option_values_past_their_limits(command, option, value, tmp_path, capsy
     (["-o", "{tmp}/missing/x.png"], "no folder"),
     (["--arrays", "{tmp}/missing/x.npz"], "no folder"),
     (["--arrays", "{tmp}/x"], "NPZ files only"),
-    (["-o", "{tmp}"], "PNG files only"),
+    (["-o", "{tmp}"], "is a folder"),
+    (["-o", "."], "is a folder"),  # no name at all: was a ValueError traceback
+    (["--arrays", ".."], "is a folder"),
     (["--fill", "2.01"], "inside the scene's bounding sphere"),  # at --fov 60: 2 at most
     (["--fill", "3", "--fov", "50"], "at most 2.37"),
 ])
