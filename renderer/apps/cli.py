@@ -24,6 +24,7 @@ from renderer.apps.preprocess_cli import (
     one_line_warnings,
     run_build,
     stopped,
+    whole,
 )
 from renderer.limits import MAX_FOV, MAX_IMAGE_SIZE, MAX_WORLD, MIN_FOV
 from renderer.options import DEBUG_VIEWS, TRAVERSALS
@@ -95,22 +96,6 @@ def _real(lo: float, hi: float = math.inf, *, lo_open: bool = True, unit: str = 
             v = math.nan
         if not (math.isfinite(v) and (v > lo if lo_open else v >= lo) and v <= hi):
             raise argparse.ArgumentTypeError(f"must be a finite number {what}{unit}, not {text!r}")
-        return v
-
-    return parse
-
-
-def _whole(lo: int, hi: int | None = None):
-    """An argparse type: a whole number in lo..hi."""
-
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            v = None
-        if v is None or v < lo or (hi is not None and v > hi):
-            what = f">= {lo}" if hi is None else f"in {lo}..{hi}"
-            raise argparse.ArgumentTypeError(f"must be a whole number {what}, not {text!r}")
         return v
 
     return parse
@@ -466,7 +451,7 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                        help="the up axis of a mesh file preprocessed here (as preprocess --up; "
                             "default: y, or what its cached .tess was built with)")
     p.add_argument("--size", type=_size, default=(512, 512), help="image size WxH (512x512)")
-    p.add_argument("--instances", type=_whole(1), default=1,
+    p.add_argument("--instances", type=whole(1), default=1,
                    help="instances on a square grid (default: 1; how many the adapter holds is "
                         "checked before they are built)")
     p.add_argument("--tau", type=_POSITIVE, default=1.0,
@@ -524,7 +509,7 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
                        ".json, or nothing for the built-in rock)")
     _add_render_options(p, view=True)
     p.set_defaults(size=(1280, 800))
-    p.add_argument("--frames", type=_whole(0), default=0,
+    p.add_argument("--frames", type=whole(0), default=0,
                    help="close after N frames (0: when the window closes)")
     p.add_argument("--screenshot", help="save the last frame, panel included, to this PNG")
     p.add_argument("--eye", type=_vec3, help="start camera position x,y,z")
@@ -550,7 +535,7 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
                         "--help` lists them and every option)")
     p.add_argument("--quick", action="store_true",
                    help="suite: a one-minute version (grids up to 256, 4 frames a run)")
-    p.add_argument("--frames", type=_whole(1), help="frames on each camera path (suite 12, "
+    p.add_argument("--frames", type=whole(1), help="frames on each camera path (suite 12, "
                                                     "quick 4; custom run 16)")
     p.add_argument("--no-brute", action="store_true", help="skip the brute-force baseline")
     p.add_argument("--no-pygfx", action="store_true", help="suite: skip the pygfx baseline")
@@ -566,7 +551,7 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
                    help="a custom run instead of the suite: orbit (a quarter orbit over a grid of "
                         "--instances, 256 by default) or field (a dense field from ground level, "
                         "occlusion on and off)")
-    p.add_argument("--brute-frames", type=_whole(1), default=3,
+    p.add_argument("--brute-frames", type=whole(1), default=3,
                    help="custom run: brute-force frames measured (3; they are slow)")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)

@@ -39,6 +39,9 @@ from typing import TYPE_CHECKING, NoReturn
 
 from assets import BUILTIN
 
+# triangle ids are 32-bit: the most a --builtin asset may ask for
+MAX_TRIANGLES = 2**31 - 1
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import FrameType
@@ -245,6 +248,22 @@ class StageBars:
             bar.close()
 
 
+def whole(lo: int, hi: int | None = None):
+    """An argparse type: a whole number in lo..hi."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            v = None
+        if v is None or v < lo or (hi is not None and v > hi):
+            what = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+            raise argparse.ArgumentTypeError(f"must be a whole number {what}, not {text!r}")
+        return v
+
+    return parse
+
+
 def add_build_options(p: argparse.ArgumentParser) -> None:
     """The options shared by `preprocess` and `tessera preprocess`."""
     from preprocess.config import SHADING_WEIGHT, TEXTURED_SHADING_WEIGHT, UP_AXES, BuildConfig
@@ -257,7 +276,7 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                    "beside it (the default), or NAME.tess merged")
     p.add_argument("--builtin", choices=BUILTIN,
                    help="build a built-in procedural asset instead of reading a file")
-    p.add_argument("--triangles", type=int, default=1_000_000,
+    p.add_argument("--triangles", type=whole(1, MAX_TRIANGLES), default=1_000_000,
                    help="size of a --builtin asset in triangles (default: 1,000,000)")
     p.add_argument("--max-triangles", type=int, default=d.max_triangles,
                    help=f"triangles per cluster, at most 128 (default: {d.max_triangles})")

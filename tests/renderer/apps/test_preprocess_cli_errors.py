@@ -157,7 +157,10 @@ def test_full_disk_during_the_write(tmp_path, capsys, monkeypatch):
     assert _left(tmp_path) == []
 
 
-@pytest.mark.parametrize("args", [["--triangles", "many"], ["--bogus"], ["-o"]])
+@pytest.mark.parametrize("args", [["--triangles", "many"], ["--bogus"], ["-o"],
+                                  # a negative size was a TypeError traceback (the sphere's
+                                  # square root of it), 0 built a sphere of 20 triangles
+                                  ["--triangles", "-5"], ["--triangles", "0"]])
 def test_bad_arguments_are_one_line(args, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         preprocess_cli.main([*SMALL, *args])
