@@ -144,6 +144,20 @@ def _output_error(path: str, option: str, suffix: str) -> str | None:
     return None
 
 
+def _folder_error(path: str, option: str) -> str | None:
+    """Why `path` cannot be the folder `option` writes into (made if missing), or None: checked
+    before the run, not after it."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        return f"{option} {path}: is a file, not a folder"
+    ancestor = p
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK):
+        return f"{option} {path}: cannot make or write it ({ancestor} is not a writable folder)"
+    return None
+
+
 def _input_error(path: str) -> str | None:
     """Why `path` cannot be read, or None (before the GPU is opened)."""
     p = Path(path)
@@ -321,7 +335,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     why = ((args.file is not None and _input_error(args.file))
            or (args.json is not None and _output_error(args.json, "--json", ".json"))
-           or (args.compare is not None and _input_error(args.compare)))
+           or (args.compare is not None and _input_error(args.compare))
+           or (args.plots is not None and _folder_error(args.plots, "--plots")))
     if why:
         return _error(why)
     try:
@@ -363,6 +378,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             width=args.size[0], height=args.size[1], quick=args.quick, frames=args.frames,
             brute=not args.no_brute, pygfx=not args.no_pygfx,
             baseline_limit=args.baseline_limit, persistent=TRAVERSALS[args.traversal])
+        if args.compare is not None:
+            bench_suite.read_report(args.compare, "--compare")  # before the suite runs
         return bench_suite.main(cfg, json_path=args.json, compare_path=args.compare,
                                 plots_dir=args.plots)
     except (*_runtime_errors(), ValueError) as e:

@@ -438,6 +438,30 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def read_report(path: str, option: str) -> dict:
+    """An earlier suite report (`--json`), checked before the suite runs: a file that is not one
+    (another tool's JSON, a binary file) is refused in one line rather than compared with
+    nothing and read as "no regression"."""
+    try:
+        old = json.loads(Path(path).read_bytes())
+    except OSError as e:
+        raise ValueError(f"{option} {path}: cannot read: {e.strerror or e}") from None
+    except ValueError:  # not UTF-8, not JSON
+        raise ValueError(f"{option} {path}: not a JSON file") from None
+    scenarios = old.get("scenarios") if isinstance(old, dict) else None
+    ok = isinstance(scenarios, dict) and all(
+        isinstance(rows, list) and all(
+            isinstance(r, dict) and "variant" in r
+            and all(isinstance(r.get(k), dict) and "median" in r[k]
+                    for k in ("frame_ms", "gpu_ms"))
+            for r in rows)
+        for rows in scenarios.values())
+    if not ok:
+        raise ValueError(f"{option} {path}: not a tessera bench suite report (written by "
+                         "tessera bench --json)")
+    return old
+
+
 def compare(report: dict, old: dict) -> list[str]:
     """Regressions against an earlier report: a run's median frame or GPU time more than
     REGRESSION times the old one (and 0.5 ms more)."""
@@ -516,12 +540,7 @@ def plots(report: dict, folder: Path) -> list[Path]:
 
 def main(cfg: SuiteConfig, *, json_path: str | None = None, compare_path: str | None = None,
          plots_dir: str | None = None, log=print) -> int:
-    old = None
-    if compare_path:
-        try:
-            old = json.loads(Path(compare_path).read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise ValueError(f"--compare {compare_path}: cannot read: {e}") from None
+    old = read_report(compare_path, "--compare") if compare_path else None
     report = Suite(cfg, log).run()
     log(table(report))
     if json_path:

@@ -118,6 +118,22 @@ def test_missing_or_unreadable_input_refused_before_the_gpu(tmp_path, capsys, no
     assert not out.exists()
 
 
+@pytest.mark.parametrize("option, content, message", [
+    ("--plots", b"a file", "is a file, not a folder"),  # was FileExistsError after the suite
+    ("--compare", b"\x80\x81 binary", "not a JSON file"),  # was the codec's words alone
+    # another tool's JSON compared nothing and printed "no regression"
+    ("--compare", b'{"models": {}}', "not a tessera bench suite report"),
+    ("--compare", b'{"scenarios": {"scaling": [{"variant": "1"}]}}',
+     "not a tessera bench suite report"),
+])
+def test_bench_files_refused_before_the_suite(sphere_tess, option, content, message, tmp_path,
+                                              capsys, no_gpu) -> None:
+    path = tmp_path / ("given.json" if option == "--compare" else "given")
+    path.write_bytes(content)
+    assert _main(["bench", sphere_tess, option, path, "--frames", "1"]) == 2
+    assert message in _one_line_error(capsys)
+
+
 # ------------------------------------------------------------------ scene files, before the GPU
 
 def _scene(tmp_path, sphere_tess, **entry) -> str:
