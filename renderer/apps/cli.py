@@ -43,16 +43,18 @@ def cmd_info(args: argparse.Namespace) -> int:
     from preprocess.tess.summary import summarize
     from preprocess.tess.container import TessFormatError, read_tess
 
+    why = _input_error(args.file)  # missing, a folder (was a traceback), unreadable
+    if why:
+        return _error(why)
     try:
         with read_tess(args.file, verify_pages=args.verify) as f:
             meta = f.meta
             text = summarize(meta, f.file_size, f.page_count, f.root_page_count)
-    except FileNotFoundError:
-        print(f"tessera: error: {args.file}: no such file", file=sys.stderr)
-        return 2
-    except (TessFormatError, KeyError) as e:
-        print(f"tessera: error: {args.file}: {e}", file=sys.stderr)
-        return 2
+    except (TessFormatError, KeyError, OSError) as e:
+        message = e.args[-1] if isinstance(e, OSError) and e.args else str(e)
+        # the reader's messages name the file already
+        return _error(message if str(message).startswith(args.file) else f"{args.file}: "
+                      f"{message}")
     print(text)
     if args.verify:
         print("  checksums     all sections and pages verified")

@@ -96,3 +96,11 @@ def test_info_on_corrupted_file(terrain_obj, tmp_path, capsys):
     assert tessera_cli.main(["info", str(tmp_path / "nope.tess")]) == 2
     capsys.readouterr()
     np.testing.assert_equal(out.exists(), True)
+    # a folder was an IsADirectoryError traceback; a foreign file's message named it twice
+    assert tessera_cli.main(["info", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"tessera: error: {tmp_path}: is a folder, not a file\n"
+    (tmp_path / "notes.txt").write_text("not a tess file\n" * 20)
+    assert tessera_cli.main(["info", str(tmp_path / "notes.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.count("notes.txt") == 1
