@@ -877,9 +877,14 @@ def _load_scene(path: Path, file_type: str):
     source: str | io.BytesIO = str(path)
     resolver = None
     if file_type in ("obj", "off", "stl"):
-        from preprocess.readers import is_text
+        from preprocess.readers import absolute_obj_indices, is_text
 
         data = path.read_bytes()
+        if file_type == "obj" and (absolute := absolute_obj_indices(data, path.name)):
+            # trimesh reads a relative index from the end of the whole file's list
+            data = absolute
+            source = io.BytesIO(data)
+            resolver = trimesh.resolvers.FilePathResolver(str(path))
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
@@ -1714,6 +1719,9 @@ def mesh_from_obj_text(path: Path, data: bytes, *, name: str,
         except Exception:
             parts = None
     if parts is None:
+        from preprocess.readers import absolute_obj_indices
+
+        data = absolute_obj_indices(data, label) or data  # trimesh counts them from the end
         with _quiet():
             try:
                 scene = _load_scene_from(trimesh, io.BytesIO(data), "obj",

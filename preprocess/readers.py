@@ -310,6 +310,9 @@ def _truncated(label: str, number: int, text: bytes, what: str) -> MeshError:
 
 # kinds of float lines
 _V, _VT, _VN = 0, 1, 2
+# a uv or normal corner index that is out of range whichever way it is read (a relative one that
+# reaches before its list): that geometry is read without uvs or normals
+_BEFORE = -(1 << 40)
 # _scan_obj flags
 _CONTINUED, _NON_ASCII, _BINARY, _COMMENTED = 1, 2, 4, 8
 # bytes that pass 1 of _scan_obj looks at twice: backslash, 'u', control bytes, everything above
@@ -354,7 +357,8 @@ def _scan_obj(data, pow10, special):
     only for corners that have them) and their three counts; per face line its corner count,
     layout and material (index of its usemtl line, -1 before any); the face line count; the
     usemtl name spans and count; the hard numbers (kind, buffer index, start, end) and count; the
-    first line with a face index ``0``.
+    first line with a face index ``0``; the first line with a relative (negative) vertex index
+    that reaches before the first vertex.
     """
     n = data.size
     # Pass 1: lines and bytes per kind. A line of b bytes holds at most b // 2 numbers: the
@@ -428,6 +432,7 @@ def _scan_obj(data, pow10, special):
     nmtl = 0
     nhard = 0
     zero_line = 0
+    before_line = 0  # the first face line whose relative vertex index reaches before the list
     cur_mat = -1
     status = 0
     line = 0
@@ -529,14 +534,23 @@ def _scan_obj(data, pow10, special):
                     status = line  # a malformed corner, or layouts mixed within a line
                     break
                 pat = p
-                # 1-based; trimesh shifts only positive indices (negative ones count back from
-                # the end of the whole file's list, 0 stays 0)
-                cv[ncorner] = vi - 1 if vi > 0 else vi
+                # 1-based; a negative index counts back from the last element defined above
+                # this line (the OBJ rule: -1 is the latest vertex; trimesh counts from the end
+                # of the whole file's list instead); 0 stays 0
+                cv[ncorner] = vi - 1 if vi > 0 else (nlines[_V] + vi if vi < 0 else 0)
+                if vi < 0 and nlines[_V] + vi < 0 and before_line == 0:
+                    before_line = line
+                # (a uv or normal one before its list: out of range whichever way it is read,
+                # so that geometry is read without them, as with any index out of range)
                 if p == _P_VT or p == _P_VTN:
-                    ct[nt] = ti - 1 if ti > 0 else ti
+                    ct[nt] = ti - 1 if ti > 0 else (nlines[_VT] + ti if ti < 0 else 0)
+                    if ct[nt] < 0:
+                        ct[nt] = _BEFORE
                     nt += 1
                 if p == _P_VN or p == _P_VTN:
-                    cn[nn] = ni - 1 if ni > 0 else ni
+                    cn[nn] = ni - 1 if ni > 0 else (nlines[_VN] + ni if ni < 0 else 0)
+                    if cn[nn] < 0:
+                        cn[nn] = _BEFORE
                     nn += 1
                 ncorner += 1
                 corners += 1
@@ -562,7 +576,8 @@ def _scan_obj(data, pow10, special):
         # other lines (comments, o, g, s, mtllib, l, p, vp, ...) carry nothing trimesh keeps
         i = nxt
     return (status, flags, usemtl_anywhere, vals_v, vals_t, vals_n, nlines, width, cv, ct, cn,
-            ncorner, nt, nn, fsize, fpat, fmat, nface, mspan, nmtl, hard, nhard, zero_line)
+            ncorner, nt, nn, fsize, fpat, fmat, nface, mspan, nmtl, hard, nhard, zero_line,
+            before_line)
 
 
 def _hashable_rows(stack: np.ndarray) -> np.ndarray:
@@ -760,8 +775,8 @@ def _face_lines(data):
                         if v > hi[k]:
                             hi[k] = v
                             hi_line[k] = line
-                        if v < lo[k]:
-                            lo[k] = v
+                        if v < 0 and lines[k] + v < 0 and lo_line[k] == 0:
+                            lo[k] = v  # relative, before the first of its kind above the line
                             lo_line[k] = line
                     k += 1
                 while j < stop and not _is_blank(data[j]) and data[j] != 35:
@@ -772,6 +787,105 @@ def _face_lines(data):
                     short[1] = line
         i = e + 1
     return short, lines, hi, hi_line, lo, lo_line
+
+
+@nb.njit(cache=True, nogil=True)
+def _absolute_indices(data):
+    """An OBJ's bytes with each relative (negative) face index written as the absolute one it
+    means (-1: the latest element of its list defined above the line; a uv or normal one that
+    reaches before its list: one past the end, out of range), and the first line where a vertex
+    one reaches before the first vertex (0: none); (empty, 0) for a file without any."""
+    n = data.size
+    count = np.zeros(3, np.int64)  # v, vt, vn lines so far
+    total = np.zeros(3, np.int64)  # in the whole file
+    negatives = 0
+    passes = 2
+    out = np.empty(0, np.uint8)
+    o = 0
+    before = 0
+    for pass_ in range(passes):
+        count[:] = 0
+        line = 0
+        i = 0
+        while i < n:
+            line += 1
+            e = i
+            while e < n and data[e] != 10:
+                e += 1
+            stop = e - 1 if e > i and data[e - 1] == 13 else e
+            c = data[i] if stop > i else 0
+            c1 = data[i + 1] if stop > i + 1 else 0
+            c2 = data[i + 2] if stop > i + 2 else 0
+            copy_from = i
+            if c == 118 and c1 == 32:  # 'v ': as the scan counts them
+                count[0] += 1
+            elif c == 118 and (c1 == 116 or c1 == 110) and c2 == 32:  # 'vt ', 'vn '
+                count[1 if c1 == 116 else 2] += 1
+            elif c == 102 and _is_blank(c1):  # 'f'
+                j = i + 1
+                k = 0  # 0: v, 1: vt, 2: vn within a corner
+                while j < stop and data[j] != 35:  # '#'
+                    b = data[j]
+                    if _is_blank(b):
+                        k = 0
+                        j += 1
+                        continue
+                    if b == 47:  # '/'
+                        k = min(k + 1, 2)
+                        j += 1
+                        continue
+                    if b == 45:  # '-': a relative index
+                        v, end, ok, _ = _parse_index(data, j)
+                        if ok:
+                            if pass_ == 0:
+                                negatives += 1
+                            else:
+                                absolute = count[k] + v + 1
+                                if absolute < 1:
+                                    if k == 0 and before == 0:
+                                        before = line
+                                    absolute = total[k] + 1  # out of range: read without
+                                    # that geometry's uvs or normals, as the fast reader does
+                                for q in range(copy_from, j):
+                                    out[o] = data[q]
+                                    o += 1
+                                text = str(absolute)  # numba: the digits of an int
+                                for ch in text:
+                                    out[o] = ord(ch)
+                                    o += 1
+                                copy_from = end
+                            j = end
+                            continue
+                    j += 1
+            if pass_ == 1:
+                for q in range(copy_from, min(e + 1, n)):
+                    out[o] = data[q]
+                    o += 1
+            i = e + 1
+        if pass_ == 0:
+            if negatives == 0:
+                return out, 0
+            out = np.empty(n + 20 * negatives, np.uint8)
+            total[:] = count
+    return out[:o], before
+
+
+def _relative_error(label: str, line: int) -> MeshError:
+    return MeshError(f"{label}: line {line}: a relative face index out of range (a negative "
+                     f"index counts back from the last vertex above its line)")
+
+
+def absolute_obj_indices(raw: Raw, label: str) -> bytes | None:
+    """The OBJ text for trimesh, which reads a relative (negative) face index from the end of the
+    whole file's list: each written as the absolute index it means, or None where none is
+    relative (the file as it is). Raises `MeshError` for one that reaches before its list."""
+    data = np.frombuffer(raw, np.uint8)
+    if raw.find(b"-") < 0:  # no negative number anywhere: nothing to scan
+        return None
+    out, before = _absolute_indices(data)
+    if before:
+        raise _relative_error(label, int(before))
+    return out.tobytes() if out.size else None
 
 
 def warn_face_lines(raw: Raw, label: str) -> None:
@@ -786,7 +900,7 @@ def warn_face_lines(raw: Raw, label: str) -> None:
     for k, (kind, noun) in enumerate((("uv (vt)", "uvs"), ("normal (vn)", "normals"))):
         count = int(lines[k])
         bad = [(int(hi[k]), int(hi_line[k]))] if hi[k] > count else []
-        bad += [(int(lo[k]), int(lo_line[k]))] if lo[k] < -count else []
+        bad += [(int(lo[k]), int(lo_line[k]))] if lo_line[k] else []
         if bad:
             index, at = bad[0]
             then = " (smooth ones computed)" if k == 1 else ""
@@ -851,7 +965,8 @@ def _read_obj(raw: Raw, label: str, warn: bool = True) -> list[Part] | None:
 def _read_obj_parts(raw: Raw, label: str, dropped: list[str]) -> list[Part] | None:
     data = np.frombuffer(raw, dtype=np.uint8)
     (status, flags, usemtl_anywhere, vals_v, vals_t, vals_n, nlines, width, cv, ct, cn, ncorner,
-     nt, nn, fsize, fpat, fmat, nface, mspan, nmtl, hard, nhard, zero_line) = _scan_obj(
+     nt, nn, fsize, fpat, fmat, nface, mspan, nmtl, hard, nhard, zero_line,
+     before_line) = _scan_obj(
         data, _POW10, _OBJ_SPECIAL)
     if flags & _BINARY:
         _check_text(raw, label, "OBJ")
@@ -869,6 +984,8 @@ def _read_obj_parts(raw: Raw, label: str, dropped: list[str]) -> list[Part] | No
         return None  # line continuations; 'usemtl ' inside a line (trimesh splits there too)
     if zero_line:
         raise MeshError(f"{label}: face index 0 out of range (OBJ indices start at 1)")
+    if before_line:
+        raise _relative_error(label, int(before_line))
     if nhard:
         hard = hard[: 4 * nhard].reshape(nhard, 4)
         for kind, vals in enumerate((vals_v, vals_t, vals_n)):

@@ -709,6 +709,58 @@ def test_error_obj_index_out_of_range(tmp_path, face):
     assert "out of range" in _error(path)
 
 
+def _relative_obj(mtl: bool, objects: bool) -> tuple[str, str]:
+    """An OBJ whose faces each define their three corners (v, vt, vn) just above them and name
+    them -3, -2, -1, and its twin with the absolute indices those mean."""
+    p, f = _small_sphere()
+    rel, ab = ["mtllib m.mtl\nusemtl red\n"] if mtl else [""], []
+    for k, tri in enumerate(f):
+        head = f"o part{k // 40}\n" if objects and k % 40 == 0 else ""
+        block = "".join(f"v {x} {y} {z}\nvt {x / 2 + 0.5} {y / 2 + 0.5}\nvn {x} {y} {z}\n"
+                        for x, y, z in p[tri])
+        rel.append(head + block + "f -3/-3/-3 -2/-2/-2 -1/-1/-1\n")
+        a = 3 * k
+        ab.append(head + block + f"f {a + 1}/{a + 1}/{a + 1} {a + 2}/{a + 2}/{a + 2} "
+                  f"{a + 3}/{a + 3}/{a + 3}\n")
+    return "".join(rel), rel[0] + "".join(ab)
+
+
+def _small_sphere():
+    from assets.shapes import geodesic_sphere_arrays
+
+    p, f = geodesic_sphere_arrays(2)
+    return np.asarray(p, np.float32), np.asarray(f)
+
+
+@pytest.mark.parametrize("mtl, objects", [(False, False), (True, False), (False, True)])
+def test_relative_obj_indices_count_back_from_their_line(tmp_path, mtl, objects):
+    """A negative OBJ index counts back from the last vertex (uv, normal) defined above its line;
+    trimesh counts from the end of the whole file's list, so a file that defines each face's
+    corners just above it read as one triangle repeated (80 faces "duplicated", 1 kept). Read
+    by the fast reader, by trimesh (a material library: rewritten to absolute indices first) and
+    as a scene of objects, each is its absolute twin exactly."""
+    from preprocess.scene import read_scene
+
+    (tmp_path / "m.mtl").write_text("newmtl red\nKd 0.8 0.1 0.1\n")
+    rel, ab = _relative_obj(mtl, objects)
+    a, b = write(tmp_path / "rel.obj", rel), write(tmp_path / "abs.obj", ab)
+    if objects:
+        ra, rb = read_scene(a), read_scene(b)
+        pairs = [(ra.meshes[k], rb.meshes[k]) for k in rb.meshes]
+        assert len(pairs) == 2
+    else:
+        pairs = [(load_mesh(a), load_mesh(b))]
+    for m, ref in pairs:
+        assert m.triangle_count == ref.triangle_count > 1
+        for field in ("positions", "triangles", "wedge_position", "wedge_normal", "wedge_uv"):
+            assert getattr(m, field).tobytes() == getattr(ref, field).tobytes(), field
+    # before the first vertex: one line naming it, on either reader's path
+    head = "mtllib m.mtl\nusemtl red\n" if mtl else ""
+    bad = write(tmp_path / "bad.obj", head + "v 0 0 0\nv 1 0 0\nv 1 1 0\nf -1 -2 -4\n")
+    assert f"line {3 + head.count(chr(10)) + 1}: a relative face index out of range" in \
+        _error(bad)
+
+
 @pytest.mark.parametrize("face", ["1/1 2/1 9/1", "1//1 -9//1 2//1", "1/1/1 2/1/1 3/1/1 0/1/1"])
 def test_error_obj_index_out_of_range_with_attributes(tmp_path, face):
     text = f"v 0 0 0\nv 1 0 0\nv 1 1 0\nvt 0 0\nvn 0 0 1\nf 1/1/1 2/1/1 3/1/1\nf {face}\n"
