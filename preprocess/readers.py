@@ -137,6 +137,17 @@ def _is_blank(c: int) -> bool:
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
+def _line_span(data: np.ndarray, i: int) -> tuple[int, int]:
+    """(the index of the newline ending the line that starts at i (or the size), where its text
+    stops: before a CR of a CRLF)."""
+    n = data.size
+    e = i
+    while e < n and data[e] != 10:
+        e += 1
+    return e, (e - 1 if e > i and data[e - 1] == 13 else e)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
 def _token_end(data: np.ndarray, j: int) -> bool:
     """True at the end of a token: a blank, a line end, a comment or the end of the data."""
     if j >= data.size:
@@ -440,10 +451,7 @@ def _scan_obj(data, pow10, special):
     i = 0
     while i < n and status == 0:
         line += 1
-        e = i
-        while e < n and data[e] != 10:
-            e += 1
-        stop = e - 1 if e > i and data[e - 1] == 13 else e  # CRLF
+        e, stop = _line_span(data, i)
         nxt = e + 1
         if stop == i:
             i = nxt
@@ -749,10 +757,7 @@ def _face_lines(data):
     i = 0
     while i < n:
         line += 1
-        e = i
-        while e < n and data[e] != 10:
-            e += 1
-        stop = e - 1 if e > i and data[e - 1] == 13 else e  # CRLF
+        e, stop = _line_span(data, i)
         c = data[i] if stop > i else 0
         c1 = data[i + 1] if stop > i + 1 else 32
         if c == 118 and c1 == 116 and (stop - i == 2 or _is_blank(data[i + 2])):  # 'vt'
@@ -809,10 +814,7 @@ def _absolute_indices(data):
         i = 0
         while i < n:
             line += 1
-            e = i
-            while e < n and data[e] != 10:
-                e += 1
-            stop = e - 1 if e > i and data[e - 1] == 13 else e
+            e, stop = _line_span(data, i)
             c = data[i] if stop > i else 0
             c1 = data[i + 1] if stop > i + 1 else 0
             c2 = data[i + 2] if stop > i + 2 else 0
