@@ -751,8 +751,9 @@ def _face_lines(data):
     lines = np.zeros(2, np.int64)
     hi = np.zeros(2, np.int64)  # per kind: the largest index, and below its line
     hi_line = np.zeros(2, np.int64)
-    lo = np.zeros(2, np.int64)
-    lo_line = np.zeros(2, np.int64)
+    lo = np.zeros(2, np.int64)  # per kind: a relative index before its list, its line, and
+    lo_line = np.zeros(2, np.int64)  # how many of that kind lay above the line
+    lo_above = np.zeros(2, np.int64)
     line = 0
     i = 0
     while i < n:
@@ -783,6 +784,7 @@ def _face_lines(data):
                         if v < 0 and lines[k] + v < 0 and lo_line[k] == 0:
                             lo[k] = v  # relative, before the first of its kind above the line
                             lo_line[k] = line
+                            lo_above[k] = lines[k]
                     k += 1
                 while j < stop and not _is_blank(data[j]) and data[j] != 35:
                     j += 1  # the rest of a malformed corner
@@ -791,7 +793,7 @@ def _face_lines(data):
                 if short[1] == 0:
                     short[1] = line
         i = e + 1
-    return short, lines, hi, hi_line, lo, lo_line
+    return short, lines, hi, hi_line, lo, lo_line, lo_above
 
 
 @nb.njit(cache=True, nogil=True)
@@ -890,25 +892,33 @@ def absolute_obj_indices(raw: Raw, label: str) -> bytes | None:
     return out.tobytes() if out.size else None
 
 
+def _many(count: int, noun: str) -> str:
+    """'1 normal', '2 normals' (noun: the plural)."""
+    return f"{count} {noun if count != 1 else noun[:-1]}"
+
+
 def warn_face_lines(raw: Raw, label: str) -> None:
     """`MeshWarning`s for what an OBJ's faces lose as trimesh reads them (and the fast reader,
     which gives what trimesh gives): face lines of fewer than three corners (skipped), uv or
     normal indices out of range (that geometry read without them)."""
-    short, lines, hi, hi_line, lo, lo_line = _face_lines(np.frombuffer(raw, np.uint8))
+    short, lines, hi, hi_line, lo, lo_line, lo_above = _face_lines(np.frombuffer(raw, np.uint8))
     if short[0]:
         warnings.warn(f"{label}: {short[0]} face line{'s' if short[0] > 1 else ''} with fewer "
                       f"than 3 corners skipped (line {short[1]}; a line is 'l')", MeshWarning,
                       stacklevel=2)
     for k, (kind, noun) in enumerate((("uv (vt)", "uvs"), ("normal (vn)", "normals"))):
         count = int(lines[k])
-        bad = [(int(hi[k]), int(hi_line[k]))] if hi[k] > count else []
-        bad += [(int(lo[k]), int(lo_line[k]))] if lo_line[k] else []
+        bad = []
+        if hi[k] > count:
+            bad.append((int(hi[k]), int(hi_line[k]), f"the file has {_many(count, noun)}"))
+        if lo_line[k]:
+            bad.append((int(lo[k]), int(lo_line[k]),
+                        f"it counts back from {_many(int(lo_above[k]), noun)} above its line"))
         if bad:
-            index, at = bad[0]
+            index, at, why = bad[0]
             then = " (smooth ones computed)" if k == 1 else ""
             warnings.warn(f"{label}: line {at}: a face's {kind} index {index} is out of range "
-                          f"(the file has {count} {noun if count != 1 else noun[:-1]}): read "
-                          f"without {noun}{then}", MeshWarning, stacklevel=2)
+                          f"({why}): read without {noun}{then}", MeshWarning, stacklevel=2)
 
 
 # lines that draw lines or points ('l', 'p'): what a file without faces holds instead

@@ -399,8 +399,8 @@ OBJ_LOSSES = {  # what an OBJ's faces lose as they are read: text, triangles, wa
         "line 9: a face's uv (vt) index 3 is out of range (the file has 2 uvs): read without "
         "uvs"]),
     "normal index out of range": (_SQUARE + "f 1//1 2//1 3//-2\nf 2//1 4//1 3//1\n", 2, [
-        "line 8: a face's normal (vn) index -2 is out of range (the file has 1 normal): read "
-        "without normals (smooth ones computed)"]),
+        "line 8: a face's normal (vn) index -2 is out of range (it counts back from 1 normal "
+        "above its line): read without normals (smooth ones computed)"]),
     "normal indices and no normals": (
         "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1//1 2//1 3//1\n", 1, [
             "line 4: a face's normal (vn) index 1 is out of range (the file has 0 normals): read "
