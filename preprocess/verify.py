@@ -756,6 +756,12 @@ def _areas(positions: np.ndarray, ptri: np.ndarray) -> np.ndarray:
     return 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
 
 
+def _uniform_weights(rng: np.random.Generator, n: int) -> np.ndarray:
+    """(n, 3) barycentric weights of points uniform by area over a triangle."""
+    r1, r2 = np.sqrt(rng.random(n)), rng.random(n)
+    return np.stack([1 - r1, r1 * (1 - r2), r1 * r2], axis=1)
+
+
 def _check_coverage(dag: LodDag, cut: np.ndarray) -> None:
     """The cut covers the surface exactly once, by the DAG.
 
@@ -917,8 +923,7 @@ def _farthest_lost(dag: LodDag, ptri: np.ndarray) -> float:
     cum = np.cumsum(_areas(pos, orig))
     pick = np.searchsorted(cum, rng.random(min(4 * len(orig), LOST_SAMPLES)) * cum[-1],
                            side="right").clip(0, len(orig) - 1)
-    r1, r2 = np.sqrt(rng.random(len(pick))), rng.random(len(pick))
-    w = np.stack([1 - r1, r1 * (1 - r2), r1 * r2], axis=1)
+    w = _uniform_weights(rng, len(pick))
     points = np.concatenate([pos, np.einsum("pk,pkd->pd", w, pos[orig[pick]])])
     try:  # the Hausdorff early break: most points cost one triangle test
         from preprocess.simplify import farthest_distance
@@ -1215,8 +1220,7 @@ def _measured_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int, 
     pick = np.searchsorted(cum, target, side="right")
     last = first + counts - 1
     pick = np.clip(pick, first[sample_owner], last[sample_owner])
-    r1, r2 = np.sqrt(rng.random(len(pick))), rng.random(len(pick))
-    w = np.stack([1 - r1, r1 * (1 - r2), r1 * r2], axis=1)
+    w = _uniform_weights(rng, len(pick))
     # then every triangle's centroid and edge midpoints
     fixed = np.array([[1 / 3, 1 / 3, 1 / 3], [0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])
     pick = np.concatenate([pick, np.repeat(np.arange(len(rows)), len(fixed))])
