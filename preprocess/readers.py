@@ -744,8 +744,9 @@ def _in_range(idx: np.ndarray, values: np.ndarray | None) -> bool:
 def _face_lines(data):
     """What trimesh leaves out of an OBJ's face lines without a word: ((count, 1-based line of
     the first) of the face lines with fewer than three corners; per kind, vt then vn: the lines
-    of that kind, the largest positive and the smallest negative index the corners give and the
-    line of each). A '#' ends a line's corners."""
+    of that kind, the largest positive index the corners give and its line, the first relative
+    (negative) index that reaches before the elements of its kind above its line, its line and
+    how many there were). A '#' ends a line's corners."""
     n = data.size
     short = np.zeros(2, np.int64)
     lines = np.zeros(2, np.int64)
