@@ -16,8 +16,9 @@ close they are.
 
 Threads: the groups of a level are independent, so each is one numba job (`_group_job`: gather,
 localize, simplify, measure, re-split, bounds) that runs without the GIL in a pool of one worker
-per core; the main thread partitions the next level, and records each group's result in group
-order as soon as it is in. Results do not depend on the number of threads.
+per core (more than two share two of glibc's malloc arenas: `ARENAS`); the main thread
+partitions the next level, and records each group's result in group order as soon as it is in.
+Results do not depend on the number of threads.
 """
 
 from __future__ import annotations
@@ -1231,10 +1232,11 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
 
 # glibc's allocator gives each thread that allocates beside another an arena of its own (up to 8
 # a core), which keeps what that thread freed: with one worker a core, each holds the high-water
-# mark of the largest group it simplified, a fixed cost a core that dominated a small mesh's peak
-# (the bunny on 16 workers: 33 MB, 470 MB per million triangles; 23 MB with two arenas). The
-# workers' arrays are a few per job, so sharing two arenas costs them no measurable time.
+# mark of the largest group it simplified, a fixed cost per core that dominated a small mesh's
+# peak (the bunny on 16 workers: 33 MB, 470 MB per million triangles; 23 MB with two arenas).
+# The workers allocate a few arrays a job, so sharing two arenas costs them no measurable time.
 ARENAS = 2
+_arenas_shared = False
 
 
 def _share_arenas(threads: int) -> None:
@@ -1249,9 +1251,6 @@ def _share_arenas(threads: int) -> None:
         ctypes.CDLL(None).mallopt(-8, ARENAS)  # M_ARENA_MAX
     except (OSError, AttributeError):  # not glibc
         pass
-
-
-_arenas_shared = False
 
 
 @contextlib.contextmanager
