@@ -341,6 +341,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
            or (args.plots is not None and _folder_error(args.plots, "--plots")))
     if why:
         return _error(why)
+    if args.compare is not None:
+        try:  # an earlier report of the right shape, before anything runs or is built
+            bench_suite.read_report(args.compare, "--compare")
+        except ValueError as e:
+            return _error(str(e))
     try:
         if args.scene or args.instances is not None or args.pool_mb is not None:
             if args.file is None:
@@ -380,8 +385,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
             width=args.size[0], height=args.size[1], quick=args.quick, frames=args.frames,
             brute=not args.no_brute, pygfx=not args.no_pygfx,
             baseline_limit=args.baseline_limit, persistent=TRAVERSALS[args.traversal])
-        if args.compare is not None:
-            bench_suite.read_report(args.compare, "--compare")  # before the suite runs
         return bench_suite.main(cfg, json_path=args.json, compare_path=args.compare,
                                 plots_dir=args.plots)
     except (*_runtime_errors(), ValueError) as e:
