@@ -1365,9 +1365,18 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
     if file_type == "obj":
         from preprocess.readers import has_material_library
 
+        if (not any(len(part) > 4 and part[4] is not None for part in parts[0])
+                and _OBJ_COLOURED.search(raw)):
+            # trimesh keeps 'v x y z r g b' colours only where a geometry has no uvs
+            _warn(f"{label}: vertex colours beside uvs in a file read through trimesh (for its "
+                  f"materials or an unusual line): drawn without them")
         if not has_material_library(raw, p):  # trimesh's placeholder materials
             return [(*part[:5], None) for part in parts[0]]
     return parts[0]
+
+
+# a vertex line with six values or more: 'v x y z r g b', colours after the position
+_OBJ_COLOURED = re.compile(rb"(?m)^v(?:[ \t]+[^ \t\r\n#]+){6}")
 
 
 # a comment after the data of a vertex or face line, which trimesh's OBJ parser cannot read (the

@@ -731,7 +731,26 @@ def _obj_group(v, vt, vn, cv, ct, cn, sizes, pat, pats, label, dropped):
             dropped.append("normals")
     if uniform:
         new_faces = _triangulate_uniform(new_faces)
+    if vertices.shape[1] >= 6:  # 'v x y z r g b': colours after the position
+        return vertices[:, :3], new_faces, normals, uv, _obj_colors(vertices[:, 3:6], label)
     return vertices, new_faces, normals, uv
+
+
+def _obj_colors(rgb: np.ndarray, label: str) -> np.ndarray:
+    """(n, 4) float64 linear RGBA of OBJ vertex colours (the three values after a vertex's
+    position), as trimesh reads them on the other path (its 8-bit RGBA of values 0..1, clipped),
+    then 8-bit sRGB to linear like every other file's colours. Values above 1 (a 0..255 file)
+    are named in a warning: they read as 1."""
+    from trimesh.visual.color import to_rgba
+
+    from preprocess.materials import srgb_to_linear
+
+    if rgb.size and float(np.nanmax(rgb)) > 1.0:
+        warnings.warn(f"{label}: vertex colours above 1 (0..255?): read as 0..1, clipped",
+                      MeshWarning, stacklevel=3)
+    c = to_rgba(np.array(rgb, np.float64)).astype(np.float64) / 255.0
+    c[:, :3] = srgb_to_linear(c[:, :3])
+    return c
 
 
 def _in_range(idx: np.ndarray, values: np.ndarray | None) -> bool:
@@ -1013,6 +1032,8 @@ def _read_obj_parts(raw: Raw, label: str, dropped: list[str]) -> list[Part] | No
             continue
         if w < least or (kind == _VN and w != 3):
             return None  # mixed widths or too few values: trimesh's slow, lossy path
+        if kind == _V and w >= 6:
+            keep = 6  # x y z r g b: the colours go along with the positions
         arrays.append(vals[: count * w].reshape(count, w)[:, :keep])
     v, vt, vn = arrays
     sizes = fsize[:nface]

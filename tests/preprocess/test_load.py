@@ -13,7 +13,7 @@ from assets.shapes import geodesic_sphere
 from preprocess import load as load_module
 from preprocess import readers
 from preprocess.load import load_mesh, mesh_from_arrays, weld_positions
-from preprocess.mesh import Mesh, MeshError
+from preprocess.mesh import Mesh, MeshError, MeshWarning
 from preprocess.readers import read_parts
 
 
@@ -398,7 +398,8 @@ def assert_same_mesh(path: Path, *, fast_path: bool = True) -> Mesh:
     assert handled == fast_path, f"{path.name}: fast reader handled it: {handled}"
     fast = load_module._load(path, fast=True)
     ref = load_module._load(path, fast=False)
-    for field in ("positions", "triangles", "wedge_position", "wedge_normal", "wedge_uv"):
+    for field in ("positions", "triangles", "wedge_position", "wedge_normal", "wedge_uv",
+                  "wedge_color"):
         a, b = getattr(fast, field), getattr(ref, field)
         assert (a is None) == (b is None), field
         if a is not None:
@@ -415,8 +416,17 @@ _GRID = "".join(  # 18 vertices, no three on a line (a jittered 3 x 3 x 2 grid)
 _TEX = "vt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\nvt 0.5 0.25\n"
 _NRM = "vn 0 0 1\nvn 0 1 0\nvn 1 0 0\nvn 0 0 0\n"
 
+_COLOURED = "".join(  # the grid with a colour after each position (MeshLab's 'v x y z r g b')
+    f"{line} {(k * 0.37) % 1:.3f} {(k * 0.61) % 1:.3f} {(k * 0.23) % 1:.3f}\n"
+    for k, line in enumerate(_GRID.splitlines())
+)
+
 OBJ_CASES = {
     "triangles": _GRID + "f 1 3 5\nf 3 7 5\nf 2 4 6\n",
+    # colours were dropped by the fast reader without a word (trimesh's path kept them)
+    "vertex colours": _COLOURED + "f 1 3 5\nf 3 7 5\nf 2 4 6\n",
+    "vertex colours, normals, quads": _COLOURED + _NRM
+    + "f 1//1 3//1 5//2\nf 3//3 7//1 5//2 6//4\n",
     "quads": _GRID + "f 1 3 9 7\nf 2 4 10 8\nf 3 5 11 9\n",
     "pentagons": _GRID + "f 1 3 5 11 7\nf 2 4 6 12 8\n",
     "mixed polygons": _GRID + "f 1 3 5\nf 1 3 9 7\nf 2 4 6 12 10 8\nf 5 11 9\n",
@@ -428,8 +438,6 @@ OBJ_CASES = {
     "vt out of range": _GRID + _TEX + "f 1/1 3/2 5/9\nf 3/2 7/4 5/3\n",
     "vn out of range": _GRID + _NRM + "f 1//1 3//7 5//2\n",
     "vt without vt lines": _GRID + "f 1/1 3/2 5/3\n",
-    "uvw and colors": "".join(f"v {x} {y} 0 0.5 0.5 0.5\n" for x in (0, 1) for y in (0, 1))
-    + "vt 0 0 0\nvt 1 0 0\nvt 1 1 0\nf 1/1 2/2 4/3\nf 1/1 4/3 3/2\n",
     "materials": _GRID + _TEX + "mtllib none.mtl\no a\nf 1 3 5\nusemtl red\nf 3 7 5\n"
     "g side\nusemtl blue\nf 2/1 4/2 6/3\nusemtl red\ns 1\nf 7 9 11\nusemtl blue\n"
     "f 8/2 10/3 12/4\nusemtl \nf 1 2 3\n",
@@ -463,6 +471,34 @@ OBJ_LEFT_TO_TRIMESH = {
 @pytest.mark.parametrize("case", sorted(OBJ_LEFT_TO_TRIMESH))
 def test_unusual_obj_is_left_to_trimesh(tmp_path, case):
     assert_same_mesh(write(tmp_path / "case.obj", OBJ_LEFT_TO_TRIMESH[case]), fast_path=False)
+
+
+@pytest.mark.parametrize("uvs", ["vt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\nvt 0.5 0.25\n",
+                                 "vt 0 0 0\nvt 1 0 0\nvt 1 1 0\nvt 0 1 0\nvt 0.5 0.25 0\n"])
+def test_obj_vertex_colours_beside_uvs(tmp_path, uvs):
+    """trimesh drops 'v x y z r g b' colours where a geometry has uvs (and the fast reader
+    dropped them always, without a word); the fast reader now keeps them, each vertex its colour
+    as in the same file without uvs (read alike by both paths), and trimesh's path, which reads
+    such a file when it has materials, names the loss."""
+    faces = "f 1/1 3/2 5/3\nf 3/2 7/4 5/3 6/1\n"
+    with_uv = write(tmp_path / "uv.obj", _COLOURED + uvs + faces)
+    plain = assert_same_mesh(write(tmp_path / "plain.obj", _COLOURED + "f 1 3 5\nf 3 7 5 6\n"))
+
+    def colour_at(mesh):
+        return {tuple(mesh.positions[mesh.wedge_position[w]]): tuple(mesh.wedge_color[w])
+                for w in range(len(mesh.wedge_position))}
+
+    fast = load_module._load(with_uv, fast=True)
+    assert fast.wedge_uv is not None and fast.wedge_color is not None
+    assert colour_at(fast) == colour_at(plain)
+    with pytest.warns(MeshWarning, match="vertex colours beside uvs .* drawn without them"):
+        slow = load_module._load(with_uv, fast=False)
+    assert slow.wedge_color is None
+    # colours written 0..255 read as 0..1, clipped: named
+    loud = _GRID.splitlines()
+    text = "".join(f"{line} 255 {k} 0\n" for k, line in enumerate(loud)) + "f 1 3 5\n"
+    with pytest.warns(MeshWarning, match="vertex colours above 1"):
+        load_mesh(write(tmp_path / "bytes.obj", text))
 
 
 def test_comments_after_the_data_of_a_line_are_read(tmp_path):
