@@ -1362,11 +1362,14 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
             raise MeshError(f"{label}: not a triangle mesh: it contains no faces (only "
                             f"{'/'.join(sorted(kinds))})")
         raise MeshError(f"{label}: no mesh found (empty or not a valid {file_type.upper()} file)")
+    coloured = any(len(part) > 4 and part[4] is not None for part in parts[0])
+    if file_type == "off" and not coloured and re.match(rb"\s*COFF", raw):
+        _warn(f"{label}: COFF vertex colours in a file read through trimesh (for an unusual "
+              f"line), which drops them: drawn without them")
     if file_type == "obj":
         from preprocess.readers import has_material_library
 
-        if (not any(len(part) > 4 and part[4] is not None for part in parts[0])
-                and _OBJ_COLOURED.search(raw)):
+        if not coloured and _OBJ_COLOURED.search(raw):
             # trimesh keeps 'v x y z r g b' colours only where a geometry has no uvs
             _warn(f"{label}: vertex colours beside uvs in a file read through trimesh (for its "
                   f"materials or an unusual line): drawn without them")

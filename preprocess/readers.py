@@ -1740,7 +1740,36 @@ def _read_off(raw: Raw, label: str) -> list[Part] | None:
         faces = _triangulate_uniform(flat.reshape(nf, int(counts[0])))
     else:
         faces = _triangulate_mixed(flat, counts)
-    return [(vertices, faces, None, None)]
+    if np.any(counts + 1 < ntok[nv:]):
+        warnings.warn(f"{label}: face colours (values after a face's indices) are not "
+                      f"supported: drawn without them", MeshWarning, stacklevel=3)
+    colors = None
+    extra = ntok[:nv] - 3
+    if raw[head.start(): head.end()].lstrip()[:1] == b"C" and np.all(extra >= 3):
+        # COFF: 'x y z r g b [a]' (trimesh drops them)
+        width = 4 if np.all(extra >= 4) else 3
+        colors = _off_colors(vals[vrows[:, None] + 3 + np.arange(width)])
+    elif np.any(extra > 0):
+        warnings.warn(f"{label}: values after a vertex's position that are no COFF colour "
+                      f"(x y z r g b [a]) are not supported: ignored", MeshWarning,
+                      stacklevel=3)
+    return [(vertices, faces, None, None, colors)]
+
+
+def _off_colors(c: np.ndarray) -> np.ndarray:
+    """(n, 4) float64 linear RGBA of COFF vertex colours: 0..255 where every value is a whole
+    number and one is above 1 (MeshLab's), else 0..1 (Geomview's); 8-bit sRGB by convention, as
+    PLY's and OBJ's, so turned linear the same way (alpha 1 where absent)."""
+    from preprocess.materials import srgb_to_linear
+
+    c = np.asarray(c, np.float64)
+    if np.all(c == np.round(c)) and c.max() > 1.0:
+        c = c / 255.0
+    c = np.clip(np.nan_to_num(c, nan=1.0), 0.0, 1.0)
+    if c.shape[1] == 3:
+        c = np.concatenate([c, np.ones((len(c), 1))], axis=1)
+    c[:, :3] = srgb_to_linear(c[:, :3])
+    return c
 
 
 def _off_cut(raw: Raw, label: str, last_row: bool, what: str) -> None:

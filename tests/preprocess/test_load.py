@@ -621,8 +621,6 @@ OFF_CASES = {
     "2 1 0\n4 0 1 2 3\n4 1 4 5 2\n",
     "triangles and quads": "OFF\n6 3 0\n0 0 0\n1 0 0\n1 1 0\n0 1 0\n2 0 0\n2 1 0\n"
     "4 0 1 2 3\n3 1 4 5\n3 1 5 2\n",
-    "colors": "COFF\n4 2 0\n0 0 0 255 0 0 255\n1 0 0 255 0 0 255\n0 1 0 255 0 0 255\n"
-    "1 1 1 255 0 0 255\n3 0 1 2\n3 1 3 2\n",
     "comments on lines of their own": "OFF\n# made by hand\n4 2 0\n0 0 0\n1 0 0\n# half\n"
     "0 1 0\n1 1 0.5\n3 0 1 2\n3 1 3 2\n",
 }
@@ -631,6 +629,36 @@ OFF_CASES = {
 @pytest.mark.parametrize("case", sorted(OFF_CASES))
 def test_fast_off_reader_matches_trimesh(tmp_path, case):
     assert_same_mesh(write(tmp_path / "case.off", OFF_CASES[case]))
+
+
+@pytest.mark.parametrize("rows, expected", [
+    # MeshLab's 0..255 with alpha, and Geomview's 0..1 without
+    (["0 0 0 255 0 0 255", "1 0 0 0 255 0 128", "0 1 0 0 0 255 255", "1 1 1 255 255 255 255"],
+     [[1, 0, 0, 1], [0, 1, 0, 128 / 255], [0, 0, 1, 1], [1, 1, 1, 1]]),
+    (["0 0 0 1 0 0", "1 0 0 0 1 0", "0 1 0 0 0 1", "1 1 1 0.5 0.5 0.5"],
+     [[1, 0, 0, 1], [0, 1, 0, 1], [0, 0, 1, 1], [0.5, 0.5, 0.5, 1]]),
+])
+def test_coff_vertex_colours_are_read(tmp_path, rows, expected):
+    """COFF's 'x y z r g b [a]' colours were dropped without a word (trimesh drops them; so did
+    the fast reader): read as sRGB like PLY's and OBJ's; values after a plain OFF vertex and face
+    colours, which are not drawn, are named."""
+    from preprocess.materials import srgb_to_linear
+
+    text = "COFF\n4 2 0\n" + "\n".join(rows) + "\n3 0 1 2\n3 1 3 2\n"
+    mesh = load_mesh(write(tmp_path / "c.off", text))
+    want = np.array(expected, np.float64)
+    want[:, :3] = srgb_to_linear(want[:, :3])
+    got = {tuple(mesh.positions[p]): mesh.wedge_color[w]
+           for w, p in enumerate(mesh.wedge_position)}
+    for row, colour in zip(rows, want, strict=True):
+        position = tuple(np.float32(float(x)) for x in row.split()[:3])
+        np.testing.assert_allclose(got[position], colour, atol=1e-6)
+    with pytest.warns(MeshWarning, match="face colours .* are not supported"):
+        load_mesh(write(tmp_path / "f.off", "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n"
+                        "3 0 1 2 255 0 0\n"))
+    with pytest.warns(MeshWarning, match="no COFF colour"):
+        load_mesh(write(tmp_path / "x.off", "OFF\n3 1 0\n0 0 0 7\n1 0 0 7\n0 1 0 7\n"
+                        "3 0 1 2\n"))
 
 
 OFF_COMMENTED = "OFF # a header\n# own line\n4 2 0\n0 0 0 # a vertex\n1 0 0#x\n0 1 0\n1 1 0.5\n" \
