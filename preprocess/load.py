@@ -55,7 +55,7 @@ from preprocess.materials import (
     alpha_modes,
     default_material,
     image_rgba,
-    srgb_to_linear,
+    vertex_rgba,
 )
 from preprocess.mesh import Mesh, MeshError, MeshWarning, column_bounds
 from preprocess.tess.limits import MAX_MATERIALS, MAX_WORLD
@@ -1488,12 +1488,7 @@ def _vertex_colors(geom, n: int, *, linear: bool, label: str) -> np.ndarray | No
         c = raw.astype(np.float64)
     else:
         c = raw.astype(np.float64) / float(np.iinfo(raw.dtype).max)
-    if c.shape[1] == 3:
-        c = np.concatenate([c, np.ones((n, 1))], axis=1)
-    c = np.clip(np.nan_to_num(c, nan=1.0), 0.0, 1.0)
-    if not linear:
-        c[:, :3] = srgb_to_linear(c[:, :3])
-    return c
+    return vertex_rgba(c, srgb=not linear)
 
 
 def _materials_of(parts: list[tuple], label: str) -> tuple[list[Material], list[Texture],

@@ -36,6 +36,7 @@ __all__ = [
     "default_material",
     "linear_to_srgb",
     "srgb_to_linear",
+    "vertex_rgba",
 ]
 
 # glTF alphaMode -> the flag kept (BLEND is drawn opaque, with a warning)
@@ -91,6 +92,19 @@ def srgb_to_linear(c: np.ndarray) -> np.ndarray:
     """sRGB-encoded values in 0..1 to linear (IEC 61966-2-1)."""
     c = np.asarray(c, np.float64)
     return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def vertex_rgba(c: np.ndarray, *, srgb: bool = True) -> np.ndarray:
+    """(n, 4) float64 linear RGBA vertex colours from (n, 3) or (n, 4) values in 0..1: alpha 1
+    where absent, NaN read as 1, clipped to 0..1, and the sRGB-encoded ones (PLY's, OBJ's and
+    OFF's, by convention) turned linear (`srgb`; glTF's COLOR_0 is linear already)."""
+    c = np.asarray(c, np.float64)
+    if c.shape[1] == 3:
+        c = np.concatenate([c, np.ones((len(c), 1))], axis=1)
+    c = np.clip(np.nan_to_num(c, nan=1.0), 0.0, 1.0)
+    if srgb:
+        c[:, :3] = srgb_to_linear(c[:, :3])
+    return c
 
 
 def linear_to_srgb(c: np.ndarray) -> np.ndarray:

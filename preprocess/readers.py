@@ -743,14 +743,12 @@ def _obj_colors(rgb: np.ndarray, label: str) -> np.ndarray:
     are named in a warning: they read as 1."""
     from trimesh.visual.color import to_rgba
 
-    from preprocess.materials import srgb_to_linear
+    from preprocess.materials import vertex_rgba
 
     if rgb.size and float(np.nanmax(rgb)) > 1.0:
         warnings.warn(f"{label}: vertex colours above 1 (0..255?): read as 0..1, clipped",
                       MeshWarning, stacklevel=3)
-    c = to_rgba(np.array(rgb, np.float64)).astype(np.float64) / 255.0
-    c[:, :3] = srgb_to_linear(c[:, :3])
-    return c
+    return vertex_rgba(to_rgba(np.array(rgb, np.float64)).astype(np.float64) / 255.0)
 
 
 def _in_range(idx: np.ndarray, values: np.ndarray | None) -> bool:
@@ -1404,13 +1402,10 @@ def _read_ply(raw: Raw, label: str) -> list[Part] | None:
         normals = np.column_stack([columns[a] for a in ("nx", "ny", "nz")]).astype(np.float64)
     colors = None
     if len(colour_names) >= 3:  # as trimesh: 8-bit sRGB (by convention), alpha 255 if absent
-        from preprocess.materials import srgb_to_linear
+        from preprocess.materials import vertex_rgba
 
-        c = np.column_stack([columns[a] for a in colour_names]).astype(np.float64) / 255.0
-        if c.shape[1] == 3:
-            c = np.concatenate([c, np.ones((len(c), 1))], axis=1)
-        c[:, :3] = srgb_to_linear(c[:, :3])
-        colors = c
+        colors = vertex_rgba(np.column_stack([columns[a] for a in colour_names]).astype(
+            np.float64) / 255.0)
     # indices out of range (negative ones too) are left to mesh_from_arrays, as on trimesh's path
     faces = faces.astype(np.int64)
     return [(vertices, _triangulate_uniform(faces), normals, None, colors)]
@@ -1760,16 +1755,10 @@ def _off_colors(c: np.ndarray) -> np.ndarray:
     """(n, 4) float64 linear RGBA of COFF vertex colours: 0..255 where every value is a whole
     number and one is above 1 (MeshLab's), else 0..1 (Geomview's); 8-bit sRGB by convention, as
     PLY's and OBJ's, so turned linear the same way (alpha 1 where absent)."""
-    from preprocess.materials import srgb_to_linear
+    from preprocess.materials import vertex_rgba
 
     c = np.asarray(c, np.float64)
-    if np.all(c == np.round(c)) and c.max() > 1.0:
-        c = c / 255.0
-    c = np.clip(np.nan_to_num(c, nan=1.0), 0.0, 1.0)
-    if c.shape[1] == 3:
-        c = np.concatenate([c, np.ones((len(c), 1))], axis=1)
-    c[:, :3] = srgb_to_linear(c[:, :3])
-    return c
+    return vertex_rgba(c / 255.0 if np.all(c == np.round(c)) and c.max() > 1.0 else c)
 
 
 def _off_cut(raw: Raw, label: str, last_row: bool, what: str) -> None:
