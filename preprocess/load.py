@@ -837,14 +837,14 @@ _WS = np.frombuffer(b" \t", dtype=np.uint8)
 _AFTER = np.frombuffer(b"/ \t\r\n", dtype=np.uint8)
 
 
-def _obj_has_zero_index(path: Path) -> bool:
+def _obj_has_zero_index(raw: bytes) -> bool:
     """True when an OBJ face line uses index 0 (invalid: OBJ indices are 1-based or negative).
 
     trimesh silently turns 0 into -1 (the last vertex); this scan (vectorized, ~20 ms for 10 MB)
     catches it. A token ``0`` preceded by a blank and followed by ``/``, a blank or the line end is
     a candidate; it counts when its line starts with ``f``.
     """
-    data = np.fromfile(path, dtype=np.uint8)
+    data = np.frombuffer(raw, dtype=np.uint8)
     if data.size < 3:
         return False
     zero = np.flatnonzero(data[1:] == ord("0")) + 1
@@ -871,7 +871,8 @@ def _obj_has_zero_index(path: Path) -> bool:
     return bool(np.any(first == ord("f")))
 
 
-def _load_scene(path: Path, file_type: str):
+def _load_scene(path: Path, file_type: str, data: bytes = b""):
+    """trimesh's scene of a file (data: its bytes where the caller read them already)."""
     import trimesh
 
     source: str | io.BytesIO = str(path)
@@ -879,7 +880,7 @@ def _load_scene(path: Path, file_type: str):
     if file_type in ("obj", "off", "stl"):
         from preprocess.readers import absolute_obj_indices, is_text
 
-        data = path.read_bytes()
+        data = data or path.read_bytes()
         if file_type == "obj" and (absolute := absolute_obj_indices(data, path.name)):
             # trimesh reads a relative index from the end of the whole file's list
             data = absolute
@@ -1338,10 +1339,10 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
                             f"trimesh (reading this file for what the fast reader leaves to it) "
                             f"misreads: put it on a line of its own")
     with _quiet():
-        if file_type == "obj" and _obj_has_zero_index(p):
+        if file_type == "obj" and _obj_has_zero_index(raw):
             raise MeshError(f"{label}: face index 0 out of range (OBJ indices start at 1)")
         try:
-            scene = _load_scene(p, file_type)
+            scene = _load_scene(p, file_type, raw)
         except MeshError:
             raise
         except IndexError as exc:

@@ -901,10 +901,9 @@ def absolute_obj_indices(raw: Raw, label: str) -> bytes | None:
     """The OBJ text for trimesh, which reads a relative (negative) face index from the end of the
     whole file's list: each written as the absolute index it means, or None where none is
     relative (the file as it is). Raises `MeshError` for one that reaches before its list."""
-    data = np.frombuffer(raw, np.uint8)
     if raw.find(b"-") < 0:  # no negative number anywhere: nothing to scan
         return None
-    out, before = _absolute_indices(data)
+    out, before = _absolute_indices(np.frombuffer(raw, np.uint8))
     if before:
         raise _relative_error(label, int(before))
     return out.tobytes() if out.size else None
