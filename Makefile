@@ -27,7 +27,7 @@ demo: setup
 	@mkdir -p out
 	$(VENV)/bin/preprocess --builtin rock -o out/rock.tess
 	$(VENV)/bin/tessera info out/rock.tess --verify
-	$(VENV)/bin/tessera render out/rock.tess --instances 64 --view iso --fill 1.7 -o out/rock.png
+	$(VENV)/bin/tessera render out/rock.tess --instances 64 --ground --view iso --fill 1.7 -o out/rock.png
 
 test: setup
 	@bash tools/ensure_xvfb.sh

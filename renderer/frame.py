@@ -34,6 +34,8 @@ from renderer.limits import (
     MAX_IMAGE_SIZE,
     MAX_TIMESTAMPS,
     MAX_WORLD,
+    MIN_SHADOW_PAGES,
+    SHADOW_PAGE_BYTES,
     SLOT_BITS,
     SLOT_MASK,
 )
@@ -46,9 +48,11 @@ from renderer.passes.instance_cull import InstanceCull
 from renderer.passes.raster_hw import RasterHW
 from renderer.passes.raster_sw import RasterSW
 from renderer.passes.resolve import Resolve
+from renderer.passes.shadow_pages import ShadowPages
 from renderer.readback import InFlight, ReadbackRing, RingLayout
 from renderer.results import INCOMPLETE, FrameStats, RenderResult
 from renderer.scene import PREV_WORLD_BYTES, Scene, SceneError, grid_offsets, open_asset
+from renderer.shadows import ShadowFrame, ShadowMap
 
 __all__ = ["FrameResources", "Renderer"]
 
@@ -179,6 +183,21 @@ class Renderer:
         self.depth_targets = DepthTargets(d, vis64=self.vis64)
         self.resolve = Resolve(d, vis64=self.vis64)
         self.hzb = HZB(d, vis64=self.vis64)
+        # the sun's virtual shadow map, drawn by the same passes with SHADOW (renderer/shadows.py)
+        self.shadow_pages = ShadowPages(d, vis64=self.vis64)
+        self.shadow_instance_cull = InstanceCull(d, shadow=True)
+        self.shadow_cull = Cull(d, persistent=self.persistent,
+                                workgroups=self.options.persistent_workgroups,
+                                level_workgroups=self.options.level_workgroups or (16 if cpu else
+                                                                                   1024),
+                                sw_per_workgroup=self.raster_sw.clusters_per_workgroup,
+                                shadow=True)
+        self.shadow_raster_sw = RasterSW(d, vis64=self.vis64, lanes=self.raster_sw.lanes,
+                                         rounds=self.raster_sw.rounds, shadow=True)
+        self.shadow_raster_hw = RasterHW(d, vis64=self.vis64, shadow=True)
+        self.shadow_map: ShadowMap | None = None
+        self._scene_sphere: tuple[int, tuple[np.ndarray, float]] | None = None
+        self.set_shadows(self.options.shadows)
         self.occlusion = self.options.occlusion
         # the camera and resources generation the HZB was built with (None: no HZB)
         self._hzb_from: tuple[np.ndarray, np.ndarray, int] | None = None
@@ -222,7 +241,25 @@ class Renderer:
     def set_traversal(self, persistent: bool) -> None:
         """Switch the BVH traversal between persistent workgroups and one dispatch per level
         (both pipelines are built up front; the cut is the same)."""
-        self.persistent = self.cull.persistent = bool(persistent)
+        self.persistent = self.cull.persistent = self.shadow_cull.persistent = bool(persistent)
+
+    def set_shadows(self, enabled: bool) -> None:
+        """Draw the sun's shadows (from the next frame) or not; the sun lights the lit view
+        either way. The shadow pool (`RenderOptions.shadow_pool_mb`) is allocated when shadows
+        are first switched on."""
+        self.shadows = bool(enabled)
+        o = self.options
+        # the least pool until switched on
+        pool = o.shadow_pool_mb if self.shadows else MIN_SHADOW_PAGES * SHADOW_PAGE_BYTES / 2**20
+        if self.shadow_map is None or (self.shadows and self.shadow_map.pages < int(
+                o.shadow_pool_mb * 2**20) // SHADOW_PAGE_BYTES):
+            self.shadow_map = ShadowMap(self.device, pool, binding_limit(self.device)[0],
+                                        o.shadow_visible_capacity if self.shadows else 2)
+            self.frame.buffers.update(self.shadow_map.buffers)
+            self.frame.generation += 1
+            self._shadow_frame = ShadowFrame(self.frame, self.shadow_map.frame_buffers,
+                                             self.shadow_map.hw_target)
+        self.resolve.set_shadows(self.shadows)
 
     def add_instance(self, asset: int, transform: np.ndarray | None = None) -> int:
         """Place an asset with a (4, 4) object-to-world transform (identity by default)."""
@@ -393,6 +430,7 @@ class Renderer:
     def _sync_scene(self) -> None:
         s, f = self.scene, self.frame
         if self._asset_version != s.asset_version:
+            self.shadow_map.invalidate()
             self._upload_scene()
             f.max_depth = max(a.depth for a in s.assets)
             self._asset_version = s.asset_version
@@ -401,14 +439,46 @@ class Renderer:
         if self._instance_version != s.instance_version:
             if not s.instance_count:
                 raise SceneError("the scene has no instance: add_instance() first")
+            self.shadow_map.invalidate()
+            self._scene_sphere = None
             f.buffers.update(s.upload_instances(self.device, moved))
             f.instance_count = s.instance_count
             self._instance_version = s.instance_version
             f.generation += 1
         elif moved or self._prev_stale:
             self._write_moved(moved)
+            if moved:  # their shadows' pages: under their bounds before and after
+                self.shadow_map.note_moved(np.concatenate([
+                    self._world_spheres(list(moved), list(moved.values())),
+                    self._world_spheres(list(moved))]))
+                self._scene_sphere = None
         self._prev_stale = set(moved)
         self._moving = bool(moved)
+
+    def _world_spheres(self, instances: list[int], worlds: list[np.ndarray] | None = None
+                       ) -> np.ndarray:
+        """(k, 4) float64 world bounding spheres of instances (under `worlds`, default their
+        current transforms)."""
+        s = self.scene
+        ws = np.asarray(worlds if worlds is not None else
+                        [s.instance_world[i] for i in instances], np.float64).reshape(-1, 4, 4)
+        local = np.array([s.assets[s.instance_asset[i]].bounds_sphere for i in instances],
+                         np.float64).reshape(-1, 4)
+        c = np.einsum("kij,kj->ki", ws[:, :3, :3], local[:, :3]) + ws[:, :3, 3]
+        scale = np.linalg.norm(ws[:, :3, :3], axis=1).max(axis=1)
+        return np.concatenate([c, (local[:, 3] * scale)[:, None]], axis=1)
+
+    def _scene_bounds(self) -> tuple[np.ndarray, float]:
+        """A sphere around every instance (vectorized; kept until instances change or move)."""
+        key = self.scene.instance_version
+        if self._scene_sphere is None or self._scene_sphere[0] != key:
+            sph = self._world_spheres(list(range(self.scene.instance_count)))
+            lo = (sph[:, :3] - sph[:, 3:]).min(axis=0)
+            hi = (sph[:, :3] + sph[:, 3:]).max(axis=0)
+            c = (lo + hi) / 2
+            r = float((np.linalg.norm(sph[:, :3] - c, axis=1) + sph[:, 3]).max())
+            self._scene_sphere = (key, (c, r))
+        return self._scene_sphere[1]
 
     def _write_moved(self, moved: dict[int, np.ndarray]) -> None:
         """Rewrite in place the rows of the instances moved since the previous frame (their new
@@ -471,6 +541,16 @@ class Renderer:
                 put("prev_view", self._hzb_from[0].T)
                 put("prev_proj", self._hzb_from[1])
         self._last_view = (view, pp)
+        # the shadow views' frame: the same, with their LOD threshold and visible list, no HZB
+        su = u.copy()
+        suw = su.view(np.uint32)
+        suw[_FRAME_WORDS["flags"][0]] = 0
+        suw[_FRAME_WORDS["visible_capacity"][0]] = self.shadow_map.visible_capacity
+        su.view(np.float32)[_FRAME_WORDS["tau"][0]] = o.shadow_tau
+        self.device.queue.write_buffer(self.shadow_map.frame_buffers["frame"], 0, su)
+        inv = np.linalg.inv(vp.astype(np.float64))
+        self.shadow_map.update(o.sun, self._scene_bounds(), np.asarray(camera.eye, np.float64),
+                               inv, camera.lod_scale(f.height), f.height, self.frame_index)
         return u
 
     # ---------------------------------------------------------------- the frame
@@ -524,6 +604,8 @@ class Renderer:
             self._hzb_from = (view, proj, f.generation)
         elif frozen:
             self._hzb_from = None
+        if self.shadows:
+            self._encode_shadows(enc)
         if self._moving:
             self.depth_targets.encode(f, enc)
         else:  # what the pass would write, exactly (0 where nothing moved), for a buffer clear
@@ -533,6 +615,9 @@ class Renderer:
         ring = self.ring.acquire()
         lay = self.ring.layout
         enc.copy_buffer_to_buffer(f.buffers["state"], 0, ring, lay.STATE, 4 * len(STATE_WORDS))
+        enc.copy_buffer_to_buffer(f.buffers["shadow_state"], 0, ring, lay.shadow_state,
+                                  4 * len(STATE_WORDS))
+        enc.copy_buffer_to_buffer(f.buffers["shadow_pool_state"], 0, ring, lay.shadow_pool, 16)
         if f.labels:
             enc.resolve_query_set(f.query_set, 0, 2 * len(f.labels), f.buffers["timestamps"], 0)
             enc.copy_buffer_to_buffer(f.buffers["timestamps"], 0, ring, lay.TIMESTAMPS,
@@ -547,9 +632,33 @@ class Renderer:
         promise = ring.map_async(wgpu.MapMode.READ)
         cpu_ms = (time.perf_counter() - t0) * 1e3
         self.ring.submitted(InFlight(self.frame_index, ring, promise, list(f.labels), cpu_ms,
-                                     frozen, encode_ms))
+                                     frozen, encode_ms, self.shadows))
         self.frame_index += 1
         return self.frame_index - 1
+
+    def _encode_shadows(self, enc: wgpu.GPUCommandEncoder) -> None:
+        """The sun's shadow map: its pages marked from this frame's visibility buffer, freed,
+        allocated and cleared; then the pages to draw drawn by the shadow views' instance cull,
+        traversal and rasterizers (docs/ARCHITECTURE.md "Shadows")."""
+        sm, sf, f = self.shadow_map, self._shadow_frame, self.frame
+        if sm.needs_reset:
+            sm.reset(enc)
+        if not self.options.shadow_cache:  # every page drawn again (benchmarks)
+            sm.note_moved(np.zeros((0, 4)), everything=True)
+        enc.clear_buffer(f.buffers["shadow_state"])
+        enc.clear_buffer(f.buffers["shadow_hpm"])
+        self.shadow_pages.encode(sf, enc)
+        # the shadow views' page requests (streaming) follow the camera's in one list
+        word = 4 * STATE["page_requests"]
+        streaming = self.ring.layout.request_capacity > 0
+        if streaming:
+            enc.copy_buffer_to_buffer(f.buffers["state"], word, f.buffers["shadow_state"], word, 4)
+        self.shadow_instance_cull.encode(sf, enc)
+        self.shadow_cull.encode(sf, enc)
+        self.shadow_raster_sw.encode(sf, enc)
+        self.shadow_raster_hw.encode(sf, enc)
+        if streaming:
+            enc.copy_buffer_to_buffer(f.buffers["shadow_state"], word, f.buffers["state"], word, 4)
 
     def _read_back(self, item: InFlight, raw: np.ndarray) -> None:
         """A frame's readback (a few frames late): its statistics, and the page requests it made
@@ -565,6 +674,19 @@ class Renderer:
             overflow |= INCOMPLETE
         stats = FrameStats(item.index, counters, overflow, gpu_ms, item.cpu_ms,
                            encode_ms=item.encode_ms)
+        if item.shadows:
+            sw = lay.shadow_words(raw)
+            pool = lay.shadow_pool_words(raw)
+            free = int(pool[0]) if pool[0] <= self.shadow_map.pages else 0
+            stats.shadow = {
+                **{k: int(sw[STATE[f"shadow_{k}"]]) for k in (
+                    "marked", "allocated", "cached", "drawn", "failed")},
+                "pool_pages": self.shadow_map.pages, "pool_used": self.shadow_map.pages - free,
+                "clusters": int(sw[STATE["sw_clusters"]] + sw[STATE["hw_clusters"]]),
+                "triangles": int(sw[STATE["sw_triangles"]] + sw[STATE["hw_triangles"]]),
+                "overflow": int(sw[STATE["overflow"]]) | (INCOMPLETE if sw[STATE["outstanding"]]
+                                                         else 0),
+            }
         if (self.streamer is not None and len(raw) * 4 == lay.size and not item.frozen
                 and not self._frozen_last):  # a frozen frame draws old slots: keep them
             n = min(int(words[STATE["page_requests"]]), lay.request_capacity)
@@ -613,7 +735,7 @@ class Renderer:
             "instance": col(0),
             "cluster": col(1),
             "triangle": col(2),
-            "level": np.where(empty, -1, (ids[..., 3] >> 1).astype(np.int64)),
+            "level": np.where(empty, -1, ((ids[..., 3] & 0xFFFFFF) >> 1).astype(np.int64)),
             "hardware": ~empty & ((ids[..., 3] & 1) == 1),
             "base_color": bytes4(ga[..., 0]),
             "shading_normal": np.where(  # octahedral, as the pages encode normals
@@ -625,6 +747,9 @@ class Renderer:
             "emissive": bytes4(gb[..., 1])[..., :3].copy(),
             "occlusion": (gb[..., 1] >> 24).astype(np.float32) / 255,
             "velocity": velocity.reshape(h, w, 2).copy(),
+            # resolve keeps the sun's visibility in ids_b's top 8 bits
+            "shadow": np.where(empty, np.float32(1), (ids[..., 3] >> 24).astype(np.float32)
+                               / np.float32(255)),
         }
 
     def render(self, camera: Camera, *, tau: float | None = None,

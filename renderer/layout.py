@@ -80,6 +80,31 @@ FRAME_DTYPE = np.dtype([
     ("hzb_mips", "<u4", (HZB_MAX_MIPS // 4, 4)),  # word offset of each mip in the hzb buffer
 ])
 
+# the sun's virtual shadow map (renderer/shadows.py, shaders/shadow.wgsl): one uniform a frame
+SHADOW_DTYPE = np.dtype([
+    ("sun", "<f4", 4),  # xyz: unit direction towards the sun; w: 1 when shadows are drawn
+    ("axis_u", "<f4", 4),  # light space: x = dot(p, axis_u), y = dot(p, axis_v) (world units)
+    ("axis_v", "<f4", 4),
+    # x: depth of the scene's nearest point to the sun along -sun; y: 1 / the depth range (depth
+    # in the map is 0 nearest the sun, 1 farthest); z: level 0's texel (world units); w: bias
+    # along the normal, in texels
+    ("depth", "<f4", 4),
+    # x: levels, y: pool pages, z: this frame's stamp (marks), w: pages a mark pass may touch
+    ("counts", "<u4", 4),
+    # the camera's footprint: x: pixels per world unit at distance 1 (lod scale), y: texels per
+    # pixel wanted (1), z: PCF radius in texels, w: 1 / viewport height
+    ("footprint", "<f4", 4),
+    ("inv_view_proj", "<f4", 16),  # the camera's clip -> world (the mark pass)
+])
+
+# one shadow view (a clipmap level), in the uniform array `shadow_views` (SHADOW_LEVELS of them)
+SHADOW_VIEW_DTYPE = np.dtype([
+    ("view_proj", "<f4", 16),  # world -> the level's window: NDC x, y in -1..1, z 0..1
+    ("planes", "<f4", (5, 4)),  # the window's sides and a plane behind the sun (culling)
+    ("origin", "<i4", 4),  # x, y: the window's first page (absolute page coordinates); z, w: 0
+    ("texel", "<f4", 4),  # x: texel size (world units), y: texels per world unit, z, w: 0
+])
+
 INSTANCE_DTYPE = np.dtype([
     ("world", "<f4", 16),  # object -> world, column-major
     ("asset", "<u4"),  # index into the asset table
@@ -143,6 +168,12 @@ STATE_WORDS = (
     "sw_first",  # the raster passes draw visible[first..count) (the post pass: the new ones)
     "hw_first",
     "occluded_total",  # entries reserved in the occluded list (both ends)
+    # the shadow map's pages (the shadow state only: shaders/shadow_pages.wgsl)
+    "shadow_marked",  # table entries the frame's pixels need
+    "shadow_allocated",  # of them, given a physical page this frame
+    "shadow_cached",  # of them, valid from an earlier frame: not drawn again
+    "shadow_drawn",  # of them, cleared and drawn this frame (the draw list's length)
+    "shadow_failed",  # of them, left without a page: the pool was spent (a coarser level serves)
 )
 STATE = {name: i for i, name in enumerate(STATE_WORDS)}
 STAT_NAMES = STATE_WORDS[STATE["instances_tested"] : STATE["occluded_nodes_count"]]
@@ -258,5 +289,7 @@ def generated_includes() -> dict[str, str]:
         wgsl_struct("Frame", FRAME_DTYPE, uniform=True),
         wgsl_struct("Instance", INSTANCE_DTYPE),
         wgsl_struct("AssetInfo", ASSET_DTYPE),
+        wgsl_struct("ShadowInfo", SHADOW_DTYPE, uniform=True),
+        wgsl_struct("ShadowView", SHADOW_VIEW_DTYPE),
     ]
     return {"layout.wgsl": "\n".join(parts) + "\n"}

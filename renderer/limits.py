@@ -113,6 +113,34 @@ DEFAULT_BINDING_LIMIT = 1 << 27
 # -- frame flags (FRAME_DTYPE.flags)
 FLAG_OCCLUSION = 1  # test against the previous frame's HZB (two-pass occlusion culling)
 
+# -- shadows (docs/ARCHITECTURE.md "Shadows"): a sun's virtual shadow map is SHADOW_LEVELS
+# clipmap levels, each SHADOW_PAGES x SHADOW_PAGES pages of SHADOW_PAGE^2 texels (16,384^2
+# virtual texels a level), each level twice the texel of the one before. A page table entry per
+# virtual page (16 bytes: 4 MiB for 16 levels), then the physical pages (64 KiB each, 32-bit
+# depth), in one buffer: one storage binding (OpenGL binds 16 a shader stage, and resolve
+# needed all but one of them already).
+SHADOW_PAGE = 128  # texels a page side
+SHADOW_PAGE_SHIFT = 7  # log2(SHADOW_PAGE)
+SHADOW_PAGES = 128  # pages a level side (a power of two: the table wraps around as levels scroll)
+SHADOW_LEVELS = 16  # clipmap levels: the finest texel is 2^-15 of the coarsest
+SHADOW_TABLE_WORDS = 4 * SHADOW_LEVELS * SHADOW_PAGES * SHADOW_PAGES  # the table, before the pool
+# a pixel's pages are marked in the level of its footprint, FALLBACK_STEP levels coarser (64x
+# fewer pages) and in the coarsest level, which the pool serves first: when it runs out, a
+# coarser level shades the pixel, never nothing
+FALLBACK_STEP = 3
+# the coarsest window's side in radii of the scene's (grown) bounding sphere: the scene covers
+# at most 5 x 5 of its pages, so that MIN_SHADOW_PAGES always hold them
+COARSEST_SPAN = 64.0
+MIN_SHADOW_PAGES = 32
+SHADOW_PAGE_BYTES = 4 * SHADOW_PAGE * SHADOW_PAGE
+# the queue and visible entries of a shadow view carry the view (level) in the instance word's
+# top bits: instance | view << VIEW_SHIFT (the main view is 0); 2^27 instances is far above what
+# one instance binding holds (26.8M at 2 GiB)
+VIEW_SHIFT = 27
+INSTANCE_MASK = (1 << VIEW_SHIFT) - 1
+assert SHADOW_LEVELS <= 1 << (32 - VIEW_SHIFT)
+NO_PAGE = 0xFFFFFFFF  # a page table entry without a physical page
+
 # -- readback
 MAX_TIMESTAMPS = 48  # timestamp queries a frame: two per GPU pass (8 bytes each, read back)
 READBACK_RING = 4  # readback buffers in flight before `submit` waits for the oldest
@@ -131,4 +159,13 @@ WGSL_CONSTANTS = {
     "MAX_CLUSTER_VERTICES": MAX_CLUSTER_VERTICES,
     "PAGE_ROOT": PAGE_ROOT,
     "ROOT_ERROR": ROOT_ERROR,
+    "SHADOW_PAGE": SHADOW_PAGE,
+    "SHADOW_PAGE_SHIFT": SHADOW_PAGE_SHIFT,
+    "SHADOW_PAGES": SHADOW_PAGES,
+    "SHADOW_LEVELS": SHADOW_LEVELS,
+    "SHADOW_TABLE_WORDS": SHADOW_TABLE_WORDS,
+    "FALLBACK_STEP": FALLBACK_STEP,
+    "VIEW_SHIFT": VIEW_SHIFT,
+    "INSTANCE_MASK": INSTANCE_MASK,
+    "NO_PAGE": NO_PAGE,
 }

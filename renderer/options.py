@@ -9,7 +9,15 @@ from dataclasses import dataclass, fields
 
 # resolve's debug views, by index (shaders/resolve.wgsl `frame.debug_view`)
 DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instance",
-               "base_color", "material", "uv", "shading_normal")
+               "base_color", "material", "uv", "shading_normal",
+               # the sun's shadow: its visibility (the shadow mask), the clipmap level sampled
+               # per pixel (grey: none), the page under the pixel drawn this frame or cached
+               "shadow", "shadow_level", "shadow_cache")
+
+# the sun of RenderOptions.sun: (azimuth, elevation) in degrees. Azimuth 0 puts the sun towards
+# +Z (behind the default camera, `Camera.framing`), 90 towards +X; elevation is above the XZ
+# horizon (Y is up)
+DEFAULT_SUN = (30.0, 50.0)
 
 # BVH traversal by name -> RenderOptions.persistent
 TRAVERSALS = {"auto": None, "persistent": True, "level": False}
@@ -56,15 +64,31 @@ class RenderOptions:
     pool_pages: int | None = None  # overrides pool_mb (tests)
     upload_mb: float = 16.0  # page uploads per frame, at most
     request_capacity: int = 1 << 14  # page requests read back per frame
+    # the sun's virtual shadow map (docs/ARCHITECTURE.md "Shadows"); the sun lights the lit view
+    # whether or not it casts shadows
+    shadows: bool = True
+    sun: tuple[float, float] = DEFAULT_SUN  # (azimuth, elevation) degrees, 0 < elevation <= 90
+    # the physical page pool (64 KiB a page), one storage buffer of fixed size: 64 MiB holds
+    # 1,024 pages, about four times what a 1080p view marks
+    shadow_pool_mb: float = 64.0
+    shadow_tau: float = 1.0  # LOD threshold of the shadow views, in shadow texels
+    # keep drawn pages while nothing that touches them moves; False draws every page every
+    # frame (the benchmark's worst case)
+    shadow_cache: bool = True
+    # visible entries of the shadow views (16 bytes each): SW clusters, and a HW cluster per page
+    shadow_visible_capacity: int = 1 << 20
 
     def __post_init__(self) -> None:
         """ValueError naming the field for a value no frame can use (nan, inf, <= 0, ...)."""
-        for name in ("tau", "upload_mb", "pool_mb"):
+        for name in ("tau", "upload_mb", "pool_mb", "shadow_pool_mb", "shadow_tau"):
             v = getattr(self, name)
             if v is None and name == "pool_mb":
                 continue
             if not (_real(v) and math.isfinite(v) and v > 0):
                 raise ValueError(f"RenderOptions.{name} must be a finite number > 0, not {v!r}")
+        check_sun(self.sun, "RenderOptions.sun")
+        if not isinstance(self.shadows, bool):
+            raise ValueError(f"RenderOptions.shadows must be True or False, not {self.shadows!r}")
         if not (_real(self.sw_max_edge) and self.sw_max_edge >= 0):  # 0: all HW, inf: all SW
             raise ValueError(f"RenderOptions.sw_max_edge must be a number >= 0, not "
                              f"{self.sw_max_edge!r}")
@@ -76,6 +100,19 @@ class RenderOptions:
                     (v is None and f.name in optional)
                     or (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1)):
                 raise ValueError(f"RenderOptions.{f.name} must be a whole number >= 1, not {v!r}")
+
+
+def check_sun(sun, what: str = "sun") -> None:
+    """ValueError unless `sun` is (azimuth, elevation) in degrees with a finite azimuth and an
+    elevation above the horizon, at most 90 (a sun at or below the horizon lights nothing)."""
+    ok = (isinstance(sun, (tuple, list)) and len(sun) == 2 and all(_real(v) for v in sun)
+          and all(math.isfinite(v) for v in sun))
+    if not ok:
+        raise ValueError(f"{what} must be (azimuth, elevation) in degrees, two finite numbers, "
+                         f"not {sun!r}")
+    if not 0 < sun[1] <= 90:
+        raise ValueError(f"{what}: elevation {sun[1]:g} degrees is not above the horizon "
+                         f"(0 < elevation <= 90; at or below it the sun lights nothing)")
 
 
 def _real(x) -> bool:

@@ -42,8 +42,22 @@ class RingLayout:
         return self.requests + 8 * self.request_capacity
 
     @property
-    def size(self) -> int:
+    def shadow_state(self) -> int:  # the shadow views' state words
         return self.slot_used + 4 * self.slots
+
+    @property
+    def shadow_pool(self) -> int:  # the shadow pool's four words (free-list top first)
+        return self.shadow_state + 4 * len(STATE_WORDS)
+
+    @property
+    def size(self) -> int:
+        return self.shadow_pool + 16
+
+    def shadow_words(self, raw: np.ndarray) -> np.ndarray:
+        return raw[self.shadow_state // 4 : self.shadow_state // 4 + len(STATE_WORDS)]
+
+    def shadow_pool_words(self, raw: np.ndarray) -> np.ndarray:
+        return raw[self.shadow_pool // 4 : self.shadow_pool // 4 + 4]
 
     def state_words(self, raw: np.ndarray) -> np.ndarray:
         """(len(STATE_WORDS),) uint32 of a buffer read as (n,) uint32 words."""
@@ -73,6 +87,7 @@ class InFlight:
     cpu_ms: float  # encoding and submission
     frozen: bool  # culling was skipped (freeze_culling)
     encode_ms: float  # the CPU work before submission
+    shadows: bool = False  # the frame drew the shadow map
 
 
 class ReadbackRing:

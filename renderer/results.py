@@ -29,6 +29,10 @@ class FrameStats:
     cpu_ms: float = 0.0  # encoding and submission (lavapipe runs the work inside submission)
     streaming: dict | None = None  # pool use, pages resident/requested/uploaded/evicted, MB
     encode_ms: float = 0.0  # the frame's CPU work before submission: Python, encoding
+    # the sun's shadow map (None without shadows): table entries marked by the frame's pixels,
+    # given a page, cached, drawn, left without one (pool spent: a coarser level serves their
+    # pixels); pool pages in all and in use; what its views drew; their overflow bits
+    shadow: dict | None = None
 
     @property
     def triangles(self) -> int:
@@ -62,6 +66,9 @@ class RenderResult:
     velocity: np.ndarray
     stats: FrameStats
     near: float = 0.0
+    # (h, w) float32 the sun's visibility at each pixel's surface (the shadow map, filtered; in
+    # steps of 1/255): 1 lit, 0 shadowed; 1 on the background and without shadows
+    shadow: np.ndarray | None = None
     # the G-buffer the lit image is shaded from (resolve, Nanite's BasePass); background 0 / -1
     base_color: np.ndarray | None = None  # (h, w, 4) uint8: RGB sRGB-encoded, A the alpha
     shading_normal: np.ndarray | None = None  # (h, w, 3) float32 world, normal map applied

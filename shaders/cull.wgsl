@@ -23,9 +23,35 @@
 #include "queue.wgsl"
 #include "nodes.wgsl"
 #include "cluster.wgsl"
+#ifdef SHADOW
+#include "shadow.wgsl"
+#include "shadow_cull.wgsl"
+// no HZB for the shadow views (and no hzb or occluded binding: OpenGL binds 16 storage buffers
+// a stage): the page mask culls instead
+fn occlusion_visible(s: vec4<f32>, post: bool) -> bool {
+    return true;
+}
+fn occlusion_visible_box(inst: Instance, lo: vec3<f32>, hi: vec3<f32>, post: bool) -> bool {
+    return true;
+}
+fn defer_node(n: u32, ii: u32) -> bool {
+    return false;
+}
+fn defer_cluster(ii: u32, cref: u32) -> bool {
+    return false;
+}
+#else
 #include "occlusion.wgsl"
 #include "occluded.wgsl"
+#endif
 
+// With SHADOW, the same traversal draws the levels of the sun's shadow map (renderer/shadows.py)
+// in one pass: an item's instance word carries its view (instance | view << VIEW_SHIFT), set
+// by the shadow instance cull; bounds are tested against the view's window and its page mask
+// (what is drawn this frame) instead of the HZB, errors project in texels; a SW cluster is
+// listed once (the rasterizer writes only pages drawn this frame), a HW cluster once per page it
+// covers that is drawn (the HW pass draws each into its page). Visible entries are then
+// (instance | view << VIEW_SHIFT, cluster, table entry of the page, 0).
 // false: the main pass (occlusion against the previous frame's HZB; occluded candidates are
 // deferred); true: the post pass (against this frame's HZB; occluded candidates are dropped)
 override POST: bool = false;
@@ -87,6 +113,11 @@ fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
     if !box_in_frustum(inst, lo, hi) {
         return;
     }
+#ifdef SHADOW
+    if !shadow_wanted(cur_view, box_sphere(inst, lo, hi)) {
+        return;
+    }
+#endif
     let err = bitcast<f32>(nodes[n * NODE_WORDS + NODE_MAX_ERROR]);
     if projected_error(err, world_sphere(inst, node_sphere(n)), inst.scale) <= frame.tau {
         return;
@@ -157,24 +188,77 @@ fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
     }
 }
 
-fn emit(ii: u32, cref: u32, hw: bool, triangles: u32) {
+#ifdef SHADOW
+fn visible_entry(ii: u32, cref: u32, page: u32) -> vec4<u32> {
+    return vec4<u32>(ii, cref, page, 0u);
+}
+#else
+fn visible_entry(ii: u32, cref: u32, page: u32) -> vec2<u32> {
+    return vec2<u32>(ii, cref);
+}
+#endif
+
+fn emit_hw(ii: u32, cref: u32, triangles: u32, page: u32) {
+    let half = frame.visible_capacity / 2u;
+    let k = atomicAdd(&state[S_HW_COUNT], 1u);
+    if k < half {
+        visible[half + k] = visible_entry(ii, cref, page);
+        atomicAdd(&state[S_HW_CLUSTERS], 1u);
+        atomicAdd(&state[S_HW_TRIANGLES], triangles);
+    } else {
+        atomicOr(&state[S_OVERFLOW], OVERFLOW_VISIBLE);
+    }
+}
+
+#ifdef SHADOW
+// a HW cluster of a shadow view, once per page drawn this frame that its bounds cover: the
+// pages of its rectangle, or the draw list where that is shorter
+fn emit_shadow_hw(ii: u32, cref: u32, triangles: u32, b: vec4<f32>) {
+    let v = ii >> VIEW_SHIFT;
+    let r = shadow_page_rect(v, b);
+    if r.x > r.z || r.y > r.w {
+        return;
+    }
+    let area = u32((r.z - r.x + 1) * (r.w - r.y + 1));
+    let drawn = min(atomicLoad(&state[S_SHADOW_DRAWN]), arrayLength(&shadow_draw));
+    if area <= max(drawn, 16u) {
+        for (var y = r.y; y <= r.w; y++) {
+            for (var x = r.x; x <= r.z; x++) {
+                if shadow_hpm[hpm_index(v, 0u, x, y)] != 0u {
+                    emit_hw(ii, cref, triangles, shadow_entry(v, x, y));
+                }
+            }
+        }
+        return;
+    }
+    let per = SHADOW_PAGES * SHADOW_PAGES;
+    for (var d = 0u; d < drawn; d++) {
+        let e = shadow_draw[d];
+        if e / per == v {
+            let pg = shadow_entry_page(v, e);
+            if all(pg >= r.xy) && all(pg <= r.zw) {
+                emit_hw(ii, cref, triangles, e);
+            }
+        }
+    }
+}
+#endif
+
+fn emit(ii: u32, cref: u32, hw: bool, triangles: u32, b: vec4<f32>) {
     let half = frame.visible_capacity / 2u;
     if POST {
         atomicAdd(&state[S_POST_CLUSTERS], 1u);
     }
     if hw {
-        let k = atomicAdd(&state[S_HW_COUNT], 1u);
-        if k < half {
-            visible[half + k] = vec2<u32>(ii, cref);
-            atomicAdd(&state[S_HW_CLUSTERS], 1u);
-            atomicAdd(&state[S_HW_TRIANGLES], triangles);
-        } else {
-            atomicOr(&state[S_OVERFLOW], OVERFLOW_VISIBLE);
-        }
+#ifdef SHADOW
+        emit_shadow_hw(ii, cref, triangles, b);
+#else
+        emit_hw(ii, cref, triangles, 0u);
+#endif
     } else {
         let k = atomicAdd(&state[S_SW_COUNT], 1u);
         if k < half {
-            visible[k] = vec2<u32>(ii, cref);
+            visible[k] = visible_entry(ii, cref, 0u);
             atomicAdd(&state[S_SW_CLUSTERS], 1u);
             atomicAdd(&state[S_SW_TRIANGLES], triangles);
         } else {
@@ -209,6 +293,11 @@ fn visit_part(p: u32, ii: u32, inst: Instance, a: AssetInfo) {
         if !sphere_in_frustum(b) {
             continue;
         }
+#ifdef SHADOW
+        if !shadow_wanted(cur_view, b) {
+            continue;
+        }
+#endif
         if !occlusion_visible(b, POST) {
             if POST {
                 atomicAdd(&state[S_POST_REJECTED], 1u);
@@ -220,7 +309,7 @@ fn visit_part(p: u32, ii: u32, inst: Instance, a: AssetInfo) {
             }
         }
         let tris = rec_u(base, CLUSTER_TRIANGLE_COUNT);
-        emit(ii, cref, wants_hardware(b, tris, rec_u(base, CLUSTER_MODE)), tris);
+        emit(ii, cref, wants_hardware(b, tris, rec_u(base, CLUSTER_MODE)), tris, b);
     }
     if i < count {
         cut_short();
@@ -228,7 +317,10 @@ fn visit_part(p: u32, ii: u32, inst: Instance, a: AssetInfo) {
 }
 
 fn visit(item: u32, ii: u32) {
-    let inst = instances[ii];
+#ifdef SHADOW
+    cur_view = ii >> VIEW_SHIFT;
+#endif
+    let inst = instances[ii & INSTANCE_MASK];
     let a = assets[inst.asset];
     if (item & PART_BIT) != 0u {
         visit_part(item & ~PART_BIT, ii, inst, a);
@@ -297,6 +389,7 @@ fn cs_level(@builtin(global_invocation_id) gid: vec3<u32>,
     }
 }
 
+#ifndef SHADOW
 // The post pass's first step (POST pipeline), one lane per entry of the occluded list: deferred
 // nodes go back into the queue (the traversal that follows tests them against this frame's HZB),
 // deferred clusters are tested here and drawn if visible.
@@ -325,5 +418,6 @@ fn cs_post_seed(@builtin(global_invocation_id) gid: vec3<u32>,
         return;
     }
     let tris = rec_u(base, CLUSTER_TRIANGLE_COUNT);
-    emit(e.x, e.y, wants_hardware(b, tris, rec_u(base, CLUSTER_MODE)), tris);
+    emit(e.x, e.y, wants_hardware(b, tris, rec_u(base, CLUSTER_MODE)), tris, b);
 }
+#endif

@@ -12,6 +12,25 @@
 #include "nodes.wgsl"
 #include "occlusion.wgsl"
 #include "occluded.wgsl"
+#ifdef SHADOW
+#include "shadow.wgsl"
+#include "shadow_cull.wgsl"
+#endif
+
+// the instance's root: its parts when only the root group can be wanted, else its BVH root; `vi`
+// is the instance word of the queue (the instance, and a shadow view's index above VIEW_SHIFT)
+fn push_root(inst: Instance, vi: u32, root: u32) {
+    let a = assets[inst.asset];
+    if projected_error(a.far_error, world_sphere(inst, node_sphere(root)), inst.scale)
+       <= frame.tau {
+        atomicAdd(&state[S_INSTANCES_FAR], 1u);
+        for (var p = 0u; p < a.root_part_count; p++) {
+            push(PART_BIT | (a.root_first_part + p), vi, false);
+        }
+        return;
+    }
+    push(root, vi, false);
+}
 
 @compute @workgroup_size(64)
 fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -24,6 +43,18 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let root = assets[inst.asset].node_base;
     let lo = node_box_min(root);
     let hi = node_box_max(root);
+#ifdef SHADOW
+    // every level with a page to draw this frame whose window and drawn pages the root touches
+    for (var v = 0u; v < shadow.counts.x; v++) {
+        cur_view = v;
+        if shadow_hpm[hpm_index(v, HPM_MIPS - 1u, 0, 0)] == 0u || !box_in_frustum(inst, lo, hi)
+           || !shadow_wanted(v, box_sphere(inst, lo, hi)) {
+            continue;
+        }
+        atomicAdd(&state[S_INSTANCES_VISIBLE], 1u);
+        push_root(inst, i | (v << VIEW_SHIFT), root);
+    }
+#else
     if !box_in_frustum(inst, lo, hi) {
         return;
     }
@@ -32,14 +63,6 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
         atomicAdd(&state[S_OCCLUDED_INSTANCES], 1u);
         return;
     }
-    let a = assets[inst.asset];
-    if projected_error(a.far_error, world_sphere(inst, node_sphere(root)), inst.scale)
-       <= frame.tau {
-        atomicAdd(&state[S_INSTANCES_FAR], 1u);
-        for (var p = 0u; p < a.root_part_count; p++) {
-            push(PART_BIT | (a.root_first_part + p), i, false);
-        }
-        return;
-    }
-    push(root, i, false);
+    push_root(inst, i, root);
+#endif
 }

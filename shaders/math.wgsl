@@ -5,6 +5,21 @@
 const TINY_DISTANCE: f32 = 1e-12;
 const HUGE: f32 = 3.0e38;
 
+// The view being culled: the camera's (`frame`), or with SHADOW a level of the sun's shadow map
+// (`shadow_views[cur_view]`, set by the pass for each item): orthographic, its LOD scale in
+// texels per world unit at any distance (shaders/shadow.wgsl).
+#ifdef SHADOW
+var<private> cur_view: u32;
+
+fn view_plane(i: u32) -> vec4<f32> {
+    return shadow_views[cur_view].planes[i];
+}
+#else
+fn view_plane(i: u32) -> vec4<f32> {
+    return frame.planes[i];
+}
+#endif
+
 // an object-space sphere (xyz centre, w radius) in world space
 fn world_sphere(inst: Instance, s: vec4<f32>) -> vec4<f32> {
     let c = inst.world * vec4<f32>(s.xyz, 1.0);
@@ -15,7 +30,7 @@ fn world_sphere(inst: Instance, s: vec4<f32>) -> vec4<f32> {
 fn sphere_in_frustum(s: vec4<f32>) -> bool {
     var inside = true;
     for (var i = 0u; i < 5u; i++) {
-        let p = frame.planes[i];
+        let p = view_plane(i);
         inside = inside && (dot(p.xyz, s.xyz) + p.w >= -s.w);
     }
     return inside;
@@ -31,7 +46,7 @@ fn box_in_frustum(inst: Instance, lo: vec3<f32>, hi: vec3<f32>) -> bool {
     let az = inst.world[2].xyz * h.z;
     var inside = true;
     for (var i = 0u; i < 5u; i++) {
-        let p = frame.planes[i];
+        let p = view_plane(i);
         let r = abs(dot(p.xyz, ax)) + abs(dot(p.xyz, ay)) + abs(dot(p.xyz, az));
         inside = inside && (dot(p.xyz, c) + p.w >= -r);
     }
@@ -45,8 +60,12 @@ fn projected_error(err: f32, s: vec4<f32>, scale: f32) -> f32 {
     if err >= ROOT_ERROR {
         return HUGE;
     }
+#ifdef SHADOW
+    return err * scale * shadow_views[cur_view].texel.y;  // orthographic: texels
+#else
     let d = distance(frame.camera.xyz, s.xyz) - s.w;
     return err * scale * frame.camera.w / max(d, TINY_DISTANCE);
+#endif
 }
 
 // hardware raster for clusters that reach the near plane, or whose typical triangle edge is long
@@ -55,6 +74,11 @@ fn wants_hardware(b: vec4<f32>, triangles: u32, mode: u32) -> bool {
     if (mode & MODE_ALPHA_MASK) != 0u {
         return true;  // alpha cut-outs: the HW fragment shader tests the alpha
     }
+#ifdef SHADOW
+    // orthographic, no near plane; the HW pass clips each page's draw to the page
+    let edge_texels = 2.0 * b.w * shadow_views[cur_view].texel.y / sqrt(f32(max(triangles, 1u)));
+    return edge_texels > frame.sw_max_edge;
+#else
     let p = frame.planes[4];
     let ahead = dot(p.xyz, b.xyz) + p.w;
     if ahead < b.w {
@@ -64,6 +88,7 @@ fn wants_hardware(b: vec4<f32>, triangles: u32, mode: u32) -> bool {
     let r_px = b.w * frame.camera.w / max(d - b.w, TINY_DISTANCE);
     let edge_px = 2.0 * r_px / sqrt(f32(max(triangles, 1u)));
     return edge_px > frame.sw_max_edge;
+#endif
 }
 
 fn hash_u32(x0: u32) -> u32 {

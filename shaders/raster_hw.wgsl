@@ -13,9 +13,18 @@
 // frame, materials.
 #include "layout.wgsl"
 #include "cluster.wgsl"
+#ifndef SHADOW
 #include "visbuffer.wgsl"
+#endif
 #include "shading.wgsl"
 #include "material.wgsl"
+#ifdef SHADOW
+#include "shadow.wgsl"
+#include "shadow_raster.wgsl"
+#endif
+// With SHADOW it draws the HW items of the shadow views (cull.wgsl): (cluster, page drawn this
+// frame), each into a SHADOW_PAGE^2 viewport that stands for that page (the rasterizer clips the
+// triangles to it), the fragment's depth into the page (shadow_raster.wgsl).
 
 struct VertexOut {
     @builtin(position) position: vec4<f32>,
@@ -24,6 +33,7 @@ struct VertexOut {
     @location(1) @interpolate(flat) mask_material: u32,
     @location(2) uv: vec2<f32>,
     @location(3) alpha: f32,
+    @location(4) @interpolate(flat) page: u32,  // SHADOW: the item's page table entry
 }
 
 @vertex
@@ -31,7 +41,8 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> V
     var out: VertexOut;
     let idx = frame.visible_capacity / 2u + state[S_HW_FIRST] + k;
     let entry = visible[idx];
-    let inst = instances[entry.x];
+    let inst = instances[entry.x & INSTANCE_MASK];
+    out.page = 0u;
     let page = page_start(entry.y);
     let base = cluster_base(entry.y);
     let t = vi / 3u;
@@ -46,10 +57,24 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> V
     let c = cluster_triangle(page, base, t);
     let step = assets[inst.asset].step;
     var clip: array<vec4<f32>, 3>;
+#ifdef SHADOW
+    // the level's window, moved and scaled so that the item's page fills the viewport
+    let v = entry.x >> VIEW_SHIFT;
+    let pg = vec2<f32>(shadow_entry_page(v, entry.z));
+    let scale = SHADOW_TEXELS / f32(SHADOW_PAGE);
+    let shift = vec2<f32>(scale - 1.0 - 2.0 * pg.x, 1.0 - scale + 2.0 * pg.y);
+    out.page = entry.z;
+    for (var k = 0u; k < 3u; k++) {
+        let q = shadow_views[v].view_proj
+            * (inst.world * vec4<f32>(cluster_position(page, base, c[k], step), 1.0));
+        clip[k] = vec4<f32>(q.xy * scale + shift * q.w, q.z, q.w);
+    }
+#else
     for (var k = 0u; k < 3u; k++) {
         clip[k] = frame.view_proj
             * (inst.world * vec4<f32>(cluster_position(page, base, c[k], step), 1.0));
     }
+#endif
     // counter-clockwise on screen (a front face) is a positive determinant
     let det = determinant(mat3x3<f32>(clip[0].xyw, clip[1].xyw, clip[2].xyw));
     if det <= 0.0 && !triangle_double_sided(page, base, t) {
@@ -99,5 +124,9 @@ fn fs_main(in: VertexOut) {
     }
     let x = u32(in.position.x);
     let y = u32(in.position.y);
+#ifdef SHADOW
+    shadow_write_page(table_page(in.page).x, x, y, in.position.z);
+#else
     vis_write(y * u32(frame.viewport.x) + x, in.position.z, in.payload);
+#endif
 }

@@ -18,7 +18,16 @@
 // (tests/renderer/test_render.py::test_software_lanes_draw_every_triangle_of_a_long_run).
 #include "layout.wgsl"
 #include "cluster.wgsl"
+#ifndef SHADOW
 #include "visbuffer.wgsl"
+#endif
+#ifdef SHADOW
+#include "shadow.wgsl"
+#include "shadow_raster.wgsl"
+#endif
+// With SHADOW it draws the SW clusters of the shadow views (cull.wgsl): each into its level's
+// window (16,384^2 texels, the level's view_proj), each texel into its page if that page is
+// drawn this frame (shadow_raster.wgsl), the nearest depth to the sun kept.
 
 const SUB: f32 = 256.0;  // sub-pixel precision of the stored positions: 1/256 pixel
 // |E| <= 2 * span * (span + 256) must stay below 2^31
@@ -26,13 +35,21 @@ const MAX_SPAN: i32 = 32000;
 
 struct ScreenVertex { p: vec2<i32>, z: f32 }
 
-fn screen_vertex(s: ClusterStreams, v: u32, step: f32, world: mat4x4<f32>) -> ScreenVertex {
+// the view: the frame's camera and viewport, or a shadow view and its window
+struct RasterView {
+    view_proj: mat4x4<f32>,
+    size: vec2<i32>,
+    view: u32,  // the shadow view (level)
+}
+
+fn screen_vertex(s: ClusterStreams, v: u32, step: f32, world: mat4x4<f32>, rv: RasterView
+                 ) -> ScreenVertex {
     let p = stream_position(s, v, step);
-    let clip = frame.view_proj * (world * vec4<f32>(p, 1.0));
+    let clip = rv.view_proj * (world * vec4<f32>(p, 1.0));
     let ndc = clip.xyz / clip.w;
-    let sx = (ndc.x * 0.5 + 0.5) * frame.viewport.x;
-    let sy = (0.5 - ndc.y * 0.5) * frame.viewport.y;
-    let lim = 1.0e6;
+    let sx = (ndc.x * 0.5 + 0.5) * f32(rv.size.x);
+    let sy = (0.5 - ndc.y * 0.5) * f32(rv.size.y);
+    let lim = 8.0e6;  // a 16,384-texel window at 1/256 (i32 below 2^31 with room)
     return ScreenVertex(vec2<i32>(i32(clamp(round(sx * SUB), -lim, lim)),
                         i32(clamp(round(sy * SUB), -lim, lim))), ndc.z);
 }
@@ -61,23 +78,29 @@ fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         if lane >= nt {
             continue;
         }
-        let inst = instances[entry.x];
+        let inst = instances[entry.x & INSTANCE_MASK];
         let step = assets[inst.asset].step;
         let streams = cluster_streams(page_start(entry.y), base);
+#ifdef SHADOW
+        let v = entry.x >> VIEW_SHIFT;
+        let rv = RasterView(shadow_views[v].view_proj, vec2<i32>(i32(SHADOW_TEXELS)), v);
+#else
+        let rv = RasterView(frame.view_proj, vec2<i32>(frame.viewport.xy), 0u);
+#endif
         for (var t = lane; t < nt; t += SW_LANES) {
-            raster_triangle(idx, t, streams, base, inst.world, step);
+            raster_triangle(idx, t, streams, base, inst.world, step, rv);
         }
     }
 }
 
 fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, base: u32, world: mat4x4<f32>,
-                   step: f32) {
-    let w = i32(frame.viewport.x);
-    let h = i32(frame.viewport.y);
+                   step: f32, rv: RasterView) {
+    let w = rv.size.x;
+    let h = rv.size.y;
     let c = stream_triangle(streams, t);
-    let v0 = screen_vertex(streams, c.x, step, world);
-    let v1 = screen_vertex(streams, c.y, step, world);
-    let v2 = screen_vertex(streams, c.z, step, world);
+    let v0 = screen_vertex(streams, c.x, step, world, rv);
+    let v1 = screen_vertex(streams, c.y, step, world, rv);
+    let v2 = screen_vertex(streams, c.z, step, world, rv);
     var p0 = v0.p;
     var p1 = v1.p;
     var p2 = v2.p;
@@ -153,12 +176,16 @@ fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, base: u32, world: 
     }
     let area2 = f32(d01.x * (a2.y - a0.y) - d01.y * (a2.x - a0.x));
     let tri = SwTriangle(vec3<i32>(b01, b12, b20), vec3<f32>(z0, z1, z2), area2,
-                         (idx << TRIANGLE_BITS) | t);
+                         (idx << TRIANGLE_BITS) | t, rv.view);
     // the edge functions' step one pixel right
     let dx = vec3<i32>(d01.y * s, d12.y * s, d20.y * s);
     for (var y = y0; y <= y1; y++) {
         var e = vec3<i32>(row01, row12, row20);
+#ifdef SHADOW
+        let row = u32(y);  // shadow_write takes the texel's x and y
+#else
         let row = u32(y * w);
+#endif
         // four pixels an iteration: the loop budget (above)
         for (var x = x0; x <= x1; x += 4) {
             sw_pixel(tri, e, row, x, x1);
@@ -178,6 +205,7 @@ struct SwTriangle {
     z: vec3<f32>,  // the corners' depths
     area2: f32,
     payload: u32,
+    view: u32,  // the shadow view (SHADOW)
 }
 
 // pixel x of a row (row = y * width) whose edge functions are e, if x <= x1 and inside
@@ -186,6 +214,10 @@ fn sw_pixel(tri: SwTriangle, e: vec3<i32>, row: u32, x: i32, x1: i32) {
         // barycentric weights: vertex 2 opposite edge 01, and so on (bias removed)
         let l = vec3<f32>(e - tri.bias);
         let z = (l.y * tri.z.x + l.z * tri.z.y + l.x * tri.z.z) / tri.area2;
+#ifdef SHADOW
+        shadow_write(tri.view, x, i32(row), z);
+#else
         vis_write(row + u32(x), z, tri.payload);
+#endif
     }
 }

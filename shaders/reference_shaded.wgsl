@@ -18,6 +18,7 @@ struct Uniforms {
     view: mat4x4<f32>,
     camera: vec4<f32>,
     params: vec4<u32>,  // x: debug view (0 lit, 7 base colour)
+    sun: vec4<f32>,  // xyz: unit direction towards the sun (the renderer's RenderOptions.sun)
 }
 
 struct MaterialU {
@@ -95,7 +96,7 @@ fn fs_main(in: VOut, @builtin(front_facing) front: bool) -> @location(0) vec4<f3
     s.emissive = emissive;
     s.normal = shading_n;
     let to_eye = normalize(u.camera.xyz - in.world_pos);
-    let lit = shade(s, to_eye, light_direction(u.view));
+    let lit = shade(s, to_eye, u.sun.xyz);
     let out = select(lit, s.base_color, u.params.x == 7u);
     return vec4<f32>(linear_to_srgb(out), 1.0);
 }

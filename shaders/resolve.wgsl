@@ -10,8 +10,8 @@
 //   gbuffer_b: roughness 8 | metallic 8 | scene material 16 bits, emissive (RGB8 sRGB) | occlusion 8
 //   color: the lit image (shaders/shading.wgsl) or a debug view, RGBA8 sRGB
 //   depth (NDC, reversed Z, 0 = nothing), normal (world, interpolated, before the normal map:
-//   normal_xy and normal_z), ids (ids_a: instance, cluster; ids_b: triangle, level << 1 | hw;
-//   all 0xffffffff where nothing was drawn).
+//   normal_xy and normal_z), ids (ids_a: instance, cluster; ids_b: triangle, level << 1 | hw |
+//   the sun's visibility (8 bits) << 24; all 0xffffffff where nothing was drawn).
 // No image buffer holds more than the visibility buffer's 8 bytes a pixel: one storage binding
 // holds 128 MiB on some adapters (renderer.limits.IMAGE_BUFFER_BYTES).
 #include "layout.wgsl"
@@ -19,6 +19,77 @@
 #include "pixel_triangle.wgsl"
 #include "shading.wgsl"
 #include "material.wgsl"
+#include "shadow.wgsl"
+#include "shadow_table.wgsl"
+
+// The sun's shadow (SHADOWS; else every point sees the sun): the point, pushed off its surface
+// by `shadow.depth.w` texels along its normal, is looked up in the level whose texel is about
+// the pixel's footprint, as the mark pass chose it, or the first coarser level whose pages are
+// all there; a 3 x 3 box of bilinear depth comparisons (16 texels, a tent filter: soft but not
+// blurry), each against the receiver's plane at that texel (receiver-plane depth bias: no acne
+// on tilted surfaces without pushing shadows off their casters) less `shadow.depth.w` texels.
+override SHADOWS: bool = true;
+
+fn shadow_page(v: u32, px: i32, py: i32) -> u32 {
+    if any(vec2<i32>(px, py) < vec2<i32>(0)) || any(vec2<i32>(px, py) >= vec2<i32>(i32(SHADOW_PAGES))) {
+        return NO_PAGE;
+    }
+    let ent = table_entry(shadow_entry(v, px, py));
+    if (ent.z & PAGE_VALID) == 0u || ent.y != shadow_tag(v, px, py) {
+        return NO_PAGE;
+    }
+    return ent.x;
+}
+
+// 1 where texel (x, y) of level v is no nearer the sun than `depth`
+fn shadow_lit(v: u32, x: i32, y: i32, depth: f32) -> f32 {
+    let phys = shadow_page(v, x >> SHADOW_PAGE_SHIFT, y >> SHADOW_PAGE_SHIFT);
+    let m = i32(SHADOW_PAGE) - 1;
+    return select(0.0, 1.0, bitcast<f32>(shadow_map[pool_word(phys, u32(x & m), u32(y & m))])
+                            >= depth);
+}
+
+struct SunShadow {
+    visibility: f32,  // 0 shadowed .. 1 lit
+    level: u32,  // the level sampled (SHADOW_LEVELS: none)
+}
+
+fn sun_shadow(p: vec3<f32>, n: vec3<f32>, dist: f32) -> SunShadow {
+    let first = shadow_level(dist);
+    for (var v = first; v < shadow.counts.x; v++) {
+        let texel = shadow_views[v].texel.x;
+        let t = shadow_texel(v, p + n * (shadow.depth.w * texel));  // a little off the surface
+        let lo = vec2<i32>(floor(t.xy - 2.0)) >> vec2<u32>(SHADOW_PAGE_SHIFT);
+        let hi = vec2<i32>(floor(t.xy + 2.0)) >> vec2<u32>(SHADOW_PAGE_SHIFT);
+        if shadow_page(v, lo.x, lo.y) == NO_PAGE || shadow_page(v, hi.x, lo.y) == NO_PAGE
+           || shadow_page(v, lo.x, hi.y) == NO_PAGE || shadow_page(v, hi.x, hi.y) == NO_PAGE {
+            continue;
+        }
+        // the receiver's plane in the map: its depth at each tap's texel centre (a tilted surface
+        // is not nearer the sun than itself a few texels away), the slope capped where the
+        // surface grazes the light; less a third of a texel for rounding
+        let unit = texel * shadow.depth.y;  // a texel's worth of depth
+        let nl = max(dot(n, shadow.sun.xyz), 0.2);
+        let slope = clamp(vec2<f32>(dot(n, shadow.axis_u.xyz), -dot(n, shadow.axis_v.xyz)) / nl,
+                          vec2<f32>(-5.0), vec2<f32>(5.0)) * unit;
+        let s = t.xy - 0.5;
+        let b = vec2<i32>(floor(s));
+        let f = s - floor(s);
+        let wx = array<f32, 4>(1.0 - f.x, 1.0, 1.0, f.x);
+        let wy = array<f32, 4>(1.0 - f.y, 1.0, 1.0, f.y);
+        var sum = 0.0;
+        for (var j = 0; j < 4; j++) {
+            for (var i = 0; i < 4; i++) {
+                let tap = vec2<i32>(b.x + i - 1, b.y + j - 1);
+                let at = dot(slope, vec2<f32>(tap) + 0.5 - t.xy);
+                let depth = t.z + at - unit * shadow.depth.w - abs(at) * 0.25;
+                sum += wx[i] * wy[j] * shadow_lit(v, tap.x, tap.y, depth);
+            }
+        }
+        return SunShadow(sum / 9.0, v);
+    }
+    return SunShadow(1.0, SHADOW_LEVELS);
+}
 
 
 fn pack_rgba(c: vec3<f32>) -> u32 {
@@ -36,6 +107,17 @@ fn level_color(level: u32) -> vec3<f32> {
 
 fn interpolate2(b: vec3<f32>, a: array<vec2<f32>, 3>) -> vec2<f32> {
     return b.x * a[0] + b.y * a[1] + b.z * a[2];
+}
+
+// the page cache view: the page the pixel's point lies in, drawn this frame or cached
+fn shadow_cache_color(p: vec3<f32>, v: u32) -> vec3<f32> {
+    if v >= SHADOW_LEVELS {
+        return vec3<f32>(0.5);
+    }
+    let t = vec2<i32>(floor(shadow_texel(v, p).xy)) >> vec2<u32>(SHADOW_PAGE_SHIFT);
+    let tc = clamp(t, vec2<i32>(0), vec2<i32>(i32(SHADOW_PAGES) - 1));
+    let drawn = (table_entry(shadow_entry(v, tc.x, tc.y)).z & PAGE_DRAW) != 0u;
+    return select(vec3<f32>(0.3, 0.55, 0.95), vec3<f32>(0.95, 0.55, 0.2), drawn);
 }
 
 @compute @workgroup_size(8, 8)
@@ -134,7 +216,13 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     surf.occlusion = 1.0 + mat.occlusion_strength * (occlusion_texel - 1.0);
     surf.emissive = emissive;
     surf.normal = shading_n;
-    let lit = shade(surf, to_eye, light_direction(frame.view));
+    var sun = SunShadow(1.0, SHADOW_LEVELS);
+    if SHADOWS {
+        // pushed along the normal on the side of the face the sun sees
+        let nf = normalize(face) * select(1.0, -1.0, dot(face, shadow.sun.xyz) < 0.0);
+        sun = sun_shadow(p, nf, distance(frame.camera.xyz, p));
+    }
+    let lit = shade_shadowed(surf, to_eye, shadow.sun.xyz, sun.visibility);
 
     let hw = select(0u, 1u, idx >= frame.visible_capacity / 2u);
     let level = rec_u(base, CLUSTER_LEVEL);
@@ -143,7 +231,10 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     normal_xy[pixel] = n.xy;
     normal_z[pixel] = n.z;
     ids_a[pixel] = vec2<u32>(pt.instance, cluster);
-    ids_b[pixel] = vec2<u32>(t, (level << 1u) | hw);
+    // the sun's visibility in 8 bits above the level: resolve binds one storage buffer short of
+    // OpenGL's 16 a stage, so the shadow term shares the ids' spare bits
+    let sun8 = u32(round(clamp(sun.visibility, 0.0, 1.0) * 255.0));
+    ids_b[pixel] = vec2<u32>(t, (level << 1u) | hw | (sun8 << 24u));
     let q = vec2<u32>(round(clamp(vec2<f32>(surf.roughness, surf.metallic), vec2<f32>(0.0),
                                   vec2<f32>(1.0)) * 255.0));
     let base_srgb = linear_to_srgb(surf.base_color);
@@ -183,5 +274,14 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     out = select(out, base_srgb, view == 7u);
     out = select(out, vec3<f32>(fract(st), 0.0), view == 9u);
     out = select(out, shading_n * 0.5 + 0.5, view == 10u);
+    // shadow views: the sun's visibility over a grey model; the level sampled (grey: none);
+    // the page under the pixel drawn this frame (orange) or cached (blue)
+    out = select(out, vec3<f32>(0.15 + 0.8 * sun.visibility) * flat, view == 11u);
+    let hue = f32(sun.level) / f32(SHADOW_LEVELS) * 6.0;
+    let ramp = clamp(abs(fract(vec3<f32>(hue, hue + 4.0, hue + 2.0) / 6.0) * 6.0 - 3.0) - 1.0,
+                     vec3<f32>(0.0), vec3<f32>(1.0));  // a hue a level, 12 levels round
+    let lvl_col = select(0.25 + 0.7 * ramp, vec3<f32>(0.5), sun.level >= SHADOW_LEVELS);
+    out = select(out, lvl_col * flat, view == 12u);
+    out = select(out, shadow_cache_color(p, sun.level) * flat, view == 13u);
     color[pixel] = pack_rgba(out);
 }

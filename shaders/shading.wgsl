@@ -1,4 +1,5 @@
-// Lighting of a G-buffer surface: one directional light and an ambient term, with a physically
+// Lighting of a G-buffer surface: one directional light (the sun, fixed in the world:
+// RenderOptions.sun) and an ambient term, with a physically
 // based BRDF (glTF's metallic-roughness model: GGX distribution, height-correlated Smith
 // visibility, Schlick Fresnel, Lambert diffuse; the ambient term takes Karis' analytic fit of
 // the split-sum environment BRDF, so metals are not black without an environment map). Shared by
@@ -19,17 +20,14 @@ struct Surface {
     normal: vec3<f32>,  // world, unit, facing the viewer's side
 }
 
-// the light, from the camera's basis (rows of the view matrix): above, right of and behind the
-// viewer, so that what the camera frames is lit
-fn light_direction(view: mat4x4<f32>) -> vec3<f32> {
-    let right = vec3<f32>(view[0][0], view[1][0], view[2][0]);
-    let up = vec3<f32>(view[0][1], view[1][1], view[2][1]);
-    let back = vec3<f32>(view[0][2], view[1][2], view[2][2]);
-    return normalize(back + 0.8 * up + 0.3 * right);
-}
-
 // outgoing linear radiance towards `v` (unit, surface to eye) under the light from `l`
 fn shade(s: Surface, v: vec3<f32>, l: vec3<f32>) -> vec3<f32> {
+    return shade_shadowed(s, v, l, 1.0);
+}
+
+// the same, with the light's visibility at the surface (0 in shadow .. 1 lit): the direct term
+// fades, the ambient and emissive terms stay (an emissive surface glows in shadow)
+fn shade_shadowed(s: Surface, v: vec3<f32>, l: vec3<f32>, visibility: f32) -> vec3<f32> {
     let n = s.normal;
     let nv = max(dot(n, v), 1e-4);
     let nl = max(dot(n, l), 0.0);
@@ -44,7 +42,7 @@ fn shade(s: Surface, v: vec3<f32>, l: vec3<f32>) -> vec3<f32> {
     let vis = 0.5 / max(nl * (nv * (1.0 - a) + a) + nv * (nl * (1.0 - a) + a), 1e-5);
     let f = f0 + (1.0 - f0) * pow(1.0 - vh, 5.0);
     let diffuse = (1.0 - s.metallic) * s.base_color;
-    let direct = ((1.0 - f) * diffuse / PI + d * vis * f) * LIGHT_IRRADIANCE * nl;
+    let direct = ((1.0 - f) * diffuse / PI + d * vis * f) * LIGHT_IRRADIANCE * nl * visibility;
     // ambient: Lambert plus the environment BRDF's analytic fit (Karis 2014)
     let c0 = vec4<f32>(-1.0, -0.0275, -0.572, 0.022);
     let c1 = vec4<f32>(1.0, 0.0425, 1.04, -0.04);

@@ -27,7 +27,7 @@ from renderer.apps.preprocess_cli import (
     whole,
 )
 from renderer.limits import MAX_FOV, MAX_IMAGE_SIZE, MAX_WORLD, MIN_FOV
-from renderer.options import DEBUG_VIEWS, TRAVERSALS
+from renderer.options import DEBUG_VIEWS, DEFAULT_SUN, TRAVERSALS, check_sun
 from renderer.results import INCOMPLETE
 
 
@@ -119,9 +119,26 @@ def _runtime_errors():
 
 
 def _stream_options(args: argparse.Namespace) -> dict:
-    """RenderOptions for --pool-mb / --upload-mb: a pool given means streaming."""
+    """RenderOptions for --pool-mb / --upload-mb: a pool given means streaming; and the sun's
+    (--sun, --no-shadows, --shadow-pool-mb)."""
     return {"streaming": True if args.pool_mb else None, "pool_mb": args.pool_mb,
-            "upload_mb": args.upload_mb}
+            "upload_mb": args.upload_mb, "shadows": not args.no_shadows, "sun": args.sun,
+            "shadow_pool_mb": args.shadow_pool_mb}
+
+
+def _sun(text: str) -> tuple[float, float]:
+    """An argparse type: AZIMUTH,ELEVATION in degrees (RenderOptions.sun's rules)."""
+    try:
+        sun = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        sun = ()
+    if len(sun) != 2:
+        raise argparse.ArgumentTypeError(f"expected AZIMUTH,ELEVATION in degrees, not {text!r}")
+    try:
+        check_sun(sun, "the sun")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return sun
 
 
 def _error(message: str) -> int:
@@ -260,6 +277,10 @@ def cmd_render(args: argparse.Namespace) -> int:
         else:
             r.add_grid(r.load(tess), args.instances)  # checks the count first
         center, radius = r.bounds()
+        if args.ground:
+            from assets.ground import ground_tess, ground_transform
+
+            r.add_instance(r.load(ground_tess()), ground_transform(r.scene, center, radius))
         if args.eye is None and spec is not None and spec.camera is not None:
             cam = spec.camera
         elif args.eye is not None:
@@ -293,7 +314,7 @@ def cmd_render(args: argparse.Namespace) -> int:
                                 base_color=res.base_color, shading_normal=res.shading_normal,
                                 roughness=res.roughness, metallic=res.metallic,
                                 occlusion=res.occlusion, emissive=res.emissive,
-                                material=res.material, velocity=res.velocity)
+                                material=res.material, velocity=res.velocity, shadow=res.shadow)
     except OSError as e:  # a full disk, a folder removed meanwhile: nothing half written stays
         for path in started:
             Path(path).unlink(missing_ok=True)
@@ -492,6 +513,15 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                                    "against fully resident" if bench else ""))
     p.add_argument("--upload-mb", type=_POSITIVE, default=16.0,
                    help="streaming: MB of pages uploaded per frame at most (16)")
+    p.add_argument("--sun", type=_sun, default=DEFAULT_SUN, metavar="AZIMUTH,ELEVATION",
+                   help="the sun, in degrees: azimuth 0 towards +Z (behind the iso and front "
+                        "views), 90 towards +X; elevation above the horizon, 0 < e <= 90 "
+                        f"(default: {DEFAULT_SUN[0]:g},{DEFAULT_SUN[1]:g})")
+    p.add_argument("--no-shadows", action="store_true",
+                   help="no shadows (the sun still lights the scene)")
+    p.add_argument("--shadow-pool-mb", type=_POSITIVE, default=64.0,
+                   help="the shadow map's physical page pool in MB, 64 KiB a page (64); too "
+                        "small a pool shades from coarser levels, never with holes")
 
 
 def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
@@ -526,6 +556,9 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
                    help="color by: lit shading, cluster, triangle, group, LOD level, "
                         "raster (SW blue / HW orange), instance")
     p.add_argument("--arrays", help="also save every image (depth, ids, ...) to this .npz")
+    p.add_argument("--ground", action="store_true",
+                   help="put the scene on a ground plane (under its lowest point, 8 radii of "
+                        "its bounding sphere a side) to catch its shadows")
     p.set_defaults(func=cmd_render)
     p = sub.add_parser("view", help="the interactive viewer (a .tess, a mesh file, a scene "
                        ".json, or nothing for the built-in rock)")
@@ -549,7 +582,8 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
     _add_render_options(p, bench=True)
     p.set_defaults(instances=None, file=None)
     p.add_argument("--scenario", action="append", choices=["closeup", "scaling", "occluded",
-                                                           "streaming", "textured", "quality"],
+                                                           "streaming", "textured", "shadows",
+                                                           "quality"],
                    help="suite: run this scenario (repeat; default all but quality, which "
                         "builds its own models: what the LOD cut costs the picture)")
     p.add_argument("--models", nargs="+", metavar="NAME",

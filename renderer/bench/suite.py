@@ -17,7 +17,12 @@ Scenarios (`SCENARIOS`):
   its 1024 x 1024 base-colour texture and, beside it, the same terrain with the default
   material, along the closeup path; then, seen from above filling the view, the resolve pass
   (the BasePass) timed alone (`measure.pass_alone_ms`): what texture sampling costs a pixel,
-  and what the texture holds on the GPU.
+  and what the texture holds on the GPU;
+- ``shadows``: `make demo`'s scene (64 instances, 16 with ``--quick``, on a ground plane,
+  `assets.ground`) under the default sun, side by side in one run: without shadows, with every
+  page drawn every frame, with the cache (a still camera: nothing drawn after the first frame),
+  and orbiting with and without shadows; the ratios are the issue's cost targets. The other
+  scenarios draw no shadows, so that their figures compare with earlier runs.
 
 For every run: per-frame medians and 95th percentiles of the frame (submit to completion), of
 the CPU's work before submission (``encode_ms``: Python and encoding; on lavapipe the GPU work
@@ -50,7 +55,7 @@ from renderer.bench.measure import (
 )
 from renderer.camera import Camera
 
-SCENARIOS = ("closeup", "scaling", "occluded", "streaming", "textured")
+SCENARIOS = ("closeup", "scaling", "occluded", "streaming", "textured", "shadows")
 SIZES = (1, 16, 256, 4096, 65536)
 QUICK_SIZES = (1, 16, 256)
 REGRESSION = 1.15  # --compare: slower than this ratio (and by more than 0.5 ms) is flagged
@@ -170,7 +175,7 @@ class Suite:
         self.ctx = None
         self.results: dict = {}
         steps = {"closeup": 1, "scaling": 3 * len(cfg.sizes), "occluded": 2, "streaming": 2,
-                 "textured": 2}
+                 "textured": 2, "shadows": 5}
         self.total = sum(steps[s] for s in cfg.scenarios)
         self._bar = None
         if cfg.progress:
@@ -185,6 +190,7 @@ class Suite:
             self._bar.update(1)
 
     def renderer(self, **options):
+        options.setdefault("shadows", False)  # the shadows scenario measures them
         o = self.RenderOptions(persistent=self.cfg.persistent, **options)
         r = self.Renderer(*self.size, options=o, ctx=self.ctx)
         self.ctx = r.ctx
@@ -345,6 +351,36 @@ class Suite:
         return rows
 
 
+    def shadows(self) -> list[dict]:
+        from assets.ground import ground_tess, ground_transform
+
+        n = 16 if self.cfg.quick else 64
+        rows = []
+        for variant, options, still in (("no shadows", {"shadows": False}, True),
+                                        ("every page", {"shadows": True,
+                                                        "shadow_cache": False}, True),
+                                        ("cached", {"shadows": True}, True),
+                                        ("orbit, none", {"shadows": False}, False),
+                                        ("orbit, shadows", {"shadows": True}, False)):
+            r = self.renderer(**options)
+            r.add_grid(r.load(self.cfg.asset), n)
+            center, radius = r.bounds()
+            r.add_instance(r.load(ground_tess()), ground_transform(r.scene, center, radius))
+            cams = camera_path(center, radius, self.cfg.frames)
+            if still:
+                cams = [cams[len(cams) // 2]] * len(cams)
+            m = measure(r, cams, self.cfg.warmup)
+            shadow = r.stats(wait=True).shadow
+            if shadow is not None:
+                m["shadow"] = shadow
+            self._step(f"shadows {variant}")
+            rows.append({"variant": variant, **m})
+        base = {True: rows[0]["frame_ms"]["median"], False: rows[3]["frame_ms"]["median"]}
+        for row, still in zip(rows, (True, True, True, False, False), strict=True):
+            row["shadow_cost"] = row["frame_ms"]["median"] / base[still]
+        return rows
+
+
 # ---------------------------------------------------------------------------------- reporting
 
 
@@ -421,6 +457,12 @@ def table(report: dict) -> str:
                              + (f"; the texture adds "
                                 f"{_fmt(r['texture_ns_per_covered_pixel'])} ns a covered pixel"
                                 if "texture_ns_per_covered_pixel" in r else ""))
+            if "shadow_cost" in r and r["variant"] not in ("no shadows", "orbit, none"):
+                sh = r.get("shadow") or {}
+                lines.append(f"{'':<10} {'  shadows':<17} {r['shadow_cost']:.2f}x the frame "
+                             f"without; last frame: {sh.get('marked', 0)} pages marked, "
+                             f"{sh.get('drawn', 0)} drawn, {sh.get('cached', 0)} cached, "
+                             f"pool {sh.get('pool_used', 0)}/{sh.get('pool_pages', 0)}")
             if "occlusion_triangle_ratio" in r:
                 lines.append(f"{'':<10} {'  occlusion':<17} "
                              f"{r['occlusion_triangle_ratio']:.1f}x fewer triangles")

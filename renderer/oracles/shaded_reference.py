@@ -25,12 +25,14 @@ from preprocess.materials import default_material
 from preprocess.mesh import Mesh
 from preprocess.textures import mip_chain
 from renderer.device import GpuContext
+from renderer.options import DEFAULT_SUN
+from renderer.shadows import sun_direction
 
 __all__ = ["ShadedReference"]
 
 _COLOR = wgpu.TextureFormat.rgba8unorm
 _DEPTH = wgpu.TextureFormat.depth32float
-_UNIFORM_BYTES = 64 * 3 + 16 + 16
+_UNIFORM_BYTES = 64 * 3 + 16 + 16 + 16
 
 
 class ShadedReference:
@@ -159,9 +161,10 @@ class ShadedReference:
 
     def render(self, camera_matrices: tuple[np.ndarray, np.ndarray, np.ndarray],
                eye: Sequence[float], worlds: Sequence[np.ndarray], *,
-               view: int = 0) -> dict[str, np.ndarray]:
+               view: int = 0, sun: tuple[float, float] = DEFAULT_SUN) -> dict[str, np.ndarray]:
         """Draw the mesh once per world matrix. camera_matrices: (view, proj, view_proj) as
-        `renderer.camera.Camera.matrices` gives them; view 0 lit, 7 base colour. Returns
+        `renderer.camera.Camera.matrices` gives them; view 0 lit, 7 base colour; `sun` the
+        light's (azimuth, elevation) in degrees, as `RenderOptions.sun` (no shadows). Returns
         ``"color"`` (h, w, 4) uint8 and ``"depth"`` (h, w) float32 (0: nothing)."""
         d = self.device
         view_m, _, vp = camera_matrices
@@ -174,6 +177,7 @@ class ShadedReference:
             u[32:48] = np.asarray(view_m, np.float32).T.reshape(-1)
             u[48:51] = eye
             u.view(np.uint32)[52] = view
+            u[56:59] = sun_direction(*sun)
             buf = d.create_buffer_with_data(label=f"shaded_reference.uniforms{i}", data=u,
                                             usage=wgpu.BufferUsage.UNIFORM)
             groups.append(d.create_bind_group(label=f"shaded_reference.frame{i}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
 from renderer.layout import ARGS
+from renderer.limits import SHADOW_LEVELS
 from renderer.passes import Pass
 
 BINDINGS = (
@@ -32,6 +33,17 @@ BINDINGS = (
     Binding("requests", STORAGE, "array<vec2<u32>>"),
     Binding("request_stamp", STORAGE, "array<atomic<u32>>"),
     Binding("slot_used", STORAGE, "array<u32>"),
+)
+
+# the shadow views (renderer/shadows.py): the same traversal with SHADOW defined; its visible
+# entries are (instance | view << VIEW_SHIFT, cluster, page entry, 0)
+SHADOW_BINDINGS = (
+    *(Binding("visible", STORAGE, "array<vec4<u32>>") if b.name == "visible" else b
+      for b in BINDINGS if b.name not in ("hzb", "occluded")),  # no HZB: the page mask culls
+    Binding("shadow", UNIFORM, "ShadowInfo"),
+    Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_LEVELS}>"),
+    Binding("shadow_hpm", READ, "array<u32>"),
+    Binding("shadow_draw", READ, "array<u32>"),
 )
 
 PREPARE_BINDINGS = (
@@ -72,18 +84,22 @@ class Cull(Pass):
     bindings = BINDINGS
 
     def __init__(self, device, *, persistent: bool, workgroups: int = 128,
-                 level_workgroups: int = 16, sw_per_workgroup: int = 1) -> None:
+                 level_workgroups: int = 16, sw_per_workgroup: int = 1,
+                 shadow: bool = False) -> None:
         super().__init__()
         self.persistent = persistent
         self.workgroups = workgroups  # persistent workgroups
+        if shadow:  # the shadow views: a main pass, no post pass
+            self.label, self.bindings = "shadow_cull", SHADOW_BINDINGS
         # main (POST false) and post pass pipelines; the per-level entry points visit parts
         # inline (INLINE_PARTS), the persistent one queues them
         self.pipes, self.post_pipes = {}, {}
-        for post, pipes in ((False, self.pipes), (True, self.post_pipes)):
+        for post, pipes in ((False, self.pipes), (True, self.post_pipes))[: 1 + (not shadow)]:
             for inline, entries in ((False, ["cs_persistent"] + ["cs_post_seed"] * post),
                                     (True, ["cs_level"])):
                 bgl, made = compute_pipelines(
-                    device, "cull.wgsl", BINDINGS, entries,
+                    device, "cull.wgsl", self.bindings, entries,
+                    defines=["SHADOW"] if shadow else [],
                     constants={"POST": post, "INLINE_PARTS": inline},
                     label="cull.post" if post else self.label)
                 self.bgl = self.bgl or bgl  # equivalent layouts: one bind group serves all

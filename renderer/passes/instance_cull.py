@@ -4,6 +4,7 @@ BVH queue, occluded ones the post pass."""
 from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
+from renderer.limits import SHADOW_LEVELS
 from renderer.passes import Pass
 
 BINDINGS = (
@@ -18,13 +19,27 @@ BINDINGS = (
 )
 
 
+SHADOW_BINDINGS = (
+    *BINDINGS,
+    Binding("shadow", UNIFORM, "ShadowInfo"),
+    Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_LEVELS}>"),
+    Binding("shadow_hpm", READ, "array<u32>"),
+)
+
+
 class InstanceCull(Pass):
+    """With `shadow`, a lane tests its instance against every shadow view with pages to draw
+    and queues its root once per view that wants it (renderer/shadows.py)."""
+
     label = "instance_cull"
     bindings = BINDINGS
 
-    def __init__(self, device) -> None:
+    def __init__(self, device, *, shadow: bool = False) -> None:
         super().__init__()
-        self.bgl, pipes = compute_pipelines(device, "instance_cull.wgsl", BINDINGS, ["cs_main"],
+        if shadow:
+            self.label, self.bindings = "shadow_instance_cull", SHADOW_BINDINGS
+        self.bgl, pipes = compute_pipelines(device, "instance_cull.wgsl", self.bindings,
+                                            ["cs_main"], defines=["SHADOW"] if shadow else [],
                                             label=self.label)
         self.pipeline = pipes["cs_main"]
 

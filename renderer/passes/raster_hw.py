@@ -7,6 +7,7 @@ import wgpu
 from renderer.gpu import READ, Binding, bind_group_layout, shader_module
 from renderer.layout import ARGS
 from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
+from renderer.passes.raster_sw import shadow_raster_bindings
 
 VF = wgpu.ShaderStage.VERTEX | wgpu.ShaderStage.FRAGMENT
 
@@ -14,17 +15,28 @@ VF = wgpu.ShaderStage.VERTEX | wgpu.ShaderStage.FRAGMENT
 class RasterHW(Pass):
     label = "raster_hw"
 
-    def __init__(self, device, *, vis64: bool) -> None:
+    def __init__(self, device, *, vis64: bool, shadow: bool = False) -> None:
         super().__init__()
-        self.bindings = (
-            *cluster_reader_bindings(VF, wgpu.ShaderStage.VERTEX),
-            Binding("state", READ, "array<u32>", wgpu.ShaderStage.VERTEX),
-            *vis_bindings(vis64, write=True, stages=wgpu.ShaderStage.FRAGMENT),
-            # alpha cut-outs (glTF MASK): the fragment shader samples the base colour's alpha
-            Binding("materials", READ, "array<u32>", VF),
-        )
-        module = shader_module(device, "raster_hw.wgsl", self.bindings,
-                               defines=["VIS64"] if vis64 else [], label=f"{self.label}.shader")
+        if shadow:  # the shadow views' (cluster, page) items into the shadow map
+            self.label = "shadow_raster_hw"
+            self.bindings = (
+                *shadow_raster_bindings(cluster_reader_bindings(VF, wgpu.ShaderStage.VERTEX),
+                                        VF, wgpu.ShaderStage.FRAGMENT),
+                Binding("state", READ, "array<u32>", wgpu.ShaderStage.VERTEX),
+                Binding("materials", READ, "array<u32>", VF),
+            )
+            vis64 = True  # one variant
+        else:
+            self.bindings = (
+                *cluster_reader_bindings(VF, wgpu.ShaderStage.VERTEX),
+                Binding("state", READ, "array<u32>", wgpu.ShaderStage.VERTEX),
+                *vis_bindings(vis64, write=True, stages=wgpu.ShaderStage.FRAGMENT),
+                # alpha cut-outs (glTF MASK): the fragment shader samples the base colour's alpha
+                Binding("materials", READ, "array<u32>", VF),
+            )
+        defines = ["SHADOW"] if shadow else (["VIS64"] if vis64 else [])
+        module = shader_module(device, "raster_hw.wgsl", self.bindings, defines=defines,
+                               label=f"{self.label}.shader")
         self.bgl = bind_group_layout(device, self.bindings, f"{self.label}.bind_group_layout")
         layout = device.create_pipeline_layout(bind_group_layouts=[self.bgl],
                                                label=f"{self.label}.layout")

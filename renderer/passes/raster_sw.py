@@ -3,20 +3,42 @@
 
 from __future__ import annotations
 
-from renderer.gpu import READ, Binding, compute_pipelines
+import wgpu
+
+from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
 from renderer.layout import ARGS
+from renderer.limits import SHADOW_LEVELS
 from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
+
+COMPUTE = wgpu.ShaderStage.COMPUTE
+
+
+def shadow_raster_bindings(reader: tuple[Binding, ...], stages: int = COMPUTE,
+                           fragment: int = COMPUTE) -> tuple[Binding, ...]:
+    """A cluster reader's bindings for the shadow views: the visible list of 16-byte entries,
+    and the shadow map (shaders/shadow_raster.wgsl); `fragment` the stage that writes it."""
+    return (
+        *(Binding("visible", READ, "array<vec4<u32>>", b.stages) if b.name == "visible" else b
+          for b in reader),
+        Binding("shadow", UNIFORM, "ShadowInfo", stages),
+        Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_LEVELS}>", stages),
+        # the page table and the pool: written in the fragment stage (a vertex stage may not
+        # write storage), where the HW pass also reads the item's physical page
+        Binding("shadow_map", STORAGE, "array<atomic<u32>>", fragment),
+    )
 
 
 class RasterSW(Pass):
     label = "raster_sw"
 
-    def __init__(self, device, *, vis64: bool, lanes: int = 128, rounds: int = 1) -> None:
+    def __init__(self, device, *, vis64: bool, lanes: int = 128, rounds: int = 1,
+                 shadow: bool = False) -> None:
         super().__init__()
         if lanes not in (1, 2, 4, 8, 16, 32, 64, 128) or rounds < 1:
             raise ValueError(f"SW raster: lanes must be a power of two up to 128 and rounds >= 1 "
                              f"(got {lanes}, {rounds})")
         self.clusters_per_workgroup = 128 // lanes * rounds
+        self.lanes, self.rounds = lanes, rounds
         self.bindings = (
             *cluster_reader_bindings(),
             Binding("state", READ, "array<u32>"),
@@ -24,11 +46,16 @@ class RasterSW(Pass):
         )
         defines = ["VIS64"] if vis64 else []
         variants = [False] if vis64 else [False, True]
+        if shadow:  # the shadow views' SW clusters into the shadow map (one variant)
+            self.label = "shadow_raster_sw"
+            self.bindings = (*shadow_raster_bindings(cluster_reader_bindings()),
+                             Binding("state", READ, "array<u32>"))
+            defines, variants = ["SHADOW"], [False]
         self.pipelines = []
         for id_pass in variants:
             self.bgl, pipes = compute_pipelines(
                 device, "raster_sw.wgsl", self.bindings, ["cs_main"], defines=defines,
-                constants={**({} if vis64 else {"ID_PASS": id_pass}),
+                constants={**({} if vis64 or shadow else {"ID_PASS": id_pass}),
                            "SW_LANES": lanes, "SW_ROUNDS": rounds},
                 label=f"{self.label}{'.ids' if id_pass else ''}")
             self.pipelines.append(pipes["cs_main"])

@@ -3,7 +3,8 @@ normal and ids (shaders/resolve.wgsl)."""
 
 from __future__ import annotations
 
-from renderer.gpu import READ, STORAGE, Binding, compute_pipelines
+from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
+from renderer.limits import SHADOW_LEVELS
 from renderer.passes import PixelPass, cluster_reader_bindings, vis_bindings
 
 
@@ -25,7 +26,21 @@ class Resolve(PixelPass):
             Binding("ids_b", STORAGE, "array<vec2<u32>>"),
             Binding("gbuffer_a", STORAGE, "array<vec2<u32>>"),
             Binding("gbuffer_b", STORAGE, "array<vec2<u32>>"),
+            # the sun and its shadow map (renderer/shadows.py): 16 storage buffers in all, what
+            # OpenGL binds a stage at most
+            Binding("shadow", UNIFORM, "ShadowInfo"),
+            Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_LEVELS}>"),
+            Binding("shadow_map", READ, "array<u32>"),
         )
-        self.bgl, pipes = compute_pipelines(device, "resolve.wgsl", self.bindings, ["cs_main"],
-                                            defines=["VIS64"] if vis64 else [], label=self.label)
-        self.pipeline = pipes["cs_main"]
+        # with the shadow map sampled, and without (RenderOptions.shadows)
+        self.pipelines = {}
+        for shadows in (True, False):
+            self.bgl, pipes = compute_pipelines(device, "resolve.wgsl", self.bindings, ["cs_main"],
+                                                defines=["VIS64"] if vis64 else [],
+                                                constants={"SHADOWS": shadows},
+                                                label=self.label)
+            self.pipelines[shadows] = pipes["cs_main"]
+        self.pipeline = self.pipelines[True]
+
+    def set_shadows(self, on: bool) -> None:
+        self.pipeline = self.pipelines[bool(on)]

@@ -50,7 +50,8 @@ def compare(tess, mesh, gpu, *, distance=1.0, taus=(FULL, 1.0), view="lit",
             direction=(0.3, 0.35, 1.0), options=None, camera=None):
     """{tau: (psnr over the union of coverage, psnr over the eroded intersection, result,
     reference images)}."""
-    r = Renderer(SIZE, SIZE, ctx=gpu, options=options)
+    # no shadows: the reference has none (tests/renderer/test_shadows.py checks them)
+    r = Renderer(SIZE, SIZE, ctx=gpu, options=options or RenderOptions(shadows=False))
     r.add_instance(r.load(tess))
     center, radius = r.bounds()
     cam = camera or Camera.framing(center, radius * distance, direction=direction)
@@ -174,7 +175,7 @@ def test_materials_vertex_colours_and_their_borders(tmp_path, gpu):
         assert np.allclose(img.roughness[sel], mat.roughness, atol=1 / 255)
     # crack-free at every threshold: no pixel left empty farther inside the reference's
     # silhouette than the cut may move it (tau pixels, plus one for rasterization)
-    r = Renderer(SIZE, SIZE, ctx=gpu)
+    r = Renderer(SIZE, SIZE, ctx=gpu, options=RenderOptions(shadows=False))
     r.add_instance(r.load(out))
     center, radius = r.bounds()
     for distance in (1.0, 4.0):
@@ -194,7 +195,7 @@ def test_materials_vertex_colours_and_their_borders(tmp_path, gpu):
 def test_double_sided_materials_draw_back_faces(tmp_path, gpu, sw_max_edge):
     # an open sheet seen from behind: a double-sided material shows its back (normal flipped,
     # lit as the reference's front_facing flip lights it); a single-sided one shows nothing
-    options = RenderOptions(sw_max_edge=sw_max_edge)
+    options = RenderOptions(sw_max_edge=sw_max_edge, shadows=False)
     behind = (0.3, 0.35, -1.0)
     for double in (True, False):
         src = textured_plane(tmp_path / f"sheet{double}.glb", double_sided=double)
@@ -250,7 +251,7 @@ def test_alpha_cut_outs_show_what_is_behind(tmp_path, gpu, sw_max_edge):
     fence_m = next(i for i, m in enumerate(mesh.materials) if m.name == "fence")
     assert mesh.materials[fence_m].alpha_mode == "MASK"
     got = compare(out, mesh, gpu, taus=(FULL, 1.0), direction=(0.15, 0.1, 1.0),
-                  options=RenderOptions(sw_max_edge=sw_max_edge))
+                  options=RenderOptions(sw_max_edge=sw_max_edge, shadows=False))
     full, _, img, ref = got[FULL]
     assert full >= 35, full
     # through the fence's holes, the wall: both materials, the fence's about half of the

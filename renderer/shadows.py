@@ -1,0 +1,254 @@
+"""The sun's virtual shadow map on the host: its buffers, the light space and the clipmap levels
+of each frame, and what invalidates pages (docs/ARCHITECTURE.md "Shadows").
+
+The GPU decides which pages exist and which are drawn (shaders/shadow_pages.wgsl) and draws them
+with the frame's own culling and rasterizers (the SHADOW variants of the passes); the host only
+places the levels and says which pages moved instances dirtied. A level's window follows the
+camera, snapped to its page grid, so that a still camera keeps its pages and a moving one draws
+only those that scroll in; the windows of levels wide enough to hold the whole scene stay
+around it however far the camera goes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import ChainMap
+
+import numpy as np
+import wgpu
+
+from renderer.gpu import buffer
+from renderer.layout import ARGS_WORDS, FRAME_DTYPE, SHADOW_DTYPE, SHADOW_VIEW_DTYPE, STATE_WORDS
+from renderer.limits import (
+    COARSEST_SPAN,
+    MIN_SHADOW_PAGES,
+    NO_PAGE,
+    SHADOW_LEVELS,
+    SHADOW_PAGE,
+    SHADOW_PAGE_BYTES,
+    SHADOW_PAGES,
+    SHADOW_TABLE_WORDS,
+)
+
+__all__ = ["ShadowFrame", "ShadowMap", "sun_direction"]
+
+_BU = wgpu.BufferUsage
+_MIB = 1 << 20
+WINDOW = SHADOW_PAGES * SHADOW_PAGE  # texels a level's window side
+HPM_STRIDE = 21848  # page-mask words a level (shaders/shadow.wgsl)
+MAX_DIRTY = 64  # moved bounds a frame; past it every page is invalidated
+# texels a receiver is pushed along its normal, and of depth bias under its plane
+# (shaders/resolve.wgsl)
+NORMAL_BIAS = 0.5
+MARK_RADIUS = 4.0  # texels around a pixel's point whose pages it marks: the filter's reach
+SCENE_MARGIN = 1.5  # the map's frame holds the scene's sphere grown by this (moves stay in it)
+
+
+def sun_direction(azimuth: float, elevation: float) -> np.ndarray:
+    """(3,) float64 unit vector towards a sun at `azimuth`, `elevation` degrees (Y up; azimuth
+    0 towards +Z, 90 towards +X)."""
+    a, e = math.radians(azimuth), math.radians(elevation)
+    return np.array([math.cos(e) * math.sin(a), math.sin(e), math.cos(e) * math.cos(a)])
+
+
+def light_basis(sun: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(u, v): the light space's x and y axes, with u x v = sun (a camera's right, up and back)."""
+    ref = np.array([0.0, 1.0, 0.0]) if abs(sun[1]) < 0.99 else np.array([0.0, 0.0, 1.0])
+    u = np.cross(ref, sun)
+    u /= np.linalg.norm(u)
+    return u, np.cross(sun, u)
+
+
+class ShadowFrame:
+    """The frame's resources as the shadow views' passes see them: the shadow frame uniforms,
+    state, indirect arguments and visible list in place of the camera's, everything else the
+    frame's own (`renderer.frame.FrameResources`)."""
+
+    def __init__(self, frame, overrides: dict, hw_target: wgpu.GPUTextureView) -> None:
+        self._frame = frame
+        self.buffers = ChainMap(overrides, frame.buffers)
+        self.hw_target = hw_target
+
+    def __getattr__(self, name: str):
+        return getattr(self._frame, name)
+
+
+class ShadowMap:
+    """The buffers of the sun's virtual shadow map and the per-frame state the host keeps."""
+
+    def __init__(self, device: wgpu.GPUDevice, pool_mb: float, binding_limit: int,
+                 visible_capacity: int) -> None:
+        pages = int(pool_mb * _MIB) // SHADOW_PAGE_BYTES
+        least = MIN_SHADOW_PAGES * SHADOW_PAGE_BYTES / _MIB
+        if pages < MIN_SHADOW_PAGES:
+            raise ValueError(f"a shadow pool of {pool_mb:g} MiB holds {pages} pages "
+                             f"({SHADOW_PAGE_BYTES // 1024} KiB each); the coarsest level's need "
+                             f"{MIN_SHADOW_PAGES}: at least {least:g} MiB")
+        table = 4 * SHADOW_TABLE_WORDS
+        if table + pages * SHADOW_PAGE_BYTES > binding_limit:
+            most = (binding_limit - table) // SHADOW_PAGE_BYTES * SHADOW_PAGE_BYTES / _MIB
+            raise ValueError(f"a shadow pool of {pool_mb:g} MiB is more than this adapter binds "
+                             f"in one buffer with the page table ({binding_limit / _MIB:,.0f} "
+                             f"MiB): at most {most:,.0f} MiB")
+        if 16 * visible_capacity > binding_limit:
+            raise ValueError(f"RenderOptions.shadow_visible_capacity {visible_capacity:,} needs "
+                             f"{16 * visible_capacity / _MIB:,.0f} MiB; this adapter binds at "
+                             f"most {binding_limit / _MIB:,.0f} MiB")
+        self.device = device
+        self.pages = pages
+        self.visible_capacity = visible_capacity
+        entries = SHADOW_LEVELS * SHADOW_PAGES * SHADOW_PAGES
+        st = _BU.STORAGE | _BU.COPY_DST | _BU.COPY_SRC
+        self.buffers = {
+            "shadow": buffer(device, SHADOW_DTYPE.itemsize, "shadow.uniforms",
+                             _BU.UNIFORM | _BU.COPY_DST),
+            "shadow_views": buffer(device, SHADOW_LEVELS * SHADOW_VIEW_DTYPE.itemsize,
+                                   "shadow.views", _BU.UNIFORM | _BU.COPY_DST),
+            # the page table (SHADOW_TABLE_WORDS), then the physical pages: one binding
+            "shadow_map": buffer(device, table + pages * SHADOW_PAGE_BYTES, "shadow.map", st),
+            "shadow_marks": buffer(device, 4 * entries, "shadow.marks", st),
+            "shadow_hpm": buffer(device, 4 * SHADOW_LEVELS * HPM_STRIDE, "shadow.page_mask", st),
+            "shadow_free": buffer(device, 4 * pages, "shadow.free_list", st),
+            "shadow_pool_state": buffer(device, 16, "shadow.pool_state", st),
+            "shadow_draw": buffer(device, 4 * pages, "shadow.draw_list", st),
+            "shadow_dirty": buffer(device, 16 * MAX_DIRTY * SHADOW_LEVELS, "shadow.dirty", st),
+            "shadow_state": buffer(device, 4 * len(STATE_WORDS), "shadow.state", st),
+            "shadow_clear_args": buffer(device, 16, "shadow.clear_args",
+                                        _BU.STORAGE | _BU.INDIRECT),  # shadow_clear's dispatch
+        }
+        # what the shadow views' culling and rasterizers bind in place of the camera's
+        self.frame_buffers = {
+            "frame": buffer(device, FRAME_DTYPE.itemsize, "shadow.frame_uniforms",
+                            _BU.UNIFORM | _BU.COPY_DST),
+            "state": self.buffers["shadow_state"],
+            "args": buffer(device, 4 * len(ARGS_WORDS), "shadow.args",
+                           _BU.STORAGE | _BU.INDIRECT),
+            "visible": buffer(device, 16 * visible_capacity, "shadow.visible", _BU.STORAGE),
+        }
+        # the HW pass draws each (cluster, page) into a page-sized viewport (a placeholder:
+        # WebGPU needs one attachment; the pool is the real target)
+        self.hw_target = device.create_texture(
+            size=(SHADOW_PAGE, SHADOW_PAGE, 1), format="depth32float",
+            usage=wgpu.TextureUsage.RENDER_ATTACHMENT, label="shadow.placeholder").create_view()
+        self._key: tuple | None = None  # (sun, texel0, depth range): what the pages were drawn in
+        self._dirty: list[np.ndarray] = []  # moved instances' world spheres since the last frame
+        self._all_dirty = False
+        self.needs_reset = True
+        self.views = np.zeros(SHADOW_LEVELS, SHADOW_VIEW_DTYPE)
+        self.uniform = np.zeros(1, SHADOW_DTYPE)
+
+    # ------------------------------------------------------------------ invalidation
+
+    def note_moved(self, spheres: np.ndarray, *, everything: bool = False) -> None:
+        """World spheres (k, 4) that moved instances covered before and after their move: the
+        pages under them are drawn again when next needed (`everything`: every page)."""
+        self._dirty.extend(np.asarray(spheres, np.float64).reshape(-1, 4))
+        if everything or len(self._dirty) > MAX_DIRTY:
+            self._all_dirty, self._dirty = True, []
+
+    def invalidate(self) -> None:
+        """Every page is drawn again when next needed (the scene changed)."""
+        self.needs_reset = True
+
+    # ------------------------------------------------------------------ per frame
+
+    def reset(self, encoder: wgpu.GPUCommandEncoder) -> None:
+        """Forget every page: the table empty, every physical page free."""
+        q = self.device.queue
+        table = np.zeros((SHADOW_LEVELS * SHADOW_PAGES * SHADOW_PAGES, 4), np.uint32)
+        table[:, 0] = NO_PAGE
+        q.write_buffer(self.buffers["shadow_map"], 0, table)
+        q.write_buffer(self.buffers["shadow_free"], 0, np.arange(self.pages, dtype=np.uint32))
+        q.write_buffer(self.buffers["shadow_pool_state"], 0,
+                       np.array([self.pages, 0, 0, 0], np.uint32))
+        encoder.clear_buffer(self.buffers["shadow_marks"])
+        self.needs_reset = False
+        self._dirty, self._all_dirty = [], False
+
+    def update(self, sun: tuple[float, float], scene_sphere: tuple[np.ndarray, float],
+               eye: np.ndarray, inv_view_proj: np.ndarray, lod_scale: float, height: int,
+               frame_index: int) -> tuple[np.ndarray, np.ndarray]:
+        """This frame's ShadowInfo and views (also written to the GPU); a reset is due when the
+        sun or the scene's frame changed."""
+        s = sun_direction(*sun)
+        u, v = light_basis(s)
+        c, r = np.asarray(scene_sphere[0], np.float64), float(scene_sphere[1])
+        key = self._key
+        inside = (key is not None and key[0] == tuple(sun)
+                  and np.linalg.norm(c - key[3]) + r <= key[4])
+        if not inside:  # a new frame for the map: the scene's sphere, grown, and the sun
+            big = max(r, 1e-30) * SCENE_MARGIN
+            # the coarsest level's window: COARSEST_SPAN radii, its texel a power of two
+            coarsest = 2.0 ** math.ceil(math.log2(COARSEST_SPAN * big / WINDOW))
+            texel0 = coarsest / 2 ** (SHADOW_LEVELS - 1)
+            f = -s
+            zmin = float(f @ c) - big
+            key = (tuple(sun), texel0, zmin, c, big)
+            self._key = key
+            self.needs_reset = True
+        texel0, zmin, c0, big = key[1], key[2], key[3], key[4]
+        zrange = 2 * big
+        f = -s
+        eye = np.asarray(eye, np.float64)
+        cam = np.array([eye @ u, -(eye @ v)])  # light space, y down
+        mid = np.array([c0 @ u, -(c0 @ v)])
+        views = self.views
+        for lv in range(SHADOW_LEVELS):
+            t = texel0 * 2.0**lv
+            page = t * SHADOW_PAGE
+            half = WINDOW * t / 2
+            centre = cam.copy()
+            slack = half - big - page
+            if slack > 0:  # a window that can hold the scene keeps it whole
+                centre = np.clip(centre, mid - slack, mid + slack)
+            origin = np.floor(centre / page).astype(np.int64) - SHADOW_PAGES // 2
+            origin = np.clip(origin, -(1 << 30), 1 << 30)
+            cx = (origin[0] + SHADOW_PAGES // 2) * page
+            cy = -(origin[1] + SHADOW_PAGES // 2) * page
+            m = np.zeros((4, 4))
+            m[0, :3], m[0, 3] = u / half, -cx / half
+            m[1, :3], m[1, 3] = v / half, -cy / half
+            m[2, :3], m[2, 3] = f / zrange, -zmin / zrange
+            m[3, 3] = 1.0
+            views["view_proj"][lv] = m.T.reshape(-1)
+            views["planes"][lv] = [[*u, -(cx - half)], [*-u, cx + half],
+                                   [*v, -(cy - half)], [*-v, cy + half], [0, 0, 0, 1]]
+            views["origin"][lv] = [origin[0], origin[1], 0, 0]
+            views["texel"][lv] = [t, 1 / t, 0, 0]
+        un = self.uniform
+        un["sun"] = [*s, 1.0]
+        un["axis_u"] = [*u, 0.0]
+        un["axis_v"] = [*v, 0.0]
+        un["depth"] = [zmin, 1 / zrange, texel0, NORMAL_BIAS]
+        un["footprint"] = [lod_scale, 1.0, MARK_RADIUS, 1 / height]
+        un["inv_view_proj"] = np.asarray(inv_view_proj, np.float32).T.reshape(-1)
+        dirty = self._dirty_rects(views, texel0)
+        un["counts"] = [SHADOW_LEVELS, self.pages, frame_index + 1, len(dirty) // SHADOW_LEVELS]
+        q = self.device.queue
+        q.write_buffer(self.buffers["shadow"], 0, un)
+        q.write_buffer(self.buffers["shadow_views"], 0, views)
+        if len(dirty):
+            q.write_buffer(self.buffers["shadow_dirty"], 0, dirty)
+        return un, views
+
+    def _dirty_rects(self, views: np.ndarray, texel0: float) -> np.ndarray:
+        """(k * SHADOW_LEVELS, 4) int32 absolute page rectangles (x0, y0, x1, y1) a level, for
+        each moved sphere (a rectangle of everything when too many moved)."""
+        if self._all_dirty:
+            self._all_dirty, self._dirty = False, []
+            big = np.iinfo(np.int32)
+            return np.tile(np.array([[big.min, big.min, big.max, big.max]], np.int32),
+                           (SHADOW_LEVELS, 1))
+        if not self._dirty:
+            return np.zeros((0, 4), np.int32)
+        u = self.uniform["axis_u"][0, :3].astype(np.float64)
+        v = self.uniform["axis_v"][0, :3].astype(np.float64)
+        sph = np.array(self._dirty)
+        self._dirty = []
+        x, y, r = sph[:, :3] @ u, -(sph[:, :3] @ v), sph[:, 3]
+        out = np.zeros((len(sph), SHADOW_LEVELS, 4), np.int64)
+        for lv in range(SHADOW_LEVELS):
+            page = texel0 * 2.0**lv * SHADOW_PAGE
+            out[:, lv] = np.stack([np.floor((x - r) / page), np.floor((y - r) / page),
+                                   np.floor((x + r) / page), np.floor((y + r) / page)], axis=1)
+        return np.clip(out, -(1 << 31), (1 << 31) - 1).astype(np.int32).reshape(-1, 4)

@@ -1,0 +1,229 @@
+"""The sun's virtual shadow map (renderer/shadows.py, shaders/shadow_pages.wgsl, the SHADOW
+variants of the culling and raster passes) against analytic shadows, and its page cache.
+
+The truth here shares no code with the shadow map: a box over a plane under a known sun, each
+covered pixel's world point (from the frame's own depth) tested with a ray towards the sun
+against the box (a slab test in float64). Tolerances: the shadow map's texel is about a pixel,
+so pixels whose neighbourhood straddles the analytic shadow edge (one pixel each side) are
+left out; everything else must agree.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+
+from preprocess.build import build_file
+from preprocess.load import mesh_from_arrays
+from renderer.camera import Camera
+from renderer.frame import Renderer
+from renderer.options import RenderOptions
+from renderer.shadows import sun_direction
+
+pytestmark = pytest.mark.gpu
+
+SIZE = 256
+SUN = (100.0, 40.0)
+BOX_LO, BOX_HI = np.array([-0.5, 0.5, -0.5]), np.array([0.5, 1.5, 0.5])  # a unit box, floating
+CAMERA = Camera(eye=(3.0, 6.0, 7.0), target=(-0.8, 0.4, 0.0), fov_y=50.0, near=0.05)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _plane(n: int = 32, size: float = 10.0) -> tuple[np.ndarray, np.ndarray]:
+    g = np.linspace(-size / 2, size / 2, n + 1)
+    x, z = np.meshgrid(g, g)
+    pos = np.stack([x.ravel(), np.zeros(x.size), z.ravel()], 1)
+    idx = np.arange((n + 1) ** 2).reshape(n + 1, n + 1)
+    a, b, c, d = (idx[:-1, :-1].ravel(), idx[:-1, 1:].ravel(), idx[1:, :-1].ravel(),
+                  idx[1:, 1:].ravel())
+    return pos, np.concatenate([np.stack([a, c, b], 1), np.stack([b, c, d], 1)])
+
+
+@pytest.fixture(scope="module")
+def box_scene(tmp_path_factory) -> dict[str, str]:
+    """A 10 x 10 ground plane at y = 0 and a unit box (centred at the origin: the tests place
+    it), as .tess files."""
+    tmp = tmp_path_factory.mktemp("shadows")
+    pos, faces = _plane()
+    build_file(mesh_from_arrays(pos.astype(np.float32), faces), tmp / "plane.tess")
+    box = trimesh.creation.box(extents=(1, 1, 1)).subdivide().subdivide()
+    build_file(mesh_from_arrays(np.asarray(box.vertices, np.float32),
+                                np.asarray(box.faces, np.int64)), tmp / "box.tess")
+    return {"plane": str(tmp / "plane.tess"), "box": str(tmp / "box.tess")}
+
+
+def _translate(x: float, y: float, z: float) -> np.ndarray:
+    m = np.eye(4, dtype=np.float32)
+    m[:3, 3] = x, y, z
+    return m
+
+
+def _scene(gpu, box_scene, boxes=((0.0, 1.0, 0.0),), size: int = SIZE, **options) -> Renderer:
+    r = Renderer(size, size, ctx=gpu, options=RenderOptions(sun=SUN, **options))
+    r.add_instance(r.load(box_scene["plane"]))
+    box = r.load(box_scene["box"])
+    for b in boxes:
+        r.add_instance(box, _translate(*b))
+    return r
+
+
+def _world_points(res, camera: Camera) -> np.ndarray:
+    """(h, w, 3) float64 world point under each pixel centre, from the frame's depth."""
+    h, w = res.depth.shape
+    vp = camera.view_proj(w, h).astype(np.float64)
+    ys, xs = np.mgrid[0:h, 0:w]
+    ndc = np.stack([(xs + 0.5) / w * 2 - 1, 1 - (ys + 0.5) / h * 2, res.depth,
+                    np.ones_like(res.depth)], -1)
+    p = ndc @ np.linalg.inv(vp).T
+    return p[..., :3] / p[..., 3:]
+
+
+def _box_blocks(points: np.ndarray, lo: np.ndarray, hi: np.ndarray, sun: np.ndarray
+                ) -> np.ndarray:
+    """Does the ray from each point towards the sun pass through the box? (slab test)"""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t0 = (lo - points) / sun
+        t1 = (hi - points) / sun
+    near = np.minimum(t0, t1).max(-1)
+    far = np.maximum(t0, t1).min(-1)
+    return (far >= np.maximum(near, 1e-4))
+
+
+def _interior(mask: np.ndarray) -> np.ndarray:
+    """Pixels whose 3 x 3 neighbourhood agrees with them (off the edge band)."""
+    pad = np.pad(mask, 1, mode="edge")
+    same = np.ones_like(mask)
+    for dy in (0, 1, 2):
+        for dx in (0, 1, 2):
+            same &= pad[dy:dy + mask.shape[0], dx:dx + mask.shape[1]] == mask
+    return same
+
+
+def test_box_over_a_plane_matches_the_analytic_shadow(gpu, box_scene):
+    r = _scene(gpu, box_scene)
+    res = r.render(CAMERA)
+    sun = sun_direction(*SUN)
+    pts = _world_points(res, CAMERA)
+    truth = _box_blocks(pts, BOX_LO, BOX_HI, sun)
+    ground = res.instance == 0
+    shadowed = res.shadow < 0.5
+    keep = ground & _interior(truth)
+    agree = (shadowed == truth)[keep].mean()
+    acne = (shadowed & ~truth)[ground].mean()
+    print(f"ground pixels {ground.sum()}, in the analytic shadow {truth[ground].sum()}, "
+          f"agree {agree:.4%} off the edge band, lit but shadowed {acne:.4%}")
+    assert truth[ground].sum() > 500  # the shadow is in view
+    assert agree >= 0.995
+    assert acne <= 0.001
+    # the box's faces that face the sun are lit (no acne on the caster)
+    box = res.instance == 1
+    facing = box & ((res.normal @ sun) > 0.2)
+    assert facing.sum() > 200
+    assert (res.shadow[facing] < 0.5).mean() <= 0.001
+    st = res.stats.shadow
+    assert st["failed"] == 0 and st["drawn"] == st["marked"] > 0
+
+
+def test_a_still_frame_draws_no_page_and_a_move_draws_only_its_own(gpu, box_scene):
+    boxes = [(-3.0, 1.0, -3.0), (3.0, 1.0, -3.0), (-3.0, 1.0, 2.0), (2.0, 1.0, 2.0)]
+    cam = Camera(eye=(0.0, 12.0, 6.0), target=(0.0, 0.0, 0.0), fov_y=60.0, near=0.05)
+    r = _scene(gpu, box_scene, boxes)
+    first = r.render(cam).stats.shadow
+    still = r.render(cam)
+    assert first["drawn"] == first["marked"] > 0
+    assert still.stats.shadow["drawn"] == 0 and still.stats.shadow["clusters"] == 0
+    assert still.stats.shadow["cached"] == still.stats.shadow["marked"]
+    moved = (-3.0, 1.0, -2.4)
+    r.set_transform(1, _translate(*moved))
+    after = r.render(cam)
+    st = after.stats.shadow
+    print(f"pages drawn: first frame {first['drawn']}, still 0, after one box moved "
+          f"{st['drawn']} of {st['marked']}")
+    assert 0 < st["drawn"] < first["drawn"] / 3
+    # what the cache kept and what it drew again is what a fresh map draws
+    fresh = _scene(gpu, box_scene, [moved, *boxes[1:]]).render(cam)
+    assert np.array_equal(after.instance, fresh.instance)
+    assert np.abs(after.shadow - fresh.shadow).max() < 1e-6
+
+
+def test_a_pool_too_small_shades_from_coarser_levels_without_holes(gpu, box_scene):
+    # close to the ground, 512 x 512: about twice the pages the least pool holds
+    cam = Camera(eye=(0.8, 0.6, 2.2), target=(-0.8, 0.5, 0.0), fov_y=60.0, near=0.01)
+    full = _scene(gpu, box_scene, size=512).render(cam)
+    small = _scene(gpu, box_scene, size=512, shadow_pool_mb=2).render(cam)  # 32: the least
+    st = small.stats.shadow
+    print(f"32 pages: {st}; with 1,024: {full.stats.shadow}")
+    assert st["pool_pages"] == 32 and st["pool_used"] == 32
+    assert st["failed"] > 0 and full.stats.shadow["failed"] == 0
+    # never light where the full map has deep shadow, away from its edges
+    deep = (full.shadow < 0.05) & _interior(full.shadow < 0.5)
+    assert deep.sum() > 500
+    assert (small.shadow[deep] > 0.5).mean() <= 0.02
+
+
+def test_shadows_off_leave_the_sun_and_no_shadow(gpu, box_scene):
+    on = _scene(gpu, box_scene).render(CAMERA)
+    off = _scene(gpu, box_scene, shadows=False).render(CAMERA)
+    assert off.stats.shadow is None and (off.shadow == 1).all()
+    lit = on.shadow > 0.99
+    # the same sun: where nothing shadows, the pictures are the same
+    diff = np.abs(on.color[lit].astype(int) - off.color[lit].astype(int)).max()
+    assert diff <= 1
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"sun": (float("nan"), 30.0)}, "two finite numbers"),
+    ({"sun": (10.0, 0.0)}, "not above the horizon"),
+    ({"sun": (10.0, -5.0)}, "not above the horizon"),
+    ({"sun": (10.0,)}, "two finite numbers"),
+    ({"shadow_pool_mb": 0}, "shadow_pool_mb"),
+    ({"shadow_pool_mb": float("inf")}, "shadow_pool_mb"),
+    ({"shadow_tau": -1.0}, "shadow_tau"),
+])
+def test_bad_sun_and_pool_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        RenderOptions(**options)
+
+
+def test_a_pool_past_the_binding_limit_is_one_line(gpu):
+    with pytest.raises(ValueError, match="more than this adapter binds"):
+        Renderer(64, 64, ctx=gpu, options=RenderOptions(shadow_pool_mb=1e7))
+    with pytest.raises(ValueError, match="at least 2 MiB"):
+        Renderer(64, 64, ctx=gpu, options=RenderOptions(shadow_pool_mb=1.9))
+
+
+def _render_shadow_fraction(box_scene, env: dict | None = None) -> float:
+    """The share of ground pixels in shadow, rendered by a child process (another backend)."""
+    code = (
+        "import numpy as np, sys\n"
+        "from renderer.frame import Renderer\n"
+        "from renderer.options import RenderOptions\n"
+        "from renderer.camera import Camera\n"
+        f"r = Renderer({SIZE}, {SIZE}, options=RenderOptions(sun={SUN!r}))\n"
+        f"r.add_instance(r.load({box_scene['plane']!r}))\n"
+        "m = np.eye(4, dtype=np.float32); m[1, 3] = 1.0\n"
+        f"r.add_instance(r.load({box_scene['box']!r}), m)\n"
+        f"res = r.render(Camera(eye={tuple(CAMERA.eye)!r}, target={tuple(CAMERA.target)!r}, "
+        f"fov_y={CAMERA.fov_y!r}, near={CAMERA.near!r}))\n"
+        "g = res.instance == 0\n"
+        "print(r.ctx.backend, (res.shadow[g] < 0.5).mean())\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, **(env or {})}, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    backend, frac = out.stdout.split()[-2:]
+    return backend, float(frac)
+
+
+def test_the_opengl_backend_draws_the_same_shadows(gpu, box_scene):
+    res = _scene(gpu, box_scene).render(CAMERA)
+    ground = res.instance == 0
+    here = (res.shadow[ground] < 0.5).mean()
+    backend, there = _render_shadow_fraction(box_scene, {"WGPU_BACKEND_TYPE": "OpenGL"})
+    print(f"ground in shadow: {here:.4f} here, {there:.4f} on {backend}")
+    assert abs(here - there) <= 0.002
