@@ -39,7 +39,7 @@ from renderer.limits import (
     SLOT_BITS,
     SLOT_MASK,
 )
-from renderer.options import DEBUG_VIEWS, RenderOptions
+from renderer.options import DEBUG_VIEWS, RenderOptions, check_sun
 from renderer.page_pool import PagePool
 from renderer.passes.cull import Cull
 from renderer.passes.depth_targets import DepthTargets
@@ -196,6 +196,7 @@ class Renderer:
                                          rounds=self.raster_sw.rounds, shadow=True)
         self.shadow_raster_hw = RasterHW(d, vis64=self.vis64, shadow=True)
         self.shadow_map: ShadowMap | None = None
+        self.sun = tuple(self.options.sun)  # (azimuth, elevation) degrees: set_sun
         self._scene_sphere: tuple[int, tuple[np.ndarray, float]] | None = None
         self.set_shadows(self.options.shadows)
         self.occlusion = self.options.occlusion
@@ -242,6 +243,12 @@ class Renderer:
         """Switch the BVH traversal between persistent workgroups and one dispatch per level
         (both pipelines are built up front; the cut is the same)."""
         self.persistent = self.cull.persistent = self.shadow_cull.persistent = bool(persistent)
+
+    def set_sun(self, azimuth: float, elevation: float) -> None:
+        """Move the sun, (azimuth, elevation) in degrees as `RenderOptions.sun` (ValueError for
+        one at or below the horizon); every shadow page is drawn again."""
+        check_sun((azimuth, elevation))
+        self.sun = (float(azimuth), float(elevation))
 
     def set_shadows(self, enabled: bool) -> None:
         """Draw the sun's shadows (from the next frame) or not; the sun lights the lit view
@@ -549,7 +556,7 @@ class Renderer:
         su.view(np.float32)[_FRAME_WORDS["tau"][0]] = o.shadow_tau
         self.device.queue.write_buffer(self.shadow_map.frame_buffers["frame"], 0, su)
         inv = np.linalg.inv(vp.astype(np.float64))
-        self.shadow_map.update(o.sun, self._scene_bounds(), np.asarray(camera.eye, np.float64),
+        self.shadow_map.update(self.sun, self._scene_bounds(), np.asarray(camera.eye, np.float64),
                                inv, camera.lod_scale(f.height), f.height, self.frame_index)
         return u
 
@@ -683,6 +690,7 @@ class Renderer:
                     "marked", "allocated", "cached", "drawn", "failed")},
                 "pool_pages": self.shadow_map.pages, "pool_used": self.shadow_map.pages - free,
                 "clusters": int(sw[STATE["sw_clusters"]] + sw[STATE["hw_clusters"]]),
+                "hw_items": int(sw[STATE["hw_clusters"]]),  # (cluster, page) drawn by HW
                 "triangles": int(sw[STATE["sw_triangles"]] + sw[STATE["hw_triangles"]]),
                 "overflow": int(sw[STATE["overflow"]]) | (INCOMPLETE if sw[STATE["outstanding"]]
                                                          else 0),

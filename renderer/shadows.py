@@ -30,7 +30,7 @@ from renderer.limits import (
     SHADOW_TABLE_WORDS,
 )
 
-__all__ = ["ShadowFrame", "ShadowMap", "sun_direction"]
+__all__ = ["ShadowFrame", "ShadowMap", "shadow_level", "sun_direction"]
 
 _BU = wgpu.BufferUsage
 _MIB = 1 << 20
@@ -49,6 +49,15 @@ def sun_direction(azimuth: float, elevation: float) -> np.ndarray:
     0 towards +Z, 90 towards +X)."""
     a, e = math.radians(azimuth), math.radians(elevation)
     return np.array([math.cos(e) * math.sin(a), math.sin(e), math.cos(e) * math.cos(a)])
+
+
+def shadow_level(distance: np.ndarray, lod_scale: float, texel0: float) -> np.ndarray:
+    """The level a pixel at `distance` from the eye marks and samples (shaders/shadow.wgsl
+    `shadow_level`, in float64): the coarsest whose texel (texel0 * 2^level) is no larger than
+    the pixel's footprint (distance / lod_scale), clamped to the levels."""
+    footprint = np.asarray(distance, np.float64) / lod_scale
+    level = np.floor(np.log2(np.maximum(footprint / texel0, 1.0)))
+    return np.clip(level, 0, SHADOW_LEVELS - 1).astype(np.int64)
 
 
 def light_basis(sun: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -130,7 +139,8 @@ class ShadowMap:
         self.hw_target = device.create_texture(
             size=(SHADOW_PAGE, SHADOW_PAGE, 1), format="depth32float",
             usage=wgpu.TextureUsage.RENDER_ATTACHMENT, label="shadow.placeholder").create_view()
-        self._key: tuple | None = None  # (sun, texel0, depth range): what the pages were drawn in
+        # (sun, texel0, zmin, centre, radius): the frame the pages were drawn in
+        self._key: tuple | None = None
         self._dirty: list[np.ndarray] = []  # moved instances' world spheres since the last frame
         self._all_dirty = False
         self.needs_reset = True
@@ -145,6 +155,11 @@ class ShadowMap:
         self._dirty.extend(np.asarray(spheres, np.float64).reshape(-1, 4))
         if everything or len(self._dirty) > MAX_DIRTY:
             self._all_dirty, self._dirty = True, []
+
+    @property
+    def texel0(self) -> float:
+        """Level 0's texel, world units (the map's frame: set by the first `update`)."""
+        return float(self._key[1])
 
     def invalidate(self) -> None:
         """Every page is drawn again when next needed (the scene changed)."""

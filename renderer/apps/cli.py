@@ -26,7 +26,14 @@ from renderer.apps.preprocess_cli import (
     stopped,
     whole,
 )
-from renderer.limits import MAX_FOV, MAX_IMAGE_SIZE, MAX_WORLD, MIN_FOV
+from renderer.limits import (
+    MAX_FOV,
+    MAX_IMAGE_SIZE,
+    MAX_WORLD,
+    MIN_FOV,
+    MIN_SHADOW_PAGES,
+    SHADOW_PAGE_BYTES,
+)
 from renderer.options import DEBUG_VIEWS, DEFAULT_SUN, TRAVERSALS, check_sun
 from renderer.results import INCOMPLETE
 
@@ -105,6 +112,8 @@ def _real(lo: float, hi: float = math.inf, *, lo_open: bool = True, unit: str = 
 
 _FOV = _real(MIN_FOV, MAX_FOV, lo_open=False, unit=" degrees")
 _POSITIVE = _real(0.0)
+# the least shadow pool: the coarsest level's pages (renderer.limits.MIN_SHADOW_PAGES)
+_SHADOW_POOL = _real(MIN_SHADOW_PAGES * SHADOW_PAGE_BYTES / 2**20, lo_open=False, unit=" MiB")
 
 
 VIEWS = {"iso": (0.3, 0.35, 1.0), "front": (0.0, 0.0, 1.0), "side": (1.0, 0.0, 0.0),
@@ -519,7 +528,7 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                         f"(default: {DEFAULT_SUN[0]:g},{DEFAULT_SUN[1]:g})")
     p.add_argument("--no-shadows", action="store_true",
                    help="no shadows (the sun still lights the scene)")
-    p.add_argument("--shadow-pool-mb", type=_POSITIVE, default=64.0,
+    p.add_argument("--shadow-pool-mb", type=_SHADOW_POOL, default=64.0,
                    help="the shadow map's physical page pool in MB, 64 KiB a page (64); too "
                         "small a pool shades from coarser levels, never with holes")
 

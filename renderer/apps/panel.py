@@ -17,7 +17,8 @@ TRAVERSAL_NAMES = ["persistent", "per level"]
 # the frame's passes in the order they run (renderer.frame.Renderer.submit)
 PASS_ORDER = ["instance_cull", "cull", "raster_sw", "raster_hw", "hzb", "post_cull",
               "post_raster_sw", "post_raster_hw", "raster_sw.ids", "raster_hw.ids", "hzb_next",
-              "depth_targets", "resolve"]
+              "shadow_pages", "shadow_instance_cull", "shadow_cull", "shadow_raster_sw",
+              "shadow_raster_hw", "depth_targets", "resolve"]
 
 
 def draw_panel(app: ViewerApp) -> None:
@@ -94,6 +95,12 @@ def draw_panel(app: ViewerApp) -> None:
             else:
                 imgui.text("pages      -")
                 imgui.text("uploaded   -")
+        sh = s.shadow
+        if sh is not None:  # the sun's pages: two lines while shadows are on
+            imgui.text(f"shadow     {sh['marked']:,} pages  {sh['drawn']:,} drawn  "
+                       f"{sh['cached']:,} cached")
+            imgui.text(f"shadow pool {sh['pool_used']:,} / {sh['pool_pages']:,} pages"
+                       + (f"  {sh['failed']:,} short" if sh["failed"] else ""))
         if s.overflow & INCOMPLETE:
             imgui.text_colored((1.0, 0.45, 0.4, 1.0), "traversal cut short: scene incomplete")
         if s.overflow & ~INCOMPLETE:
@@ -122,6 +129,17 @@ def draw_panel(app: ViewerApp) -> None:
     mark("occlusion culling")
     if changed_o:
         app.set_occlusion(occ)
+    changed_sh, on = imgui.checkbox("shadows", r.shadows)
+    mark("shadows")
+    if changed_sh:
+        app.set_shadows(on)
+    az, el = r.sun
+    changed_a, az = imgui.slider_float("sun azimuth", az % 360.0, 0.0, 360.0, "%.0f deg")
+    mark("sun azimuth")
+    changed_e, el = imgui.slider_float("sun elevation", el, 1.0, 90.0, "%.0f deg")
+    mark("sun elevation")
+    if changed_a or changed_e:
+        app.set_sun(az, min(max(el, 1.0), 90.0))
     _, app.freeze = imgui.checkbox("freeze culling", app.freeze)
     mark("freeze culling")
     if imgui.button(f"camera: {app.controls.mode}"):

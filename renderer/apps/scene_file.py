@@ -8,7 +8,8 @@
         {"asset": "rock", "matrix": [[1, 0, 0, 5], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]}
       ],
       "grids": [{"asset": "rock", "count": 256, "spacing": 3.0, "origin": [0, 0, -40]}],
-      "camera": {"eye": [0, 5, 20], "target": [0, 0, 0], "fov": 60, "near": 0.01}
+      "camera": {"eye": [0, 5, 20], "target": [0, 0, 0], "fov": 60, "near": 0.01},
+      "sun": {"azimuth": 30, "elevation": 50}
     }
 
 - `assets` names each asset; a path is relative to the scene file. A `.tess` file is used as is;
@@ -24,6 +25,8 @@
 - `camera` is optional (the viewer frames the scene without it): `fov` in degrees (1..179,
   default 60), `near` (default 0.01, or a thousandth of the eye-target distance where that is
   smaller, so that a camera on a tiny scene sees it).
+- `sun` is optional: its azimuth and elevation in degrees, as `RenderOptions.sun` (elevation
+  above the horizon, at most 90); it replaces the renderer's sun when the scene is applied.
 
 Every number must be finite; coordinates (translate, origin, spacing, scale, matrix, eye,
 target) at most 1e18 in magnitude (`renderer.limits.MAX_WORLD`: float32 on the GPU); a grid's
@@ -45,6 +48,7 @@ import numpy as np
 
 from preprocess.config import UP_AXES
 from renderer.camera import Camera, check_fov
+from renderer.options import DEFAULT_SUN, check_sun
 from renderer.limits import MAX_WORLD
 
 
@@ -72,6 +76,7 @@ class SceneSpec:
     placements: list[Placement]
     camera: Camera | None = None
     up: dict[str, str] = field(default_factory=dict)  # name -> up axis, for meshes given one
+    sun: tuple[float, float] | None = None  # (azimuth, elevation) degrees
 
     def apply(self, renderer, tess_paths: dict[str, str | os.PathLike]) -> dict[str, int]:
         """Load the assets (`tess_paths`: name -> .tess file, e.g. from `renderer.apps.loader`) into
@@ -83,6 +88,8 @@ class SceneSpec:
                 renderer.add_instance(a, p.matrix)
                 continue
             renderer.add_grid(a, p.count, spacing=p.spacing, origin=p.origin)
+        if self.sun is not None:
+            renderer.set_sun(*self.sun)
         return index
 
 
@@ -176,7 +183,7 @@ def parse_scene(data, path: str | os.PathLike) -> SceneSpec:
     try:
         if not isinstance(data, dict):
             raise ValueError("the top level must be an object")
-        _unknown(data, {"assets", "instances", "grids", "camera"}, "scene")
+        _unknown(data, {"assets", "instances", "grids", "camera", "sun"}, "scene")
         assets = data.get("assets")
         if not isinstance(assets, dict) or not assets:
             raise ValueError("'assets' must name at least one asset: {\"name\": \"file\"}")
@@ -234,9 +241,19 @@ def parse_scene(data, path: str | os.PathLike) -> SceneSpec:
             near = (_number(c["near"], "camera.near", positive=True) if "near" in c
                     else min(0.01, 1e-3 * float(np.linalg.norm(eye - target))))
             camera = Camera(eye=eye, target=target, fov_y=fov, near=near)
+        sun = None
+        if "sun" in data:
+            c = data["sun"]
+            if not isinstance(c, dict):
+                raise ValueError("'sun' must be an object: {\"azimuth\": .., \"elevation\": ..}")
+            _unknown(c, {"azimuth", "elevation"}, "sun")
+            sun = (_number(c.get("azimuth", DEFAULT_SUN[0]), "sun.azimuth", world=False),
+                   _number(c.get("elevation", DEFAULT_SUN[1]), "sun.elevation", world=False))
+            check_sun(sun, "sun")
     except ValueError as e:
         raise SceneFileError(f"{path}: {e}") from None
-    return SceneSpec(path=path, assets=resolved, placements=placements, camera=camera, up=up)
+    return SceneSpec(path=path, assets=resolved, placements=placements, camera=camera, up=up,
+                     sun=sun)
 
 
 def load_scene_file(path: str | os.PathLike) -> SceneSpec:

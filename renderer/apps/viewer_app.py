@@ -156,6 +156,12 @@ class ViewerApp:
     def set_occlusion(self, enabled: bool) -> None:
         self.renderer.set_occlusion(enabled)
 
+    def set_shadows(self, enabled: bool) -> None:
+        self.renderer.set_shadows(enabled)
+
+    def set_sun(self, azimuth: float, elevation: float) -> None:
+        self.renderer.set_sun(azimuth, elevation)
+
     def frame_scene(self) -> None:
         if self.ready:
             self.controls.frame_scene(*self.renderer.bounds())

@@ -61,6 +61,12 @@ BAD_OPTIONS = [
     ("render", "--instances", "2.5"), ("render", "--pool-mb", "0"),
     ("render", "--pool-mb", "nan"), ("render", "--upload-mb", "0"),
     ("render", "--upload-mb", "-inf"),
+    ("render", "--sun", "nan,30"), ("render", "--sun", "10,0"), ("render", "--sun", "10,-20"),
+    ("render", "--sun", "10,91"), ("render", "--sun", "10"), ("render", "--sun", "a,b"),
+    ("render", "--sun", "0,0,1"), ("render", "--shadow-pool-mb", "0"),
+    ("render", "--shadow-pool-mb", "1.99"),
+    ("render", "--shadow-pool-mb", "nan"), ("view", "--sun", "0,0"),
+    ("bench", "--shadow-pool-mb", "-1"),
     ("view", "--frames", "-1"), ("view", "--near", "0"), ("view", "--near", "nan"),
     ("view", "--fov", "180"), ("view", "--tau", "-1"),
     ("bench", "--frames", "0"), ("bench", "--baseline-limit", "nan"),
@@ -104,6 +110,13 @@ def test_paths_and_camera_refused_before_the_gpu(sphere_tess, args, message, tmp
     assert not list(tmp_path.glob("*.*"))
 
 
+def test_a_shadow_pool_past_the_adapter_is_one_line(sphere_tess, gpu, tmp_path, capsys) -> None:
+    out = tmp_path / "out.png"
+    assert _main(["render", sphere_tess, "--shadow-pool-mb", "1e7", "-o", out]) == 2
+    assert "more than this adapter binds" in _one_line_error(capsys)
+    assert not out.exists()
+
+
 def test_missing_or_unreadable_input_refused_before_the_gpu(tmp_path, capsys, no_gpu) -> None:
     out = tmp_path / "out.png"
     assert _main(["render", tmp_path / "missing.tess", "-o", out]) == 2
@@ -140,7 +153,10 @@ def _scene(tmp_path, sphere_tess, **entry) -> str:
     """A scene file placing the sphere once with `entry` (or a grid with `grid=...`), plus
     `camera=...` if given."""
     camera = entry.pop("camera", None)
+    sun = entry.pop("sun", None)
     data = {"assets": {"s": sphere_tess}}
+    if sun is not None:
+        data["sun"] = sun
     if "grid" in entry:
         data["grids"] = [{"asset": "s", **entry.pop("grid")}]
     else:
@@ -174,6 +190,11 @@ def _scene(tmp_path, sphere_tess, **entry) -> str:
     ({"camera": {"eye": [0, 0, 5], "near": math.nan}}, "camera.near"),
     ({"camera": {"eye": [1, 2, 3], "target": [1, 2, 3]}}, "same point"),
     ({"camera": {"eye": [0, 0, 1e19]}}, "camera.eye"),
+    ({"sun": {"azimuth": 10, "elevation": 0}}, "not above the horizon"),
+    ({"sun": {"azimuth": math.nan, "elevation": 30}}, "sun.azimuth"),
+    ({"sun": {"azimuth": 10, "elevation": "high"}}, "sun.elevation"),
+    ({"sun": [10, 30]}, "'sun' must be an object"),
+    ({"sun": {"azimut": 10}}, "'azimut'"),
 ])
 def test_scene_file_fields_refused_before_the_gpu(sphere_tess, entry, where, tmp_path, capsys,
                                                   no_gpu) -> None:

@@ -198,7 +198,13 @@ def test_bench_suite_quick_json_plots_and_compare(sphere_tess, tmp_path, capsys)
     out = capsys.readouterr().out
     report = json.loads(js.read_text())
     assert set(report["scenarios"]) == {"closeup", "scaling", "occluded", "streaming",
-                                        "textured"}
+                                        "textured", "shadows"}
+    shadows = report["scenarios"]["shadows"]
+    assert [r["variant"] for r in shadows] == ["no shadows", "every page", "cached",
+                                               "orbit, none", "orbit, shadows"]
+    assert shadows[2]["shadow"]["drawn"] == 0 < shadows[2]["shadow"]["cached"]  # still: cached
+    assert shadows[1]["shadow"]["drawn"] == shadows[1]["shadow"]["marked"] > 0  # every page
+    assert "x the frame without" in out
     rows = report["scenarios"]["scaling"]
     assert [r["instances"] for r in rows] == [1, 16, 256]
     for r in rows:

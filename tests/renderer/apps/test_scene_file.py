@@ -19,7 +19,8 @@ def test_parse_places_instances_and_grids(tmp_path) -> None:
             {"asset": "b", "matrix": [[1, 0, 0, 4], [0, 1, 0, 5], [0, 0, 1, 6], [0, 0, 0, 1]]},
             {"asset": "a", "scale": [1, 2, 3]}],
         "grids": [{"asset": "b", "count": 9, "spacing": 2.5, "origin": [0, 0, -10]}],
-        "camera": {"eye": [0, 1, 5]}}, tmp_path / "scene.json")
+        "camera": {"eye": [0, 1, 5]}, "sun": {"azimuth": 200, "elevation": 20}},
+        tmp_path / "scene.json")
     assert spec.assets["a"] == (tmp_path / "meshes" / "a.obj").resolve()
     assert str(spec.assets["b"]) == "/abs/b.tess"
     m = spec.placements[0].matrix
@@ -31,6 +32,7 @@ def test_parse_places_instances_and_grids(tmp_path) -> None:
     g = spec.placements[3]
     assert g.matrix is None and g.count == 9 and g.spacing == 2.5
     assert np.allclose(spec.camera.eye, [0, 1, 5]) and np.allclose(spec.camera.target, 0)
+    assert spec.sun == (200, 20)
 
 
 @pytest.mark.parametrize("data, where", [
