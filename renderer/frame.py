@@ -700,6 +700,10 @@ class Renderer:
             n = min(int(words[STATE["page_requests"]]), lay.request_capacity)
             stats.streaming = self.pool.serve(item.index, lay.request_words(raw, n),
                                               lay.slot_stamps(raw))
+            if stats.streaming["uploaded"] or stats.streaming["evicted"]:
+                # the cut changed: shadow pages drawn from the old one are stale (the next
+                # frame draws every page again; a still, loaded view caches them)
+                self.shadow_map.note_moved(np.zeros((0, 4)), everything=True)
         if self._latest is None or stats.frame > self._latest.frame:
             self._latest = stats
 

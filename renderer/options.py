@@ -17,7 +17,7 @@ DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instan
 # the sun of RenderOptions.sun: (azimuth, elevation) in degrees. Azimuth 0 puts the sun towards
 # +Z (behind the default camera, `Camera.framing`), 90 towards +X; elevation is above the XZ
 # horizon (Y is up)
-DEFAULT_SUN = (30.0, 50.0)
+DEFAULT_SUN = (60.0, 40.0)
 
 # BVH traversal by name -> RenderOptions.persistent
 TRAVERSALS = {"auto": None, "persistent": True, "level": False}

@@ -125,7 +125,7 @@ class _Imgui:
         self.imgui, self.app = imgui, app
         self.ctx = imgui.create_context()
         io = imgui.get_io()
-        io.display_size = (800, 600)
+        io.display_size = (800, 800)  # the whole panel, the sun's sliders too
         io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
         self.frame()
         self.frame()

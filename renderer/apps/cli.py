@@ -353,11 +353,22 @@ def _print_render_stats(args: argparse.Namespace, r, res) -> None:
           f"{c['hw_clusters']:,} / {c['hw_triangles']:,})")
     print(f"  covered     {int(res.coverage.sum()):,} pixels, "
           f"{s.triangles / max(int(res.coverage.sum()), 1):.2f} triangles per covered pixel")
+    sh = s.shadow
+    if sh is not None:
+        az, el = r.sun
+        print(f"  shadows     sun at {az:g}, {el:g} deg: {sh['marked']:,} pages "
+              f"({sh['pool_used']:,} of the pool's {sh['pool_pages']:,}), "
+              f"{sh['triangles']:,} triangles drawn into them"
+              + (f"; {sh['failed']:,} pages short, shaded from coarser levels"
+                 if sh["failed"] else ""))
     if s.gpu_ms:
         print("  GPU ms      " + ", ".join(f"{k} {v:.2f}" for k, v in s.gpu_ms.items())
               + " (first frame: includes shader compilation)")
     if s.overflow:
         print(f"  warning     the queue or visible list overflowed (flags {s.overflow})")
+    if sh is not None and sh["overflow"]:
+        print(f"  warning     the shadow views' queue or visible list overflowed (flags "
+              f"{sh['overflow']}): some shadows may be missing")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -96,10 +96,9 @@ def draw_panel(app: ViewerApp) -> None:
                 imgui.text("pages      -")
                 imgui.text("uploaded   -")
         sh = s.shadow
-        if sh is not None:  # the sun's pages: two lines while shadows are on
-            imgui.text(f"shadow     {sh['marked']:,} pages  {sh['drawn']:,} drawn  "
-                       f"{sh['cached']:,} cached")
-            imgui.text(f"shadow pool {sh['pool_used']:,} / {sh['pool_pages']:,} pages"
+        if sh is not None:  # the sun's pages while shadows are on
+            imgui.text(f"shadow     {sh['drawn']:,} drawn  {sh['cached']:,} cached  pool "
+                       f"{sh['pool_used']:,}/{sh['pool_pages']:,}"
                        + (f"  {sh['failed']:,} short" if sh["failed"] else ""))
         if s.overflow & INCOMPLETE:
             imgui.text_colored((1.0, 0.45, 0.4, 1.0), "traversal cut short: scene incomplete")
