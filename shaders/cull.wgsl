@@ -51,7 +51,8 @@ fn defer_cluster(ii: u32, cref: u32) -> bool {
 // (what is drawn this frame) instead of the HZB, errors project in texels; a SW cluster is
 // listed once (the rasterizer writes only pages drawn this frame), a HW cluster once per page it
 // covers that is drawn (the HW pass draws each into its page). Visible entries are then
-// (instance | view << VIEW_SHIFT, cluster, table entry of the page, 0).
+// (instance | view << VIEW_SHIFT, cluster, physical page, window page x | y << 16) (the page
+// words of HW items only).
 // false: the main pass (occlusion against the previous frame's HZB; occluded candidates are
 // deferred); true: the post pass (against this frame's HZB; occluded candidates are dropped)
 override POST: bool = false;
@@ -188,17 +189,18 @@ fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
     }
 }
 
+// a visible entry; a shadow view's HW item also names its page: physical, and window (x, y)
 #ifdef SHADOW
-fn visible_entry(ii: u32, cref: u32, page: u32) -> vec4<u32> {
-    return vec4<u32>(ii, cref, page, 0u);
+fn visible_entry(ii: u32, cref: u32, page: vec2<u32>) -> vec4<u32> {
+    return vec4<u32>(ii, cref, page);
 }
 #else
-fn visible_entry(ii: u32, cref: u32, page: u32) -> vec2<u32> {
+fn visible_entry(ii: u32, cref: u32, page: vec2<u32>) -> vec2<u32> {
     return vec2<u32>(ii, cref);
 }
 #endif
 
-fn emit_hw(ii: u32, cref: u32, triangles: u32, page: u32) {
+fn emit_hw(ii: u32, cref: u32, triangles: u32, page: vec2<u32>) {
     let half = frame.visible_capacity / 2u;
     let k = atomicAdd(&state[S_HW_COUNT], 1u);
     if k < half {
@@ -224,8 +226,9 @@ fn emit_shadow_hw(ii: u32, cref: u32, triangles: u32, b: vec4<f32>) {
     if area <= max(drawn, 16u) {
         for (var y = r.y; y <= r.w; y++) {
             for (var x = r.x; x <= r.z; x++) {
-                if shadow_hpm[hpm_index(v, 0u, x, y)] != 0u {
-                    emit_hw(ii, cref, triangles, shadow_entry(v, x, y));
+                let phys = shadow_hpm[hpm_index(v, 0u, x, y)];  // + 1: drawn this frame
+                if phys != 0u {
+                    emit_hw(ii, cref, triangles, vec2<u32>(phys - 1u, u32(x) | (u32(y) << 16u)));
                 }
             }
         }
@@ -237,7 +240,8 @@ fn emit_shadow_hw(ii: u32, cref: u32, triangles: u32, b: vec4<f32>) {
         if e / per == v {
             let pg = shadow_entry_page(v, e);
             if all(pg >= r.xy) && all(pg <= r.zw) {
-                emit_hw(ii, cref, triangles, e);
+                let phys = shadow_hpm[hpm_index(v, 0u, pg.x, pg.y)] - 1u;
+                emit_hw(ii, cref, triangles, vec2<u32>(phys, u32(pg.x) | (u32(pg.y) << 16u)));
             }
         }
     }
@@ -253,12 +257,12 @@ fn emit(ii: u32, cref: u32, hw: bool, triangles: u32, b: vec4<f32>) {
 #ifdef SHADOW
         emit_shadow_hw(ii, cref, triangles, b);
 #else
-        emit_hw(ii, cref, triangles, 0u);
+        emit_hw(ii, cref, triangles, vec2<u32>(0u));
 #endif
     } else {
         let k = atomicAdd(&state[S_SW_COUNT], 1u);
         if k < half {
-            visible[k] = visible_entry(ii, cref, 0u);
+            visible[k] = visible_entry(ii, cref, vec2<u32>(0u));
             atomicAdd(&state[S_SW_CLUSTERS], 1u);
             atomicAdd(&state[S_SW_TRIANGLES], triangles);
         } else {

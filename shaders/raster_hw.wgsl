@@ -33,7 +33,7 @@ struct VertexOut {
     @location(1) @interpolate(flat) mask_material: u32,
     @location(2) uv: vec2<f32>,
     @location(3) alpha: f32,
-    @location(4) @interpolate(flat) page: u32,  // SHADOW: the item's page table entry
+    @location(4) @interpolate(flat) page: u32,  // SHADOW: the item's physical page
 }
 
 @vertex
@@ -60,7 +60,7 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> V
 #ifdef SHADOW
     // the level's window, moved and scaled so that the item's page fills the viewport
     let v = entry.x >> VIEW_SHIFT;
-    let pg = vec2<f32>(shadow_entry_page(v, entry.z));
+    let pg = vec2<f32>(f32(entry.w & 0xffffu), f32(entry.w >> 16u));
     let scale = SHADOW_TEXELS / f32(SHADOW_PAGE);
     let shift = vec2<f32>(scale - 1.0 - 2.0 * pg.x, 1.0 - scale + 2.0 * pg.y);
     out.page = entry.z;
@@ -125,7 +125,7 @@ fn fs_main(in: VertexOut) {
     let x = u32(in.position.x);
     let y = u32(in.position.y);
 #ifdef SHADOW
-    shadow_write_page(table_page(in.page).x, x, y, in.position.z);
+    shadow_write_page(in.page, x, y, in.position.z);
 #else
     vis_write(y * u32(frame.viewport.x) + x, in.position.z, in.payload);
 #endif

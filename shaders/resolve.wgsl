@@ -25,9 +25,11 @@
 // The sun's shadow (SHADOWS; else every point sees the sun): the point, pushed off its surface
 // by `shadow.depth.w` texels along its normal, is looked up in the level whose texel is about
 // the pixel's footprint, as the mark pass chose it, or the first coarser level whose pages are
-// all there; a 3 x 3 box of bilinear depth comparisons (16 texels, a tent filter: soft but not
-// blurry), each against the receiver's plane at that texel (receiver-plane depth bias: no acne
-// on tilted surfaces without pushing shadows off their casters) less `shadow.depth.w` texels.
+// all there; bilinear percentage-closer filtering of the 2 x 2 texels around it (a shadow edge
+// soft over a texel, about a pixel: the texel is about the pixel's footprint), each comparison
+// against the receiver's plane at that texel (receiver-plane depth bias: no acne on tilted
+// surfaces without pushing shadows off their casters) less `shadow.depth.w` texels. A surface
+// facing away from the sun does not see it (0), and is not looked up.
 override SHADOWS: bool = true;
 
 fn shadow_page(v: u32, px: i32, py: i32) -> u32 {
@@ -41,9 +43,8 @@ fn shadow_page(v: u32, px: i32, py: i32) -> u32 {
     return ent.x;
 }
 
-// 1 where texel (x, y) of level v is no nearer the sun than `depth`
-fn shadow_lit(v: u32, x: i32, y: i32, depth: f32) -> f32 {
-    let phys = shadow_page(v, x >> SHADOW_PAGE_SHIFT, y >> SHADOW_PAGE_SHIFT);
+// 1 where texel (x, y) of physical page `phys` is no nearer the sun than `depth`
+fn shadow_lit(phys: u32, x: i32, y: i32, depth: f32) -> f32 {
     let m = i32(SHADOW_PAGE) - 1;
     return select(0.0, 1.0, bitcast<f32>(shadow_map[pool_word(phys, u32(x & m), u32(y & m))])
                             >= depth);
@@ -59,10 +60,19 @@ fn sun_shadow(p: vec3<f32>, n: vec3<f32>, dist: f32) -> SunShadow {
     for (var v = first; v < shadow.counts.x; v++) {
         let texel = shadow_views[v].texel.x;
         let t = shadow_texel(v, p + n * (shadow.depth.w * texel));  // a little off the surface
-        let lo = vec2<i32>(floor(t.xy - 2.0)) >> vec2<u32>(SHADOW_PAGE_SHIFT);
-        let hi = vec2<i32>(floor(t.xy + 2.0)) >> vec2<u32>(SHADOW_PAGE_SHIFT);
-        if shadow_page(v, lo.x, lo.y) == NO_PAGE || shadow_page(v, hi.x, lo.y) == NO_PAGE
-           || shadow_page(v, lo.x, hi.y) == NO_PAGE || shadow_page(v, hi.x, hi.y) == NO_PAGE {
+        let s = t.xy - 0.5;
+        let b = vec2<i32>(floor(s));
+        // the (at most 2 x 2) pages the filter's texels lie in: all there, or a coarser level;
+        // a neighbour page is looked up only where the filter straddles a page border
+        let lo = b >> vec2<u32>(SHADOW_PAGE_SHIFT);
+        let hi = (b + 1) >> vec2<u32>(SHADOW_PAGE_SHIFT);
+        let first_page = shadow_page(v, lo.x, lo.y);
+        var pages = vec4<u32>(first_page);
+        if any(hi != lo) {
+            pages = vec4<u32>(first_page, shadow_page(v, hi.x, lo.y), shadow_page(v, lo.x, hi.y),
+                              shadow_page(v, hi.x, hi.y));
+        }
+        if any(pages == vec4<u32>(NO_PAGE)) {
             continue;
         }
         // the receiver's plane in the map: its depth at each tap's texel centre (a tilted surface
@@ -72,21 +82,22 @@ fn sun_shadow(p: vec3<f32>, n: vec3<f32>, dist: f32) -> SunShadow {
         let nl = max(dot(n, shadow.sun.xyz), 0.2);
         let slope = clamp(vec2<f32>(dot(n, shadow.axis_u.xyz), -dot(n, shadow.axis_v.xyz)) / nl,
                           vec2<f32>(-5.0), vec2<f32>(5.0)) * unit;
-        let s = t.xy - 0.5;
-        let b = vec2<i32>(floor(s));
-        let f = s - floor(s);
-        let wx = array<f32, 4>(1.0 - f.x, 1.0, 1.0, f.x);
-        let wy = array<f32, 4>(1.0 - f.y, 1.0, 1.0, f.y);
+        let f = s - floor(s);  // bilinear weights of the 2 x 2 comparisons
+        let wx = array<f32, 2>(1.0 - f.x, f.x);
+        let wy = array<f32, 2>(1.0 - f.y, f.y);
         var sum = 0.0;
-        for (var j = 0; j < 4; j++) {
-            for (var i = 0; i < 4; i++) {
-                let tap = vec2<i32>(b.x + i - 1, b.y + j - 1);
+        for (var j = 0; j < 2; j++) {
+            for (var i = 0; i < 2; i++) {
+                let tap = vec2<i32>(b.x + i, b.y + j);
                 let at = dot(slope, vec2<f32>(tap) + 0.5 - t.xy);
                 let depth = t.z + at - unit * shadow.depth.w - abs(at) * 0.25;
-                sum += wx[i] * wy[j] * shadow_lit(v, tap.x, tap.y, depth);
+                let side = (tap >> vec2<u32>(SHADOW_PAGE_SHIFT)) != lo;  // which of the pages
+                let phys = select(select(pages.x, pages.y, side.x), select(pages.z, pages.w,
+                                                                           side.x), side.y);
+                sum += wx[i] * wy[j] * shadow_lit(phys, tap.x, tap.y, depth);
             }
         }
-        return SunShadow(sum / 9.0, v);
+        return SunShadow(sum, v);
     }
     return SunShadow(1.0, SHADOW_LEVELS);
 }
@@ -218,9 +229,13 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     surf.normal = shading_n;
     var sun = SunShadow(1.0, SHADOW_LEVELS);
     if SHADOWS {
-        // pushed along the normal on the side of the face the sun sees
-        let nf = normalize(face) * select(1.0, -1.0, dot(face, shadow.sun.xyz) < 0.0);
-        sun = sun_shadow(p, nf, distance(frame.camera.xyz, p));
+        if dot(n, shadow.sun.xyz) > -0.05 {
+            // pushed along the normal on the side of the face the sun sees
+            let nf = normalize(face) * select(1.0, -1.0, dot(face, shadow.sun.xyz) < 0.0);
+            sun = sun_shadow(p, nf, distance(frame.camera.xyz, p));
+        } else {
+            sun.visibility = 0.0;
+        }
     }
     let lit = shade_shadowed(surf, to_eye, shadow.sun.xyz, sun.visibility);
 

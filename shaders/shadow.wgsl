@@ -62,7 +62,8 @@ fn pool_word(phys: u32, x: u32, y: u32) -> u32 {
 
 // the hierarchical page mask (`shadow_hpm`): per level, mips of SHADOW_PAGES^2 .. 1 flags, a
 // texel set where a page below is drawn this frame (the shadow views' culling tests bounds
-// against it, as the main view's against the HZB)
+// against it, as the main view's against the HZB); the finest mip's word is the drawn page's
+// physical page + 1
 const HPM_MIPS: u32 = 8u;  // 128^2 .. 1^2
 const HPM_STRIDE: u32 = 21848u;  // words a level: 21,845 rounded up (renderer.shadows)
 

@@ -44,7 +44,11 @@ fn mark_pages(v: u32, p: vec3<f32>) {
     let n = i32(SHADOW_PAGES);
     for (var y = max(lo.y, 0); y <= min(hi.y, n - 1); y++) {
         for (var x = max(lo.x, 0); x <= min(hi.x, n - 1); x++) {
-            atomicStore(&shadow_marks[shadow_entry(v, x, y)], shadow.counts.z);
+            // neighbouring pixels mark the same pages: look before writing
+            let e = shadow_entry(v, x, y);
+            if atomicLoad(&shadow_marks[e]) != shadow.counts.z {
+                atomicStore(&shadow_marks[e], shadow.counts.z);
+            }
         }
     }
 }
@@ -65,13 +69,17 @@ fn cs_mark(@builtin(global_invocation_id) gid: vec3<u32>) {
     let p = h.xyz / h.w;
     let last = shadow.counts.x - 1u;
     let v = shadow_level(distance(frame.camera.xyz, p));
-    let fallback = min(v + FALLBACK_STEP, last);
     mark_pages(v, p);
-    if fallback != v {
-        mark_pages(fallback, p);
-    }
-    if last != fallback {
-        mark_pages(last, p);
+    // the fallbacks' texels are 8x and more the pixel's: a pixel in 4 x 4 marks them (the
+    // mark radius spans the others)
+    if ((gid.x | gid.y) & 3u) == 0u {
+        let fallback = min(v + FALLBACK_STEP, last);
+        if fallback != v {
+            mark_pages(fallback, p);
+        }
+        if last != fallback {
+            mark_pages(last, p);
+        }
     }
 }
 
@@ -146,7 +154,9 @@ fn alloc(e: u32) {
         let d = atomicAdd(&state[S_SHADOW_DRAWN], 1u);
         shadow_draw[d] = e;
         flags = PAGE_VALID | PAGE_DRAW;
-        for (var m = 0u; m < HPM_MIPS; m++) {
+        // the finest mip holds the physical page + 1 (the rasterizers' target)
+        atomicStore(&shadow_hpm[hpm_index(v, 0u, pg.x, pg.y)], phys + 1u);
+        for (var m = 1u; m < HPM_MIPS; m++) {
             atomicStore(&shadow_hpm[hpm_index(v, m, pg.x >> m, pg.y >> m)], 1u);
         }
     } else {

@@ -17,8 +17,9 @@ TRAVERSAL_NAMES = ["persistent", "per level"]
 # the frame's passes in the order they run (renderer.frame.Renderer.submit)
 PASS_ORDER = ["instance_cull", "cull", "raster_sw", "raster_hw", "hzb", "post_cull",
               "post_raster_sw", "post_raster_hw", "raster_sw.ids", "raster_hw.ids", "hzb_next",
-              "shadow_pages", "shadow_instance_cull", "shadow_cull", "shadow_raster_sw",
-              "shadow_raster_hw", "depth_targets", "resolve"]
+              "shadow_mark", "shadow_free", "shadow_alloc", "shadow_clear",
+              "shadow_instance_cull", "shadow_cull", "shadow_raster_sw", "shadow_raster_hw",
+              "depth_targets", "resolve"]
 
 
 def draw_panel(app: ViewerApp) -> None:

@@ -132,6 +132,33 @@ def measure(r, cams: list[Camera], warmup: int, warmup_seconds: float | None = N
     counters; the scene's size, GPU memory and streaming figures; where it can be read, the GPU's
     clock as the frames began and after them (`gpu_clock_mhz`)."""
     frame_ms, stats, clocks = path_frames(r, cams, warmup, warmup_seconds)
+    return summarize(r, cams, frame_ms, stats, clocks)
+
+
+def measure_interleaved(renderers: list, paths: list[list[Camera]], warmup: int) -> list[dict]:
+    """`measure` for several renderers side by side: after `warmup` frames each, frame k of
+    every renderer in turn (its own path's camera k), so that a shared, noisy machine slows
+    them alike and their ratios hold; one `summarize` each."""
+    for r, cams in zip(renderers, paths, strict=True):
+        for k in range(warmup):
+            r.submit(cams[k % len(cams)])
+            r.stats(wait=True)
+    frame_ms: list[list[float]] = [[] for _ in renderers]
+    stats: list[list] = [[] for _ in renderers]
+    for k in range(len(paths[0])):
+        for i, (r, cams) in enumerate(zip(renderers, paths, strict=True)):
+            t0 = time.perf_counter()
+            index = r.submit(cams[k])
+            s = r.stats(wait=True)
+            frame_ms[i].append((time.perf_counter() - t0) * 1e3)
+            assert s is not None and s.frame == index
+            stats[i].append(s)
+    return [summarize(r, cams, f, st, None)
+            for r, cams, f, st in zip(renderers, paths, frame_ms, stats, strict=True)]
+
+
+def summarize(r, cams: list[Camera], frame_ms: list[float], stats: list, clocks) -> dict:
+    """What `measure` reports of a path's frames (`path_frames`)."""
     passes = list(dict.fromkeys(p for s in stats for p in s.gpu_ms))
     out = {
         "frames": len(cams),

@@ -49,8 +49,9 @@ class RasterSW(Pass):
         if shadow:  # the shadow views' SW clusters into the shadow map (one variant)
             self.label = "shadow_raster_sw"
             self.bindings = (*shadow_raster_bindings(cluster_reader_bindings()),
-                             Binding("state", READ, "array<u32>"))
-            defines, variants = ["SHADOW"], [False]
+                             Binding("state", READ, "array<u32>"),
+                             Binding("shadow_hpm", READ, "array<u32>"))
+            defines, variants = ["SHADOW", "SHADOW_SW"], [False]
         self.pipelines = []
         for id_pass in variants:
             self.bgl, pipes = compute_pipelines(

@@ -62,19 +62,23 @@ class ShadowPages(Pass):
         per_level = SHADOW_PAGES * SHADOW_PAGES
         entries = SHADOW_LEVELS * per_level
         bg = self.group(frame)
-        cp = encoder.begin_compute_pass(label="shadow_pages",
-                                        timestamp_writes=frame.timestamps("shadow_pages"))
-        steps = [("cs_mark", None), ("cs_begin", (1, 1)),
-                 ("cs_free", ((entries + 63) // 64, 1))]
-        for _ in range(SHADOW_LEVELS):  # the coarsest level first
-            steps += [("cs_alloc_level", (1, 1)), ("cs_alloc", ((per_level + 63) // 64, 1))]
-        for name, size in [*steps, ("cs_clear_args", (1, 1))]:
-            cp.set_pipeline(self.pipes[name])
-            cp.set_bind_group(0, bg)
-            if size is None:
-                cp.dispatch_workgroups((frame.width + 7) // 8, (frame.height + 7) // 8)
-            else:
-                cp.dispatch_workgroups(*size)
+        steps = {"shadow_mark": [("cs_mark", None)],
+                 "shadow_free": [("cs_begin", (1, 1)), ("cs_free", ((entries + 63) // 64, 1))],
+                 "shadow_alloc": [*[step for _ in range(SHADOW_LEVELS) for step in (
+                     ("cs_alloc_level", (1, 1)), ("cs_alloc", ((per_level + 63) // 64, 1)))],
+                     ("cs_clear_args", (1, 1))]}  # the coarsest level first
+        for label, work in steps.items():
+            cp = encoder.begin_compute_pass(label=label, timestamp_writes=frame.timestamps(label))
+            for name, size in work:
+                cp.set_pipeline(self.pipes[name])
+                cp.set_bind_group(0, bg)
+                if size is None:
+                    cp.dispatch_workgroups((frame.width + 7) // 8, (frame.height + 7) // 8)
+                else:
+                    cp.dispatch_workgroups(*size)
+            cp.end()
+        cp = encoder.begin_compute_pass(label="shadow_clear",
+                                        timestamp_writes=frame.timestamps("shadow_clear"))
         cp.set_pipeline(self.clear.pipeline)
         cp.set_bind_group(0, self.clear.group(frame))
         cp.dispatch_workgroups_indirect(frame.buffers["shadow_clear_args"], 0)
