@@ -37,6 +37,7 @@ _MIB = 1 << 20
 WINDOW = SHADOW_PAGES * SHADOW_PAGE  # texels a level's window side
 HPM_STRIDE = 21848  # page-mask words a level (shaders/shadow.wgsl)
 MAX_DIRTY = 64  # moved bounds a frame; past it every page is invalidated
+POOL_STATE_WORDS = 4 + SHADOW_LEVELS  # shaders/shadow_state.wgsl
 # texels a receiver is pushed along its normal, and of depth bias under its plane
 # (shaders/resolve.wgsl)
 NORMAL_BIAS = 0.5
@@ -81,6 +82,11 @@ class ShadowFrame:
     def __getattr__(self, name: str):
         return getattr(self._frame, name)
 
+    @property
+    def shadow_pages(self) -> int:
+        """Physical pages in the pool."""
+        return self.buffers["shadow_owner"].size // 4
+
 
 class ShadowMap:
     """The buffers of the sun's virtual shadow map and the per-frame state the host keeps."""
@@ -117,8 +123,14 @@ class ShadowMap:
             "shadow_map": buffer(device, table + pages * SHADOW_PAGE_BYTES, "shadow.map", st),
             "shadow_marks": buffer(device, 4 * entries, "shadow.marks", st),
             "shadow_hpm": buffer(device, 4 * SHADOW_LEVELS * HPM_STRIDE, "shadow.page_mask", st),
+            # each level's entries marked this frame, listed once (shadow_pages.wgsl)
+            "shadow_marked": buffer(device, 4 * entries, "shadow.marked", st),
             "shadow_free": buffer(device, 4 * pages, "shadow.free_list", st),
-            "shadow_pool_state": buffer(device, 16, "shadow.pool_state", st),
+            "shadow_owner": buffer(device, 4 * pages, "shadow.owner", st),  # entry + 1 a page
+            # free-list top, pressure now and next, the level allocated, marked counts
+            "shadow_pool_state": buffer(device, 4 * POOL_STATE_WORDS, "shadow.pool_state", st),
+            "shadow_alloc_args": buffer(device, 12 * SHADOW_LEVELS, "shadow.alloc_args",
+                                        _BU.STORAGE | _BU.INDIRECT),
             "shadow_draw": buffer(device, 4 * pages, "shadow.draw_list", st),
             "shadow_dirty": buffer(device, 16 * MAX_DIRTY * SHADOW_LEVELS, "shadow.dirty", st),
             "shadow_state": buffer(device, 4 * len(STATE_WORDS), "shadow.state", st),
@@ -174,9 +186,11 @@ class ShadowMap:
         table[:, 0] = NO_PAGE
         q.write_buffer(self.buffers["shadow_map"], 0, table)
         q.write_buffer(self.buffers["shadow_free"], 0, np.arange(self.pages, dtype=np.uint32))
-        q.write_buffer(self.buffers["shadow_pool_state"], 0,
-                       np.array([self.pages, 0, 0, 0], np.uint32))
+        pool_state = np.zeros(POOL_STATE_WORDS, np.uint32)
+        pool_state[0] = self.pages  # every page free
+        q.write_buffer(self.buffers["shadow_pool_state"], 0, pool_state)
         encoder.clear_buffer(self.buffers["shadow_marks"])
+        encoder.clear_buffer(self.buffers["shadow_owner"])
         self.needs_reset = False
         self._dirty, self._all_dirty = [], False
 

@@ -1,32 +1,27 @@
-// The shadow map's pages, each frame before the shadow views are drawn (renderer/shadows.py):
+// The shadow map's pages, each frame before the shadow views are drawn (renderer/shadows.py).
+// Its work follows the pixels and the pool, never the 262,144 entries of the table:
+//   cs_begin    one lane: the free list's top made whole again, last frame's pool pressure, the
+//               marked lists emptied;
 //   cs_mark     a lane per pixel: the pixel's world point (the visibility buffer's depth through
 //               the inverse view-projection), the level whose texel is about its footprint, and
 //               the pages its filter reads there, FALLBACK_STEP levels coarser and in the
-//               coarsest level (the fallbacks) are stamped in `shadow_marks`;
-//   cs_begin    one lane: the free list's top made whole again, last frame's pool pressure;
-//   cs_free     a lane per table entry: a page that scrolled out of its window, or (under
-//               pressure) one not marked this frame, goes back to the free list; an entry under
-//               a moved instance's bounds (`shadow_dirty`) is no longer valid;
-//   cs_alloc    a lane per entry of one level, the coarsest first (cs_alloc_level before each
-//               steps down): a marked entry without a page takes one from the free list (none
-//               left: counted, and the next frame frees unmarked pages); a marked entry not valid
-//               is drawn this frame: listed in `shadow_draw`, its page-mask bits set up to the
-//               top mip;
-//   cs_clear_args: the dispatch of shadow_clear.wgsl, which clears the listed pages.
+//               coarsest level (the fallbacks) are stamped in `shadow_marks`, each entry listed
+//               once in its level's list (`shadow_marked`);
+//   cs_free     a lane per physical page (`shadow_owner`: its entry + 1): a page that scrolled out
+//               of its window, or (under pressure) one not marked this frame, goes back to the
+//               free list; a page under a moved instance's bounds (`shadow_dirty`) is no longer
+//               valid;
+//   cs_alloc_args, cs_alloc_level: the dispatches of shadow_alloc.wgsl, a level at a time from
+//               the coarsest;
+//   cs_clear_args: the dispatch of shadow_clear.wgsl, which clears the pages drawn this frame.
 // Reads frame, the visibility buffer, shadow, shadow_views, shadow_dirty; writes shadow_marks,
-// the table (in shadow_map), shadow_free, shadow_pool_state (free-list top, pressure now,
-// pressure next, the level being allocated), shadow_hpm, shadow_draw, state (the page
-// counters), shadow_clear_args (the clear's dispatch).
+// shadow_marked, the table (in shadow_map), shadow_free, shadow_owner, shadow_pool_state
+// (free-list top, pressure now, pressure next, the level being allocated, each level's marked
+// count), shadow_alloc_args, shadow_clear_args.
 #include "layout.wgsl"
 #include "shadow.wgsl"
 #include "shadow_table.wgsl"
-
-fn table_store(e: u32, ent: vec4<u32>) {
-    let b = 4u * e;
-    shadow_map[b] = ent.x;
-    shadow_map[b + 1u] = ent.y;
-    shadow_map[b + 2u] = ent.z;
-}
+#include "shadow_state.wgsl"
 
 fn vis_depth_at(pixel: u32) -> f32 {
 #ifdef VIS64
@@ -44,16 +39,21 @@ fn mark_pages(v: u32, p: vec3<f32>) {
     let n = i32(SHADOW_PAGES);
     for (var y = max(lo.y, 0); y <= min(hi.y, n - 1); y++) {
         for (var x = max(lo.x, 0); x <= min(hi.x, n - 1); x++) {
-            // neighbouring pixels mark the same pages: look before writing
+            // neighbouring pixels mark the same pages: look before writing; the first to
+            // stamp an entry lists it
             let e = shadow_entry(v, x, y);
-            if atomicLoad(&shadow_marks[e]) != shadow.counts.z {
-                atomicStore(&shadow_marks[e], shadow.counts.z);
+            let stamp = shadow.counts.z;
+            if atomicLoad(&shadow_marks[e]) != stamp
+               && atomicExchange(&shadow_marks[e], stamp) != stamp {
+                let k = atomicAdd(&shadow_pool_state[MARKED_COUNT + v], 1u);
+                shadow_marked[v * SHADOW_PAGES * SHADOW_PAGES + k] = e;
             }
         }
     }
 }
 
-@compute @workgroup_size(8, 8)
+// 16 x 16 lanes a workgroup: on CPU adapters a workgroup costs microseconds whatever it does
+@compute @workgroup_size(16, 16)
 fn cs_mark(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = u32(frame.viewport.x);
     if gid.x >= w || gid.y >= u32(frame.viewport.y) {
@@ -91,33 +91,31 @@ fn cs_begin() {
     atomicStore(&shadow_pool_state[1], atomicLoad(&shadow_pool_state[2]));
     atomicStore(&shadow_pool_state[2], 0u);
     atomicStore(&shadow_pool_state[3], shadow.counts.x);  // cs_alloc_level steps it down
-}
-
-fn entry_count() -> u32 {
-    return shadow.counts.x * SHADOW_PAGES * SHADOW_PAGES;
+    for (var v = 0u; v < SHADOW_LEVELS; v++) {
+        atomicStore(&shadow_pool_state[MARKED_COUNT + v], 0u);
+    }
 }
 
 @compute @workgroup_size(64)
-fn cs_free(@builtin(global_invocation_id) gid: vec3<u32>,
-           @builtin(num_workgroups) nwg: vec3<u32>) {
-    let e = gid.x + gid.y * nwg.x * 64u;
-    if e >= entry_count() {
+fn cs_free(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let phys = gid.x;
+    if phys >= shadow.counts.y || shadow_owner[phys] == 0u {
         return;
     }
+    let e = shadow_owner[phys] - 1u;
     let v = e / (SHADOW_PAGES * SHADOW_PAGES);
     let ent = table_entry(e);
-    var phys = ent.x;
-    var flags = ent.z & PAGE_VALID;
     let pg = shadow_entry_page(v, e);
-    let tag = shadow_tag(v, pg.x, pg.y);
     let marked = atomicLoad(&shadow_marks[e]) == shadow.counts.z;
     let pressure = atomicLoad(&shadow_pool_state[1]) != 0u;
-    if phys != NO_PAGE && (ent.y != tag || (pressure && !marked)) {
+    if ent.y != shadow_tag(v, pg.x, pg.y) || (pressure && !marked) {
         let k = atomicAdd(&shadow_pool_state[0], 1u);
         shadow_free[k] = phys;
-        phys = NO_PAGE;
-        flags = 0u;
+        shadow_owner[phys] = 0u;
+        table_store(e, vec4<u32>(NO_PAGE, ent.y, 0u, 0u));
+        return;
     }
+    var flags = ent.z & PAGE_VALID;  // not drawn this frame (yet)
     // moved instances' bounds, before and after: (x0, y0, x1, y1) absolute pages, a rect a level
     let a = shadow_views[v].origin.xy + pg;
     for (var b = 0u; b < shadow.counts.w; b++) {
@@ -129,56 +127,22 @@ fn cs_free(@builtin(global_invocation_id) gid: vec3<u32>,
     table_store(e, vec4<u32>(phys, ent.y, flags, 0u));
 }
 
-fn alloc(e: u32) {
-    if atomicLoad(&shadow_marks[e]) != shadow.counts.z {
-        return;
+// the indirect dispatch of each level's marked list (shadow_alloc.wgsl)
+@compute @workgroup_size(1)
+fn cs_alloc_args() {
+    for (var v = 0u; v < SHADOW_LEVELS; v++) {
+        let n = atomicLoad(&shadow_pool_state[MARKED_COUNT + v]);
+        shadow_alloc_args[3u * v] = (n + 63u) / 64u;
+        shadow_alloc_args[3u * v + 1u] = 1u;
+        shadow_alloc_args[3u * v + 2u] = 1u;
     }
-    atomicAdd(&state[S_SHADOW_MARKED], 1u);
-    let v = e / (SHADOW_PAGES * SHADOW_PAGES);
-    let ent = table_entry(e);
-    let pg = shadow_entry_page(v, e);
-    var phys = ent.x;
-    var flags = ent.z;
-    if phys == NO_PAGE {
-        let k = atomicSub(&shadow_pool_state[0], 1u);
-        if k == 0u || k > shadow.counts.y {  // the pool is spent: a coarser level serves
-            atomicAdd(&state[S_SHADOW_FAILED], 1u);
-            atomicStore(&shadow_pool_state[2], 1u);
-            return;
-        }
-        phys = shadow_free[k - 1u];
-        flags = 0u;
-        atomicAdd(&state[S_SHADOW_ALLOCATED], 1u);
-    }
-    if (flags & PAGE_VALID) == 0u {
-        let d = atomicAdd(&state[S_SHADOW_DRAWN], 1u);
-        shadow_draw[d] = e;
-        flags = PAGE_VALID | PAGE_DRAW;
-        // the finest mip holds the physical page + 1 (the rasterizers' target)
-        atomicStore(&shadow_hpm[hpm_index(v, 0u, pg.x, pg.y)], phys + 1u);
-        for (var m = 1u; m < HPM_MIPS; m++) {
-            atomicStore(&shadow_hpm[hpm_index(v, m, pg.x >> m, pg.y >> m)], 1u);
-        }
-    } else {
-        atomicAdd(&state[S_SHADOW_CACHED], 1u);
-    }
-    table_store(e, vec4<u32>(phys, shadow_tag(v, pg.x, pg.y), flags, 0u));
 }
 
 // the levels one by one from the coarsest, so that the fallbacks every pixel marked get pages
-// first when they run out
+// first when the pool runs out
 @compute @workgroup_size(1)
 fn cs_alloc_level() {
     atomicSub(&shadow_pool_state[3], 1u);
-}
-
-@compute @workgroup_size(64)
-fn cs_alloc(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let per = SHADOW_PAGES * SHADOW_PAGES;
-    let v = atomicLoad(&shadow_pool_state[3]);
-    if gid.x < per && v < shadow.counts.x {
-        alloc(v * per + gid.x);
-    }
 }
 
 @compute @workgroup_size(1)

@@ -1,13 +1,15 @@
-"""The shadow map's pages each frame (shaders/shadow_pages.wgsl): marked from the visibility
-buffer, freed, allocated (the coarsest level first), listed and cleared for drawing."""
+"""The shadow map's pages each frame (shaders/shadow_pages.wgsl, shadow_alloc.wgsl,
+shadow_clear.wgsl): marked from the visibility buffer, freed, allocated (the coarsest level
+first), listed and cleared for drawing."""
 
 from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
-from renderer.limits import SHADOW_LEVELS, SHADOW_PAGES
+from renderer.limits import SHADOW_LEVELS
 from renderer.passes import Pass, vis_bindings
 
-ENTRIES = ("cs_mark", "cs_begin", "cs_free", "cs_alloc_level", "cs_alloc", "cs_clear_args")
+ENTRIES = ("cs_begin", "cs_mark", "cs_free", "cs_alloc_args", "cs_alloc_level",
+           "cs_clear_args")
 SHADOW_UNIFORMS = (
     Binding("shadow", UNIFORM, "ShadowInfo"),
     Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_LEVELS}>"),
@@ -18,6 +20,32 @@ CLEAR_BINDINGS = (
     Binding("shadow_draw", READ, "array<u32>"),
     Binding("shadow_map", STORAGE, "array<u32>"),
 )
+
+
+ALLOC_BINDINGS = (
+    *SHADOW_UNIFORMS,
+    Binding("shadow_marked", READ, "array<u32>"),
+    Binding("shadow_free", READ, "array<u32>"),
+    Binding("shadow_map", STORAGE, "array<u32>"),
+    Binding("shadow_owner", STORAGE, "array<u32>"),
+    Binding("shadow_pool_state", STORAGE, "array<atomic<u32>>"),
+    Binding("shadow_hpm", STORAGE, "array<atomic<u32>>"),
+    Binding("shadow_draw", STORAGE, "array<u32>"),
+    Binding("state", STORAGE, "array<atomic<u32>>"),
+)
+
+
+class ShadowAlloc(Pass):
+    """A level's marked entries given pages (shaders/shadow_alloc.wgsl)."""
+
+    label = "shadow_alloc"
+    bindings = ALLOC_BINDINGS
+
+    def __init__(self, device) -> None:
+        super().__init__()
+        self.bgl, pipes = compute_pipelines(device, "shadow_alloc.wgsl", ALLOC_BINDINGS,
+                                            ["cs_main"], label=self.label)
+        self.pipeline = pipes["cs_main"]
 
 
 class ShadowClear(Pass):
@@ -44,39 +72,51 @@ class ShadowPages(Pass):
             *SHADOW_UNIFORMS,
             Binding("shadow_dirty", READ, "array<vec4<i32>>"),
             Binding("shadow_marks", STORAGE, "array<atomic<u32>>"),
+            Binding("shadow_marked", STORAGE, "array<u32>"),
+            Binding("shadow_owner", STORAGE, "array<u32>"),
             Binding("shadow_map", STORAGE, "array<u32>"),
             Binding("shadow_free", STORAGE, "array<u32>"),
             Binding("shadow_pool_state", STORAGE, "array<atomic<u32>>"),
             Binding("shadow_hpm", STORAGE, "array<atomic<u32>>"),
             Binding("shadow_draw", STORAGE, "array<u32>"),
             Binding("state", STORAGE, "array<atomic<u32>>"),
+            Binding("shadow_alloc_args", STORAGE, "array<u32>"),
             Binding("shadow_clear_args", STORAGE, "array<u32>"),
         )
         self.bgl, self.pipes = compute_pipelines(device, "shadow_pages.wgsl", self.bindings,
                                                  ENTRIES, defines=["VIS64"] if vis64 else [],
                                                  label=self.label)
+        self.alloc = ShadowAlloc(device)
         self.clear = ShadowClear(device)
 
     def encode(self, frame, encoder) -> None:
         """`frame`: the shadow views' resources (renderer.shadows.ShadowFrame)."""
-        per_level = SHADOW_PAGES * SHADOW_PAGES
-        entries = SHADOW_LEVELS * per_level
         bg = self.group(frame)
-        steps = {"shadow_mark": [("cs_mark", None)],
-                 "shadow_free": [("cs_begin", (1, 1)), ("cs_free", ((entries + 63) // 64, 1))],
-                 "shadow_alloc": [*[step for _ in range(SHADOW_LEVELS) for step in (
-                     ("cs_alloc_level", (1, 1)), ("cs_alloc", ((per_level + 63) // 64, 1)))],
-                     ("cs_clear_args", (1, 1))]}  # the coarsest level first
-        for label, work in steps.items():
-            cp = encoder.begin_compute_pass(label=label, timestamp_writes=frame.timestamps(label))
-            for name, size in work:
-                cp.set_pipeline(self.pipes[name])
-                cp.set_bind_group(0, bg)
-                if size is None:
-                    cp.dispatch_workgroups((frame.width + 7) // 8, (frame.height + 7) // 8)
-                else:
-                    cp.dispatch_workgroups(*size)
-            cp.end()
+
+        def run(cp, name: str, size: tuple[int, int]) -> None:
+            cp.set_pipeline(self.pipes[name])
+            cp.set_bind_group(0, bg)
+            cp.dispatch_workgroups(*size)
+
+        cp = encoder.begin_compute_pass(label="shadow_mark",
+                                        timestamp_writes=frame.timestamps("shadow_mark"))
+        run(cp, "cs_begin", (1, 1))
+        run(cp, "cs_mark", ((frame.width + 15) // 16, (frame.height + 15) // 16))
+        cp.end()
+        cp = encoder.begin_compute_pass(label="shadow_free",
+                                        timestamp_writes=frame.timestamps("shadow_free"))
+        run(cp, "cs_free", ((frame.shadow_pages + 63) // 64, 1))
+        cp.end()
+        cp = encoder.begin_compute_pass(label="shadow_alloc",
+                                        timestamp_writes=frame.timestamps("shadow_alloc"))
+        run(cp, "cs_alloc_args", (1, 1))
+        for v in reversed(range(SHADOW_LEVELS)):  # the coarsest level first
+            run(cp, "cs_alloc_level", (1, 1))
+            cp.set_pipeline(self.alloc.pipeline)
+            cp.set_bind_group(0, self.alloc.group(frame))
+            cp.dispatch_workgroups_indirect(frame.buffers["shadow_alloc_args"], 12 * v)
+        run(cp, "cs_clear_args", (1, 1))
+        cp.end()
         cp = encoder.begin_compute_pass(label="shadow_clear",
                                         timestamp_writes=frame.timestamps("shadow_clear"))
         cp.set_pipeline(self.clear.pipeline)
