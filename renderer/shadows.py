@@ -127,10 +127,8 @@ class ShadowMap:
             "shadow_marked": buffer(device, 4 * entries, "shadow.marked", st),
             "shadow_free": buffer(device, 4 * pages, "shadow.free_list", st),
             "shadow_owner": buffer(device, 4 * pages, "shadow.owner", st),  # entry + 1 a page
-            # free-list top, pressure now and next, the level allocated, marked counts
+            # free-list top, pressure now and next, 0, each level's marked count
             "shadow_pool_state": buffer(device, 4 * POOL_STATE_WORDS, "shadow.pool_state", st),
-            "shadow_alloc_args": buffer(device, 12 * SHADOW_LEVELS, "shadow.alloc_args",
-                                        _BU.STORAGE | _BU.INDIRECT),
             "shadow_draw": buffer(device, 4 * pages, "shadow.draw_list", st),
             "shadow_dirty": buffer(device, 16 * MAX_DIRTY * SHADOW_LEVELS, "shadow.dirty", st),
             "shadow_state": buffer(device, 4 * len(STATE_WORDS), "shadow.state", st),

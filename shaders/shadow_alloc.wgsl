@@ -1,11 +1,14 @@
-// The marked entries of one level get pages (shadow_pages.wgsl's cs_alloc_level names the level,
-// the coarsest first; dispatched indirectly over its marked list, shadow_alloc_args, never bound
-// here): an entry without a page takes one from the free list (none left: counted, a coarser
-// level serves its pixels, and the next frame frees the pages not marked); an entry not valid is
-// drawn this frame: listed in `shadow_draw`, its page-mask bits set up to the top mip (the
-// finest holds its physical page + 1, the rasterizers' target).
+// The marked entries get pages, level by level from the coarsest (so that the fallbacks every
+// pixel marked get pages first when the pool runs out), by one workgroup that walks each
+// level's marked list (a few hundred entries a frame: one dispatch, where a dispatch a level
+// cost lavapipe ~0.5 ms each): an entry without a page takes one from the free list (none left:
+// counted, a coarser level serves its pixels, and the next frame frees the pages not marked); an
+// entry not valid is drawn this frame: listed in `shadow_draw`, its page-mask bits set up to the
+// top mip (the finest holds its physical page + 1, the rasterizers' target). Then the clear's
+// dispatch (shadow_clear_args, never bound with it) is sized.
 // Reads shadow, shadow_views, shadow_marked, shadow_free; writes the table (in shadow_map),
-// shadow_owner, shadow_pool_state, shadow_hpm, shadow_draw, state (the page counters).
+// shadow_owner, shadow_pool_state, shadow_hpm, shadow_draw, state (the page counters),
+// shadow_clear_args.
 #include "layout.wgsl"
 #include "shadow.wgsl"
 #include "shadow_table.wgsl"
@@ -45,9 +48,19 @@ fn alloc(e: u32) {
 }
 
 @compute @workgroup_size(64)
-fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let v = atomicLoad(&shadow_pool_state[3]);
-    if v < shadow.counts.x && gid.x < atomicLoad(&shadow_pool_state[MARKED_COUNT + v]) {
-        alloc(shadow_marked[v * SHADOW_PAGES * SHADOW_PAGES + gid.x]);
+fn cs_main(@builtin(local_invocation_index) lid: u32) {
+    for (var v = shadow.counts.x; v > 0u; v--) {
+        let n = atomicLoad(&shadow_pool_state[MARKED_COUNT + v - 1u]);
+        for (var k = lid; k < n; k += 64u) {
+            alloc(shadow_marked[(v - 1u) * SHADOW_PAGES * SHADOW_PAGES + k]);
+        }
+        storageBarrier();  // this level's pops before the next level's
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        let drawn = min(atomicLoad(&state[S_SHADOW_DRAWN]), shadow.counts.y);
+        shadow_clear_args[0] = min(drawn, MAX_DISPATCH);
+        shadow_clear_args[1] = (drawn + MAX_DISPATCH - 1u) / MAX_DISPATCH;
+        shadow_clear_args[2] = 1u;
     }
 }

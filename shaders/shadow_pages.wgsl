@@ -11,13 +11,10 @@
 //               of its window, or (under pressure) one not marked this frame, goes back to the
 //               free list; a page under a moved instance's bounds (`shadow_dirty`) is no longer
 //               valid;
-//   cs_alloc_args, cs_alloc_level: the dispatches of shadow_alloc.wgsl, a level at a time from
-//               the coarsest;
-//   cs_clear_args: the dispatch of shadow_clear.wgsl, which clears the pages drawn this frame.
+// then shadow_alloc.wgsl gives the marked entries pages and shadow_clear.wgsl clears those drawn.
 // Reads frame, the visibility buffer, shadow, shadow_views, shadow_dirty; writes shadow_marks,
 // shadow_marked, the table (in shadow_map), shadow_free, shadow_owner, shadow_pool_state
-// (free-list top, pressure now, pressure next, the level being allocated, each level's marked
-// count), shadow_alloc_args, shadow_clear_args.
+// (free-list top, pressure now, pressure next, 0, each level's marked count).
 #include "layout.wgsl"
 #include "shadow.wgsl"
 #include "shadow_table.wgsl"
@@ -90,7 +87,6 @@ fn cs_begin() {
     }
     atomicStore(&shadow_pool_state[1], atomicLoad(&shadow_pool_state[2]));
     atomicStore(&shadow_pool_state[2], 0u);
-    atomicStore(&shadow_pool_state[3], shadow.counts.x);  // cs_alloc_level steps it down
     for (var v = 0u; v < SHADOW_LEVELS; v++) {
         atomicStore(&shadow_pool_state[MARKED_COUNT + v], 0u);
     }
@@ -125,30 +121,4 @@ fn cs_free(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
     }
     table_store(e, vec4<u32>(phys, ent.y, flags, 0u));
-}
-
-// the indirect dispatch of each level's marked list (shadow_alloc.wgsl)
-@compute @workgroup_size(1)
-fn cs_alloc_args() {
-    for (var v = 0u; v < SHADOW_LEVELS; v++) {
-        let n = atomicLoad(&shadow_pool_state[MARKED_COUNT + v]);
-        shadow_alloc_args[3u * v] = (n + 63u) / 64u;
-        shadow_alloc_args[3u * v + 1u] = 1u;
-        shadow_alloc_args[3u * v + 2u] = 1u;
-    }
-}
-
-// the levels one by one from the coarsest, so that the fallbacks every pixel marked get pages
-// first when the pool runs out
-@compute @workgroup_size(1)
-fn cs_alloc_level() {
-    atomicSub(&shadow_pool_state[3], 1u);
-}
-
-@compute @workgroup_size(1)
-fn cs_clear_args() {
-    let n = min(atomicLoad(&state[S_SHADOW_DRAWN]), shadow.counts.y);
-    shadow_clear_args[0] = min(n, MAX_DISPATCH);
-    shadow_clear_args[1] = (n + MAX_DISPATCH - 1u) / MAX_DISPATCH;
-    shadow_clear_args[2] = 1u;
 }

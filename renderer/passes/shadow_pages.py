@@ -8,8 +8,7 @@ from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
 from renderer.limits import SHADOW_LEVELS
 from renderer.passes import Pass, vis_bindings
 
-ENTRIES = ("cs_begin", "cs_mark", "cs_free", "cs_alloc_args", "cs_alloc_level",
-           "cs_clear_args")
+ENTRIES = ("cs_begin", "cs_mark", "cs_free")
 SHADOW_UNIFORMS = (
     Binding("shadow", UNIFORM, "ShadowInfo"),
     Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_LEVELS}>"),
@@ -32,11 +31,12 @@ ALLOC_BINDINGS = (
     Binding("shadow_hpm", STORAGE, "array<atomic<u32>>"),
     Binding("shadow_draw", STORAGE, "array<u32>"),
     Binding("state", STORAGE, "array<atomic<u32>>"),
+    Binding("shadow_clear_args", STORAGE, "array<u32>"),
 )
 
 
 class ShadowAlloc(Pass):
-    """A level's marked entries given pages (shaders/shadow_alloc.wgsl)."""
+    """The marked entries given pages, the coarsest level first (shaders/shadow_alloc.wgsl)."""
 
     label = "shadow_alloc"
     bindings = ALLOC_BINDINGS
@@ -80,8 +80,6 @@ class ShadowPages(Pass):
             Binding("shadow_hpm", STORAGE, "array<atomic<u32>>"),
             Binding("shadow_draw", STORAGE, "array<u32>"),
             Binding("state", STORAGE, "array<atomic<u32>>"),
-            Binding("shadow_alloc_args", STORAGE, "array<u32>"),
-            Binding("shadow_clear_args", STORAGE, "array<u32>"),
         )
         self.bgl, self.pipes = compute_pipelines(device, "shadow_pages.wgsl", self.bindings,
                                                  ENTRIES, defines=["VIS64"] if vis64 else [],
@@ -109,13 +107,9 @@ class ShadowPages(Pass):
         cp.end()
         cp = encoder.begin_compute_pass(label="shadow_alloc",
                                         timestamp_writes=frame.timestamps("shadow_alloc"))
-        run(cp, "cs_alloc_args", (1, 1))
-        for v in reversed(range(SHADOW_LEVELS)):  # the coarsest level first
-            run(cp, "cs_alloc_level", (1, 1))
-            cp.set_pipeline(self.alloc.pipeline)
-            cp.set_bind_group(0, self.alloc.group(frame))
-            cp.dispatch_workgroups_indirect(frame.buffers["shadow_alloc_args"], 12 * v)
-        run(cp, "cs_clear_args", (1, 1))
+        cp.set_pipeline(self.alloc.pipeline)
+        cp.set_bind_group(0, self.alloc.group(frame))
+        cp.dispatch_workgroups(1)  # one workgroup walks the levels, the coarsest first
         cp.end()
         cp = encoder.begin_compute_pass(label="shadow_clear",
                                         timestamp_writes=frame.timestamps("shadow_clear"))
