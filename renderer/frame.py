@@ -197,6 +197,11 @@ class Renderer:
         self.shadow_raster_hw = RasterHW(d, vis64=self.vis64, shadow=True)
         self.shadow_map: ShadowMap | None = None
         self.sun = tuple(self.options.sun)  # (azimuth, elevation) degrees: set_sun
+        # still frames: the key of each frame that ran the shadow passes (until read back), and
+        # the key of the latest that found nothing to draw (frames with it skip the passes)
+        self._shadow_runs: dict[int, tuple | None] = {}
+        self._shadow_settled: tuple | None = None
+        self._last_view_proj = np.zeros((4, 4), np.float32)
         self._scene_sphere: tuple[int, tuple[np.ndarray, float]] | None = None
         self.set_shadows(self.options.shadows)
         self.occlusion = self.options.occlusion
@@ -548,6 +553,7 @@ class Renderer:
                 put("prev_view", self._hzb_from[0].T)
                 put("prev_proj", self._hzb_from[1])
         self._last_view = (view, pp)
+        self._last_view_proj = vp
         # the shadow views' frame: the same, with their LOD threshold and visible list, no HZB
         su = u.copy()
         suw = su.view(np.uint32)
@@ -611,8 +617,7 @@ class Renderer:
             self._hzb_from = (view, proj, f.generation)
         elif frozen:
             self._hzb_from = None
-        if self.shadows:
-            self._encode_shadows(enc)
+        shadows_ran = self.shadows and self._encode_shadows(enc)
         if self._moving:
             self.depth_targets.encode(f, enc)
         else:  # what the pass would write, exactly (0 where nothing moved), for a buffer clear
@@ -639,15 +644,31 @@ class Renderer:
         promise = ring.map_async(wgpu.MapMode.READ)
         cpu_ms = (time.perf_counter() - t0) * 1e3
         self.ring.submitted(InFlight(self.frame_index, ring, promise, list(f.labels), cpu_ms,
-                                     frozen, encode_ms, self.shadows))
+                                     frozen, encode_ms, self.shadows, shadows_ran))
         self.frame_index += 1
         return self.frame_index - 1
 
-    def _encode_shadows(self, enc: wgpu.GPUCommandEncoder) -> None:
+    def _shadow_key(self) -> tuple | None:
+        """What decides this frame's shadow pages: the camera, the sun, the scene's buffers; None
+        while something is pending that draws pages again (a reset, moved instances, a changed
+        streamed cut, `shadow_cache` off)."""
+        sm = self.shadow_map
+        if sm.changed or not self.options.shadow_cache:
+            return None
+        return (self._last_view_proj.tobytes(), self.sun, self.frame.generation,
+                self.scene.instance_version, self.frame.width, self.frame.height)
+
+    def _encode_shadows(self, enc: wgpu.GPUCommandEncoder) -> bool:
         """The sun's shadow map: its pages marked from this frame's visibility buffer, freed,
         allocated and cleared; then the pages to draw drawn by the shadow views' instance cull,
-        traversal and rasterizers (docs/ARCHITECTURE.md "Shadows")."""
+        traversal and rasterizers (docs/ARCHITECTURE.md "Shadows"). A still frame after one that
+        found every page it needed valid (nothing drawn, nothing short) does none of it: the
+        same pixels would mark the same pages, all cached. Returns whether the passes ran."""
         sm, sf, f = self.shadow_map, self._shadow_frame, self.frame
+        key = self._shadow_key()
+        if key is not None and key == self._shadow_settled:
+            return False
+        self._shadow_runs[self.frame_index] = key
         if sm.needs_reset:
             sm.reset(enc)
         if not self.options.shadow_cache:  # every page drawn again (benchmarks)
@@ -666,6 +687,7 @@ class Renderer:
         self.shadow_raster_hw.encode(sf, enc)
         if streaming:
             enc.copy_buffer_to_buffer(f.buffers["shadow_state"], word, f.buffers["state"], word, 4)
+        return True
 
     def _read_back(self, item: InFlight, raw: np.ndarray) -> None:
         """A frame's readback (a few frames late): its statistics, and the page requests it made
@@ -694,7 +716,16 @@ class Renderer:
                 "triangles": int(sw[STATE["sw_triangles"]] + sw[STATE["hw_triangles"]]),
                 "overflow": int(sw[STATE["overflow"]]) | (INCOMPLETE if sw[STATE["outstanding"]]
                                                          else 0),
+                # a still frame reused every page (the counters are the last run's)
+                "still": not item.shadows_ran,
             }
+            key = self._shadow_runs.pop(item.index, None)
+            for k in [k for k in self._shadow_runs if k < item.index]:
+                del self._shadow_runs[k]
+            if item.shadows_ran and key is not None:
+                settled = (stats.shadow["drawn"] == 0 and stats.shadow["failed"] == 0
+                           and not stats.shadow["overflow"])
+                self._shadow_settled = key if settled else None
         if (self.streamer is not None and len(raw) * 4 == lay.size and not item.frozen
                 and not self._frozen_last):  # a frozen frame draws old slots: keep them
             n = min(int(words[STATE["page_requests"]]), lay.request_capacity)

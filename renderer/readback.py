@@ -87,7 +87,8 @@ class InFlight:
     cpu_ms: float  # encoding and submission
     frozen: bool  # culling was skipped (freeze_culling)
     encode_ms: float  # the CPU work before submission
-    shadows: bool = False  # the frame drew the shadow map
+    shadows: bool = False  # the frame shaded with the shadow map
+    shadows_ran: bool = False  # and ran its passes (a still frame reuses the last run's pages)
 
 
 class ReadbackRing:

@@ -153,6 +153,7 @@ class ShadowMap:
         self._key: tuple | None = None
         self._dirty: list[np.ndarray] = []  # moved instances' world spheres since the last frame
         self._all_dirty = False
+        self._sent_dirty = False  # the last `update` sent moved bounds
         self.needs_reset = True
         self.views = np.zeros(SHADOW_LEVELS, SHADOW_VIEW_DTYPE)
         self.uniform = np.zeros(1, SHADOW_DTYPE)
@@ -165,6 +166,12 @@ class ShadowMap:
         self._dirty.extend(np.asarray(spheres, np.float64).reshape(-1, 4))
         if everything or len(self._dirty) > MAX_DIRTY:
             self._all_dirty, self._dirty = True, []
+
+    @property
+    def changed(self) -> bool:
+        """This frame (since `update`) draws pages again: a reset is due or moved bounds were
+        sent."""
+        return self.needs_reset or self._sent_dirty
 
     @property
     def texel0(self) -> float:
@@ -250,6 +257,7 @@ class ShadowMap:
         un["footprint"] = [lod_scale, 1.0, MARK_RADIUS, 1 / height]
         un["inv_view_proj"] = np.asarray(inv_view_proj, np.float32).T.reshape(-1)
         dirty = self._dirty_rects(views, texel0)
+        self._sent_dirty = len(dirty) > 0
         un["counts"] = [SHADOW_LEVELS, self.pages, frame_index + 1, len(dirty) // SHADOW_LEVELS]
         q = self.device.queue
         q.write_buffer(self.buffers["shadow"], 0, un)

@@ -217,6 +217,11 @@ def test_a_still_frame_draws_no_page_and_a_move_draws_only_its_own(gpu, box_scen
     assert first["drawn"] == first["marked"] > 0
     assert still.stats.shadow["drawn"] == 0 and still.stats.shadow["clusters"] == 0
     assert still.stats.shadow["cached"] == still.stats.shadow["marked"]
+    # that frame found every page valid: the next still frame runs no shadow pass at all
+    again = r.render(cam)
+    assert again.stats.shadow["still"] and not still.stats.shadow["still"]
+    assert not any(p.startswith("shadow_") for p in again.stats.gpu_ms)
+    assert np.array_equal(again.shadow, still.shadow)
     moved = (-3.0, 1.0, -2.4)
     r.set_transform(1, _translate(*moved))
     after = r.render(cam)
