@@ -36,6 +36,7 @@ import contextlib
 import io
 import json
 import logging
+import math
 import os
 import re
 import struct
@@ -1003,9 +1004,10 @@ def _check_gltf_scene_features(tree: dict, label: str) -> None:
         left.append(f"morph targets on {morphs} primitives (drawn unmorphed)")
     if tree.get("cameras"):
         left.append(f"{len(tree['cameras'])} cameras")
-    lights = ((tree.get("extensions") or {}).get("KHR_lights_punctual") or {}).get("lights")
-    if lights:
-        left.append(f"{len(lights)} lights (Tessera lights every scene alike)")
+    lights = _check_lights(tree, label)
+    if lights:  # a scene (preprocess.scene.scene_sun) names its own
+        _warn(f"{label}: lights not drawn: {lights} (a file of one mesh keeps none; --sun sets "
+              f"the sun)")
     scenes = tree.get("scenes") or []
     if len(scenes) > 1:
         left.append(f"{len(scenes) - 1} scenes besides the default one")
@@ -1015,6 +1017,39 @@ def _check_gltf_scene_features(tree: dict, label: str) -> None:
         left.append("points and lines")
     if left:
         _warn(f"{label}: not drawn: {', '.join(left)}")
+
+
+def _check_lights(tree: dict, label: str) -> int:
+    """`MeshError` for a KHR_lights_punctual light that cannot be drawn right (an unknown type,
+    a NaN, infinite or negative intensity or range, a colour that is not three finite numbers >=
+    0, a node naming a light the file lacks); returns how many lights the file has."""
+    ext = (tree.get("extensions") or {}).get("KHR_lights_punctual") or {}
+    lights = ext.get("lights") or []
+    if not isinstance(lights, list):
+        raise MeshError(f"{label}: KHR_lights_punctual.lights is not a list")
+    for k, light in enumerate(lights):
+        where = f"{label}: light {k}"
+        if not isinstance(light, dict) or light.get("type") not in ("directional", "spot",
+                                                                    "point"):
+            raise MeshError(f"{where}: type must be directional, spot or point")
+        for key in ("intensity", "range"):
+            v = light.get(key, 1.0)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    math.isfinite(v) and v >= 0):
+                raise MeshError(f"{where}: {key} {v!r} is not a finite number >= 0")
+        c = light.get("color", [1.0, 1.0, 1.0])
+        if not (isinstance(c, list) and len(c) == 3 and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                and x >= 0 for x in c)):
+            raise MeshError(f"{where}: color {c!r} is not three finite numbers >= 0")
+    for i, node in enumerate(tree.get("nodes") or []):
+        ref = ((node.get("extensions") or {}).get("KHR_lights_punctual") or {}) if isinstance(
+            node, dict) else {}
+        if "light" in ref and not (isinstance(ref["light"], int)
+                                   and 0 <= ref["light"] < len(lights)):
+            raise MeshError(f"{label}: node {i} names light {ref['light']!r}; the file has "
+                            f"{len(lights)}")
+    return len(lights)
 
 
 def read_gltf_json(path: Path) -> dict:

@@ -23,6 +23,7 @@ is no scene: `preprocess` builds it as one `.tess` as before.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import warnings
@@ -47,6 +48,9 @@ class SceneMeshes:
 
     meshes: dict[str, Mesh] = field(default_factory=dict)
     instances: list[tuple[str, np.ndarray]] = field(default_factory=list)
+    # the sun, (azimuth, elevation) degrees: the scene's first directional light
+    # (KHR_lights_punctual) above the horizon, or None
+    sun: tuple[float, float] | None = None
 
 
 def _local(node: dict) -> np.ndarray:
@@ -74,6 +78,13 @@ def _local(node: dict) -> np.ndarray:
 def _node_instances(tree: dict, label: str) -> list[tuple[int, int, np.ndarray]]:
     """(node, mesh index, world) of every node with a mesh in the file's scene, in the order
     a depth-first walk from the scene's roots meets them."""
+    return [(i, int(node["mesh"]), world) for i, node, world in _walk(tree, label)
+            if "mesh" in node]
+
+
+def _walk(tree: dict, label: str) -> list[tuple[int, dict, np.ndarray]]:
+    """(node index, node, world) of every node of the file's scene, depth first from its
+    roots."""
     nodes = tree.get("nodes") or []
     scenes = tree.get("scenes") or []
     if scenes:
@@ -91,10 +102,58 @@ def _node_instances(tree: dict, label: str) -> list[tuple[int, int, np.ndarray]]
         world = parent @ _local(node)
         if not np.isfinite(world).all():
             raise MeshError(f"{label}: node {i}'s transform is not finite")
-        if "mesh" in node:
-            out.append((i, int(node["mesh"]), world))
+        out.append((i, node, world))
         stack.extend((int(c), world, depth + 1) for c in reversed(node.get("children") or []))
     return out
+
+
+def scene_sun(tree: dict, label: str) -> tuple[float, float] | None:
+    """The sun of a glTF scene, (azimuth, elevation) degrees as `RenderOptions.sun`: its first
+    directional light (`KHR_lights_punctual`, shining down its node's -Z) above the horizon.
+    What is not drawn is named in a `MeshWarning`: spot and point lights, other directional
+    lights, one below the horizon, and every light's colour and intensity (the sun's are
+    Tessera's own). A light's values are checked by `load.read_gltf_json`."""
+    lights = ((tree.get("extensions") or {}).get("KHR_lights_punctual") or {}).get("lights") or []
+    placed = [(node, world) for _i, node, world in _walk(tree, label)
+              if "light" in ((node.get("extensions") or {}).get("KHR_lights_punctual") or {})]
+    sun, left = None, []
+    for node, world in placed:
+        light = lights[int(node["extensions"]["KHR_lights_punctual"]["light"])]
+        if light.get("type") != "directional":
+            left.append(f"a {light.get('type')} light")
+            continue
+        d = world[:3, :3] @ np.array([0.0, 0.0, 1.0])  # towards the light
+        if not np.linalg.norm(d) > 0:
+            left.append("a directional light with a singular transform")
+            continue
+        azimuth, elevation = _sun_angles(d)
+        if sun is not None:
+            left.append("a second directional light")
+        elif elevation <= 0:
+            left.append(f"a directional light {-elevation:.0f} degrees below the horizon")
+        else:
+            sun = (azimuth, elevation)
+    if placed:
+        left.append("the lights' colours and intensities (the sun's are fixed)")
+    if left:
+        warnings.warn(MeshWarning(f"{label}: lights not drawn: {'; '.join(left)}"
+                                  + ("" if sun else "; the default sun lights the scene")),
+                      stacklevel=2)
+    return sun
+
+
+def _sun_vector(azimuth: float, elevation: float) -> np.ndarray:
+    """The unit vector towards a sun at (azimuth, elevation) degrees (renderer.shadows'
+    convention: Y up, azimuth 0 towards +Z, 90 towards +X)."""
+    a, e = math.radians(azimuth), math.radians(elevation)
+    return np.array([math.cos(e) * math.sin(a), math.sin(e), math.cos(e) * math.cos(a)])
+
+
+def _sun_angles(d: np.ndarray) -> tuple[float, float]:
+    """(azimuth, elevation) degrees of a direction towards the sun (`_sun_vector`'s inverse)."""
+    d = np.asarray(d, np.float64) / np.linalg.norm(d)
+    return (math.degrees(math.atan2(d[0], d[2])) % 360.0,
+            math.degrees(math.asin(float(np.clip(d[1], -1.0, 1.0)))))
 
 
 def _signature(mesh: dict) -> str:
@@ -205,8 +264,10 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
         placed = _node_instances(tree, label)
     if len(placed) <= 1:
         return None
-    for w in caught:
-        warnings.warn(w.message, w.category, stacklevel=2)
+    for w in caught:  # the lights are the scene's to name (scene_sun)
+        if not str(w.message).startswith(f"{label}: lights "):
+            warnings.warn(w.message, w.category, stacklevel=2)
+    sun = scene_sun(tree, label)
     meshes = tree.get("meshes") or []
     signature = {m: _signature(meshes[m]) for m in {m for _, m, _ in placed}
                  if 0 <= m < len(meshes)}
@@ -223,7 +284,7 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
             name, k = f"{base}-{k}", k + 1
         taken.add(name)
         names[m] = name
-    out = SceneMeshes()
+    out = SceneMeshes(sun=sun)
     for _node, m, world in placed:
         if m not in signature:
             raise MeshError(f"{label}: a node names mesh {m}; the file has {len(meshes)}")
@@ -253,10 +314,11 @@ def scene_summary(scene: SceneMeshes) -> str:
 
 
 def _scene_json(doc: dict) -> str:
-    """The scene file's text: an asset or an instance a line."""
+    """The scene file's text: an asset or an instance a line (and the sun, where there is one)."""
     assets = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in doc["assets"].items())
     inst = ",\n".join(f"  {json.dumps(i)}" for i in doc["instances"])
-    return f'{{\n "assets": {{\n{assets}\n }},\n "instances": [\n{inst}\n ]\n}}\n'
+    sun = f',\n "sun": {json.dumps(doc["sun"])}' if "sun" in doc else ""
+    return f'{{\n "assets": {{\n{assets}\n }},\n "instances": [\n{inst}\n ]{sun}\n}}\n'
 
 
 def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
@@ -301,6 +363,11 @@ def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
                                                      for row in (turn @ world)]}
                           for name, world in scene.instances],
         }
+        if scene.sun is not None:
+            # the light's direction turns with the scene (Y up: only a Z-up scene's moves)
+            az, el = _sun_angles(turn[:3, :3] @ _sun_vector(*scene.sun))
+            if el > 0:
+                doc["sun"] = {"azimuth": round(az, 6), "elevation": round(el, 6)}
         tmp = out.with_name(out.name + ".tmp")
         tmp.write_text(_scene_json(doc))
         os.replace(tmp, out)

@@ -143,3 +143,67 @@ def test_a_file_that_is_no_scene_warns_once(tmp_path, capsys, gltf_street):
         assert preprocess_main([str(path), "-q"]) == 0
     err = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert err == ["preprocess: warning: one.glb: not drawn: 1 animations"]
+
+
+def _add_lights(tree, lights, placed):
+    """KHR_lights_punctual `lights`, and nodes placing them: (light, rotation quaternion) each,
+    under the scene's root."""
+    tree.setdefault("extensions", {})["KHR_lights_punctual"] = {"lights": lights}
+    tree.setdefault("extensionsUsed", []).append("KHR_lights_punctual")
+    root = tree["scenes"][0]["nodes"][0]
+    for light, rotation in placed:
+        tree["nodes"].append({"extensions": {"KHR_lights_punctual": {"light": light}},
+                              "rotation": rotation})
+        tree["scenes"][0]["nodes"].append(len(tree["nodes"]) - 1)
+    assert root == tree["scenes"][0]["nodes"][0]
+
+
+def test_a_scene_s_first_directional_light_is_its_sun(tmp_path, capsys, gltf_street):
+    """KHR_lights_punctual: a directional light shines down its node's -Z; tilted 40 degrees
+    about X (towards -Y) and turned 30 about Y, the sun is at azimuth 30, elevation 40. A spot
+    light is named in a warning; the scene file carries the sun."""
+    def _quat(axis, degrees):  # x, y, z, w about a unit axis
+        a = np.radians(degrees) / 2
+        return [*(np.asarray(axis, float) * np.sin(a)), np.cos(a)]
+
+    src = gltf_street.write(tmp_path / "street.glb")
+    turn = _quat((0, 1, 0), 30)
+    tilt = _quat((1, 0, 0), -40)  # -Z tilted down: the light comes from above
+
+    def quat_mul(a, b):
+        x1, y1, z1, w1 = a
+        x2, y2, z2, w2 = b
+        return [w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2, w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+                w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2, w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2]
+
+    gltf_street.rewrite(src, lambda tree: _add_lights(
+        tree, [{"type": "directional", "intensity": 3.0}, {"type": "spot", "intensity": 5.0}],
+        [(0, quat_mul(turn, tilt)), (1, [0, 0, 0, 1])]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MeshWarning)
+        scene = read_scene(src)
+    az, el = scene.sun
+    assert abs(az - 30.0) < 1e-6 and abs(el - 40.0) < 1e-6
+    said = [str(w.message) for w in caught if "light" in str(w.message)]
+    assert len(said) == 1 and "a spot light" in said[0] and "intensities" in said[0]
+    capsys.readouterr()
+    assert preprocess_main([str(src), "-q"]) == 0
+    doc = json.loads((tmp_path / "street.json").read_text())
+    assert doc["sun"] == {"azimuth": pytest.approx(30.0), "elevation": pytest.approx(40.0)}
+
+
+@pytest.mark.parametrize("light, message", [
+    ({"type": "directional", "intensity": float("nan")}, "intensity nan"),
+    ({"type": "point", "intensity": -2.0}, "intensity -2.0"),
+    ({"type": "area"}, "type must be"),
+    ({"type": "spot", "color": [1, 0.5]}, "color"),
+])
+def test_a_light_that_cannot_be_drawn_right_is_one_line(tmp_path, capsys, gltf_street, light,
+                                                         message):
+    src = gltf_street.write(tmp_path / "street.glb")
+    gltf_street.rewrite(src, lambda tree: _add_lights(tree, [light], [(0, [0, 0, 0, 1])]))
+    capsys.readouterr()
+    assert preprocess_main([str(src), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "street.json").exists()
