@@ -59,7 +59,10 @@ fn sun_shadow(p: vec3<f32>, n: vec3<f32>, dist: f32) -> SunShadow {
     let first = shadow_level(dist);
     for (var v = first; v < shadow.counts.x; v++) {
         let texel = shadow_views[v].texel.x;
-        let t = shadow_texel(v, p + n * (shadow.depth.w * texel));  // a little off the surface
+        // a little off the surface, less where the sun grazes it: there a point raised h is lit
+        // like one h / tan(elevation) nearer its caster (light under contact)
+        let push = shadow.depth.w * texel * clamp(dot(n, shadow.sun.xyz), 0.0, 1.0);
+        let t = shadow_texel(v, p + n * push);
         let s = t.xy - 0.5;
         let b = vec2<i32>(floor(s));
         // the (at most 2 x 2) pages the filter's texels lie in: all there, or a coarser level;

@@ -208,6 +208,41 @@ def test_a_rock_on_the_ground_against_the_brute_force_sun(gpu, rock_on_ground, t
     assert (~ours & contact).mean() <= 0.002
 
 
+def test_a_thin_wall_standing_on_the_ground_under_a_low_sun(gpu, box_scene, tmp_path):
+    """A wall 2 x 1 x 0.02 standing on the ground, the sun 20 degrees above the horizon behind
+    it: its long shadow against the analytic one. At its foot a texel of the sun's view spans
+    1 / sin(20 deg) = 2.9 texels of ground: the filter (a texel each side) and the depth bias
+    (half a texel, and a quarter of the receiver plane's slope) let light reach up to 3 texels of
+    the sun's view behind the foot, where the truth's edge is sharp; never farther."""
+    wall = trimesh.creation.box(extents=(2.0, 1.0, 0.02)).subdivide().subdivide()
+    build_file(mesh_from_arrays(np.asarray(wall.vertices, np.float32),
+                                np.asarray(wall.faces, np.int64)), tmp_path / "wall.tess")
+    sun_at = (0.0, 20.0)
+    r = Renderer(SIZE, SIZE, ctx=gpu, options=RenderOptions(sun=sun_at))
+    r.add_instance(r.load(box_scene["plane"]))
+    r.add_instance(r.load(str(tmp_path / "wall.tess")), _translate(0.0, 0.5, 0.0))
+    cam = Camera(eye=(4.0, 3.5, -2.0), target=(0.0, 0.0, -1.5), fov_y=60.0, near=0.05)
+    res = r.render(cam)
+    truth = _box_blocks(_world_points(res, cam), np.array([-1.0, 0.0, -0.01]),
+                        np.array([1.0, 1.0, 0.01]), sun_direction(*sun_at))
+    ground = res.instance == 0
+    keep = ground & _interior(truth)
+    agree = ((res.shadow < 0.5) == truth)[keep].mean()
+    pts = _world_points(res, cam)
+    behind = -pts[..., 2] - 0.01  # how far behind the wall's back face
+    dist = np.linalg.norm(pts - np.asarray(cam.eye), axis=-1)
+    texel = r.shadow_map.texel0 * 2.0 ** shadow_level(dist, cam.lod_scale(SIZE),
+                                                      r.shadow_map.texel0)
+    reach = 3.0 * texel / np.sin(np.radians(sun_at[1]))  # 3 texels of the sun's view, on the ground
+    leak = keep & truth & (res.shadow > 0.5) & (behind < 0.5)  # lit near the foot
+    print(f"the wall's shadow: {truth[ground].sum()} px, agree {agree:.4%} off the edge band; "
+          f"lit by the foot {leak.sum()} px, at most {behind[leak].max(initial=0):.3f} behind it "
+          f"(the filter reaches {reach[leak].max(initial=0):.3f})")
+    assert truth[ground].sum() > 3000
+    assert agree >= 0.995
+    assert (behind[leak] <= reach[leak]).all()
+
+
 def test_a_still_frame_draws_no_page_and_a_move_draws_only_its_own(gpu, box_scene):
     boxes = [(-3.0, 1.0, -3.0), (3.0, 1.0, -3.0), (-3.0, 1.0, 2.0), (2.0, 1.0, 2.0)]
     cam = Camera(eye=(0.0, 12.0, 6.0), target=(0.0, 0.0, 0.0), fov_y=60.0, near=0.05)
