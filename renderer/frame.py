@@ -3,6 +3,8 @@
     instance cull -> BVH/cluster cull (persistent or per level) -> raster args
     -> SW raster + HW raster (64-bit visibility buffer; or depth then ids without 64-bit atomics)
     -> [post pass: HZB, re-cull what the old HZB hid, raster] -> HZB for the next frame
+    -> [shadows: the sun's pages marked from the visibility buffer, allocated, cleared, drawn by
+    the same instance cull, traversal and rasterizers; none on a still, cached frame]
     -> depth targets (velocity) -> resolve -> statistics, timestamps (and page requests) copied
     for readback
 

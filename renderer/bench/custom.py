@@ -22,6 +22,7 @@ import numpy as np
 
 from renderer.bench.measure import brute_force_ms, camera_path, field_path, measure
 from renderer.camera import Camera
+from renderer.options import DEFAULT_SUN
 
 
 @dataclass
@@ -48,6 +49,10 @@ class BenchConfig:
     # to converge
     pool_mb: float | None = None
     upload_mb: float = 16.0
+    # the sun (RenderOptions): shadows drawn, its direction, the shadow pool
+    shadows: bool = True
+    sun: tuple[float, float] = DEFAULT_SUN
+    shadow_pool_mb: float = 64.0
 
 
 def _median(values: list[float]) -> float:
@@ -151,7 +156,8 @@ def run(cfg: BenchConfig, *, log=print) -> dict:
     stream = cfg.pool_mb is not None
     opts = RenderOptions(tau=cfg.tau, persistent=cfg.persistent, fallback32=cfg.fallback32,
                          occlusion=cfg.occlusion, streaming=stream, pool_mb=cfg.pool_mb,
-                         upload_mb=cfg.upload_mb)
+                         upload_mb=cfg.upload_mb, shadows=cfg.shadows, sun=cfg.sun,
+                         shadow_pool_mb=cfg.shadow_pool_mb)
     r = Renderer(cfg.width, cfg.height, options=opts)
     asset = r.load(cfg.path)
     a = r.scene.assets[asset]
@@ -218,7 +224,9 @@ def main_args(args) -> int:
                       brute_frames=args.brute_frames, tau=args.tau,
                       persistent=TRAVERSALS[args.traversal], fallback32=args.fallback32,
                       occlusion=not args.no_occlusion, scene=args.scene,
-                      pool_mb=args.pool_mb, upload_mb=args.upload_mb)
+                      pool_mb=args.pool_mb, upload_mb=args.upload_mb,
+                      shadows=not args.no_shadows, sun=args.sun,
+                      shadow_pool_mb=args.shadow_pool_mb)
     out = run(cfg)
     if args.json:
         with open(args.json, "w") as f:

@@ -228,13 +228,16 @@ def measure_quality(tess_path: str | os.PathLike, views: Sequence[View] = VIEWS,
     from renderer.options import RenderOptions
 
     report = progress or (lambda what: None)
-    opts = RenderOptions(occlusion=False, streaming=False)
+    # no shadows: what the LOD cut costs the picture, comparable with runs before them (a
+    # supersampled frame would mark finer shadow levels; `--scenario shadows` measures them)
+    opts = RenderOptions(occlusion=False, streaming=False, shadows=False)
     r = Renderer(size, size, options=opts, ctx=ctx)
     big = Renderer(SUPERSAMPLE * size, SUPERSAMPLE * size, options=opts, ctx=r.ctx)
     # the same cut, every cluster through the hardware rasterizer: tells the cut's holes from
     # the software rasterizer's (it snaps triangles over 125 px to 1/16 px, not 1/256)
     hw = Renderer(size, size, options=RenderOptions(occlusion=False, streaming=False,
-                                                    sw_max_edge=HW_ONLY_EDGE), ctx=r.ctx)
+                                                    shadows=False, sw_max_edge=HW_ONLY_EDGE),
+                  ctx=r.ctx)
     for x in (r, big, hw):  # as `tessera render` places them
         if instances == 1:
             x.add_instance(x.load(tess_path))
