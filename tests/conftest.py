@@ -250,6 +250,44 @@ def _street_worlds():
 
 
 
+def _fence(path):
+    """A GLB: a fence (a quad whose base-colour texture's alpha is a checker of 8 x 8 holes,
+    glTF MASK at 0.5) in front of an opaque wall of another material."""
+    import numpy as np
+    import trimesh
+    from PIL import Image
+
+    def quad(z, size):
+        v = np.array([[-1, -1, z], [1, -1, z], [1, 1, z], [-1, 1, z]], float) * [size, size, 1]
+        g = trimesh.Trimesh(v, [[0, 1, 2], [0, 2, 3]], process=False).subdivide().subdivide()
+        return g, (g.vertices[:, :2] / size + 1) / 2
+
+    rgba = np.zeros((64, 64, 4), np.uint8)
+    rgba[..., :3] = (230, 180, 40)
+    rgba[..., 3] = ((np.indices((64, 64)) // 8).sum(axis=0) % 2) * 255
+    front, front_uv = quad(0.5, 1.0)
+    front.visual = trimesh.visual.TextureVisuals(
+        uv=front_uv, material=trimesh.visual.material.PBRMaterial(
+            name="fence", baseColorTexture=Image.fromarray(rgba, "RGBA"), alphaMode="MASK",
+            alphaCutoff=0.5, metallicFactor=0.0, roughnessFactor=0.7))
+    back, _ = quad(0.0, 1.5)
+    back.visual = trimesh.visual.TextureVisuals(material=trimesh.visual.material.PBRMaterial(
+        name="wall", baseColorFactor=(0.2, 0.4, 0.9, 1.0), metallicFactor=0.0,
+        roughnessFactor=0.5))
+    scene = trimesh.Scene()
+    scene.add_geometry(front, geom_name="fence", node_name="fence")
+    scene.add_geometry(back, geom_name="wall", node_name="wall")
+    scene.export(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def gltf_fence() -> Callable:
+    """`gltf_fence(path)` writes a GLB: a fence with a checker of alpha cut-outs (glTF MASK)
+    in front of an opaque wall (tests/renderer/test_materials.py, test_shadows.py)."""
+    return _fence
+
+
 class _Street:
     """What `gltf_street` hands out: `write(path)` writes the GLB, `worlds()` its nodes' world
     matrices composed by hand, `rewrite(path, edit)` edits a GLB's JSON."""

@@ -215,36 +215,9 @@ def test_double_sided_materials_draw_back_faces(tmp_path, gpu, sw_max_edge):
             assert not img.coverage.any() and not (ref["depth"] > 0).any()
 
 
-def fence(path):
-    """A GLB: a fence (a quad whose base-colour texture's alpha is a checker of 8 x 8 holes,
-    glTF MASK at 0.5) in front of an opaque wall of another material."""
-    def quad(z, size):
-        v = np.array([[-1, -1, z], [1, -1, z], [1, 1, z], [-1, 1, z]], float) * [size, size, 1]
-        g = trimesh.Trimesh(v, [[0, 1, 2], [0, 2, 3]], process=False).subdivide().subdivide()
-        return g, (g.vertices[:, :2] / size + 1) / 2
-
-    rgba = np.zeros((64, 64, 4), np.uint8)
-    rgba[..., :3] = (230, 180, 40)
-    rgba[..., 3] = ((np.indices((64, 64)) // 8).sum(axis=0) % 2) * 255
-    front, front_uv = quad(0.5, 1.0)
-    front.visual = trimesh.visual.TextureVisuals(
-        uv=front_uv, material=trimesh.visual.material.PBRMaterial(
-            name="fence", baseColorTexture=Image.fromarray(rgba, "RGBA"), alphaMode="MASK",
-            alphaCutoff=0.5, metallicFactor=0.0, roughnessFactor=0.7))
-    back, _ = quad(0.0, 1.5)
-    back.visual = trimesh.visual.TextureVisuals(material=trimesh.visual.material.PBRMaterial(
-        name="wall", baseColorFactor=(0.2, 0.4, 0.9, 1.0), metallicFactor=0.0,
-        roughnessFactor=0.5))
-    scene = trimesh.Scene()
-    scene.add_geometry(front, geom_name="fence", node_name="fence")
-    scene.add_geometry(back, geom_name="wall", node_name="wall")
-    scene.export(path)
-    return path
-
-
 @pytest.mark.parametrize("sw_max_edge", [np.inf, 32.0], ids=["software-first", "default"])
-def test_alpha_cut_outs_show_what_is_behind(tmp_path, gpu, sw_max_edge):
-    src = fence(tmp_path / "fence.glb")
+def test_alpha_cut_outs_show_what_is_behind(tmp_path, gpu, sw_max_edge, gltf_fence):
+    src = gltf_fence(tmp_path / "fence.glb")
     out = tmp_path / "fence.tess"
     build_file(src, out, texture=None)
     mesh = load_mesh(src)

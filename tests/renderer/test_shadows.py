@@ -395,3 +395,33 @@ def test_the_opengl_backend_draws_the_same_shadows(gpu, box_scene):
     backend, there = _render_shadow_fraction(box_scene, {"WGPU_BACKEND_TYPE": "OpenGL"})
     print(f"ground in shadow: {here:.4f} here, {there:.4f} on {backend}")
     assert abs(here - there) <= 0.002
+
+
+def test_alpha_masked_casters_cast_their_cut_outs(gpu, tmp_path, gltf_fence):
+    """A fence (glTF MASK: a checker of holes, half its area) 0.5 in front of a wall, the sun
+    low behind the camera: the wall behind the fence is in the fence's shadow only where the
+    fence is opaque, about half of it (all of it if the cut-out were ignored), and the wall
+    around the fence's shadow is lit."""
+    from preprocess.load import load_mesh
+
+    src = gltf_fence(tmp_path / "fence.glb")
+    build_file(src, tmp_path / "fence.tess", texture=None)
+    mesh = load_mesh(src)
+    fence_m = next(i for i, m in enumerate(mesh.materials) if m.name == "fence")
+    sun_at = (0.0, 10.0)  # from +z, 10 degrees up: the fence's shadow lands 0.09 lower
+    r = Renderer(SIZE, SIZE, ctx=gpu, options=RenderOptions(sun=sun_at))
+    r.add_instance(r.load(str(tmp_path / "fence.tess")))
+    cam = Camera(eye=(0.0, 0.0, 4.0), target=(0.0, 0.0, 0.0), fov_y=50.0, near=0.05)
+    res = r.render(cam)
+    pts = _world_points(res, cam)
+    s = sun_direction(*sun_at)
+    hit = pts + ((0.5 - pts[..., 2]) / s[2])[..., None] * s  # where the ray meets the fence
+    wall = res.coverage & (res.material != fence_m) & (np.abs(pts[..., 2]) < 1e-3)
+    behind = wall & (np.abs(hit[..., :2]) < 0.95).all(-1)  # under the fence's shadow
+    around = wall & (np.abs(hit[..., :2]) > 1.05).any(-1)
+    shaded = (res.shadow[behind] < 0.5).mean()
+    print(f"wall behind the fence: {behind.sum()} px, {shaded:.3f} shadowed; around it "
+          f"{(res.shadow[around] < 0.5).mean():.4f} shadowed")
+    assert behind.sum() > 500 and around.sum() > 500
+    assert 0.3 < shaded < 0.7
+    assert (res.shadow[around] < 0.5).mean() < 0.01
