@@ -425,3 +425,21 @@ def test_alpha_masked_casters_cast_their_cut_outs(gpu, tmp_path, gltf_fence):
     assert behind.sum() > 500 and around.sum() > 500
     assert 0.3 < shaded < 0.7
     assert (res.shadow[around] < 0.5).mean() < 0.01
+
+
+def test_moving_the_sun_draws_the_shadow_anew(gpu, box_scene):
+    r = _scene(gpu, box_scene)
+    first = r.render(CAMERA)
+    r.set_sun(280.0, 40.0)  # the other side: the shadow falls towards +x now
+    moved = r.render(CAMERA)
+    pts = _world_points(moved, CAMERA)
+    ground = moved.instance == 0
+    for res, sun_at in ((first, SUN), (moved, (280.0, 40.0))):
+        truth = _box_blocks(pts, BOX_LO, BOX_HI, sun_direction(*sun_at))
+        keep = ground & _interior(truth)
+        assert truth[ground].sum() > 300
+        assert ((res.shadow < 0.5) == truth)[keep].mean() >= 0.995
+    assert moved.stats.shadow["drawn"] == moved.stats.shadow["marked"]  # nothing kept
+    with pytest.raises(ValueError, match="horizon"):
+        r.set_sun(10.0, 0.0)
+    assert r.sun == (280.0, 40.0)
