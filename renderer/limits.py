@@ -133,6 +133,11 @@ FALLBACK_STEP = 3
 COARSEST_SPAN = 64.0
 MIN_SHADOW_PAGES = 32
 SHADOW_PAGE_BYTES = 4 * SHADOW_PAGE * SHADOW_PAGE
+# the hierarchical page mask: mips of SHADOW_PAGES^2 .. 1 flags a level, 21,845 words rounded up
+HPM_MIPS = 8
+HPM_STRIDE = 21848
+assert sum((SHADOW_PAGES >> m) ** 2 for m in range(HPM_MIPS)) <= HPM_STRIDE
+assert SHADOW_PAGES >> (HPM_MIPS - 1) == 1
 # the queue and visible entries of a shadow view carry the view (level) in the instance word's
 # top bits: instance | view << VIEW_SHIFT (the main view is 0); 2^27 instances is far above what
 # one instance binding holds (26.8M at 2 GiB)
@@ -165,6 +170,8 @@ WGSL_CONSTANTS = {
     "SHADOW_LEVELS": SHADOW_LEVELS,
     "SHADOW_TABLE_WORDS": SHADOW_TABLE_WORDS,
     "FALLBACK_STEP": FALLBACK_STEP,
+    "HPM_MIPS": HPM_MIPS,
+    "HPM_STRIDE": HPM_STRIDE,
     "VIEW_SHIFT": VIEW_SHIFT,
     "INSTANCE_MASK": INSTANCE_MASK,
     "NO_PAGE": NO_PAGE,

@@ -21,6 +21,7 @@ from renderer.gpu import buffer
 from renderer.layout import ARGS_WORDS, FRAME_DTYPE, SHADOW_DTYPE, SHADOW_VIEW_DTYPE, STATE_WORDS
 from renderer.limits import (
     COARSEST_SPAN,
+    HPM_STRIDE,
     MIN_SHADOW_PAGES,
     NO_PAGE,
     SHADOW_LEVELS,
@@ -35,7 +36,6 @@ __all__ = ["ShadowFrame", "ShadowMap", "shadow_level", "sun_direction"]
 _BU = wgpu.BufferUsage
 _MIB = 1 << 20
 WINDOW = SHADOW_PAGES * SHADOW_PAGE  # texels a level's window side
-HPM_STRIDE = 21848  # page-mask words a level (shaders/shadow.wgsl)
 MAX_DIRTY = 64  # moved bounds a frame; past it every page is invalidated
 POOL_STATE_WORDS = 4 + SHADOW_LEVELS  # shaders/shadow_state.wgsl
 # texels a receiver is pushed along its normal, and of depth bias under its plane

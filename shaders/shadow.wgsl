@@ -64,8 +64,7 @@ fn pool_word(phys: u32, x: u32, y: u32) -> u32 {
 // texel set where a page below is drawn this frame (the shadow views' culling tests bounds
 // against it, as the main view's against the HZB); the finest mip's word is the drawn page's
 // physical page + 1
-const HPM_MIPS: u32 = 8u;  // 128^2 .. 1^2
-const HPM_STRIDE: u32 = 21848u;  // words a level: 21,845 rounded up (renderer.shadows)
+// HPM_MIPS (128^2 .. 1^2) and HPM_STRIDE (words a level) come from renderer/limits.py
 
 fn hpm_offset(m: u32) -> u32 {
     let offsets = array<u32, 8>(0u, 16384u, 20480u, 21504u, 21760u, 21824u, 21840u, 21844u);
