@@ -35,29 +35,14 @@ ALLOC_BINDINGS = (
 )
 
 
-class ShadowAlloc(Pass):
-    """The marked entries given pages, the coarsest level first (shaders/shadow_alloc.wgsl)."""
+class _Step(Pass):
+    """One entry point of its own shader (`cs_main`): a step whose bind group must leave out a
+    buffer the page passes bind (an indirect dispatch's arguments)."""
 
-    label = "shadow_alloc"
-    bindings = ALLOC_BINDINGS
-
-    def __init__(self, device) -> None:
+    def __init__(self, device, shader: str, bindings: tuple[Binding, ...], label: str) -> None:
         super().__init__()
-        self.bgl, pipes = compute_pipelines(device, "shadow_alloc.wgsl", ALLOC_BINDINGS,
-                                            ["cs_main"], label=self.label)
-        self.pipeline = pipes["cs_main"]
-
-
-class ShadowClear(Pass):
-    """The pages drawn this frame, cleared (shaders/shadow_clear.wgsl)."""
-
-    label = "shadow_clear"
-    bindings = CLEAR_BINDINGS
-
-    def __init__(self, device) -> None:
-        super().__init__()
-        self.bgl, pipes = compute_pipelines(device, "shadow_clear.wgsl", CLEAR_BINDINGS,
-                                            ["cs_main"], label=self.label)
+        self.label, self.bindings = label, bindings
+        self.bgl, pipes = compute_pipelines(device, shader, bindings, ["cs_main"], label=label)
         self.pipeline = pipes["cs_main"]
 
 
@@ -84,8 +69,9 @@ class ShadowPages(Pass):
         self.bgl, self.pipes = compute_pipelines(device, "shadow_pages.wgsl", self.bindings,
                                                  ENTRIES, defines=["VIS64"] if vis64 else [],
                                                  label=self.label)
-        self.alloc = ShadowAlloc(device)
-        self.clear = ShadowClear(device)
+        # the marked entries given pages, the coarsest level first; the pages drawn, cleared
+        self.alloc = _Step(device, "shadow_alloc.wgsl", ALLOC_BINDINGS, "shadow_alloc")
+        self.clear = _Step(device, "shadow_clear.wgsl", CLEAR_BINDINGS, "shadow_clear")
 
     def encode(self, frame, encoder) -> None:
         """`frame`: the shadow views' resources (renderer.shadows.ShadowFrame)."""
