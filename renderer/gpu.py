@@ -3,7 +3,8 @@ come from the same list), shader modules from `shaders/`, and buffers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,11 +70,34 @@ def bind_group(device: wgpu.GPUDevice, layout: wgpu.GPUBindGroupLayout,
     return device.create_bind_group(layout=layout, entries=entries, label=label)
 
 
+# pipelines (and their layouts) already built on a device, by what they were built from: every
+# Renderer on a shared device (the tests', the viewer's after a new scene) compiles each once;
+# a pipeline is immutable, so sharing it is safe
+_BUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cached(device: wgpu.GPUDevice, key: tuple, build: Callable[[], object]):
+    """`build()`'s result for `key` on `device`, built once per device."""
+    per_device = _BUILT.setdefault(device, {})
+    if key not in per_device:
+        per_device[key] = build()
+    return per_device[key]
+
+
 def compute_pipelines(device: wgpu.GPUDevice, name: str, bindings: Sequence[Binding],
                       entry_points: Sequence[str], *, defines: Iterable[str] = (),
                       constants: dict | None = None, label: str
                       ) -> tuple[wgpu.GPUBindGroupLayout, dict[str, wgpu.GPUComputePipeline]]:
-    """One layout and a pipeline per entry point of shaders/<name>."""
+    """One layout and a pipeline per entry point of shaders/<name> (built once per device for
+    the same arguments: `cached`)."""
+    defines = tuple(defines)
+    key = ("compute", name, tuple(bindings), tuple(entry_points), defines,
+           tuple(sorted((constants or {}).items())), label)
+    return cached(device, key, lambda: _compute_pipelines(device, name, bindings, entry_points,
+                                                          defines, constants, label))
+
+
+def _compute_pipelines(device, name, bindings, entry_points, defines, constants, label):
     module = shader_module(device, name, bindings, defines=defines, label=f"{label}.shader")
     bgl = bind_group_layout(device, bindings, f"{label}.bind_group_layout")
     layout = device.create_pipeline_layout(bind_group_layouts=[bgl], label=f"{label}.layout")

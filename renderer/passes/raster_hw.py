@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import wgpu
 
-from renderer.gpu import READ, Binding, bind_group_layout, shader_module
+from renderer.gpu import READ, Binding, bind_group_layout, cached, shader_module
 from renderer.layout import ARGS
 from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
 from renderer.passes.raster_sw import shadow_raster_bindings
@@ -34,18 +34,22 @@ class RasterHW(Pass):
                 # alpha cut-outs (glTF MASK): the fragment shader samples the base colour's alpha
                 Binding("materials", READ, "array<u32>", VF),
             )
+        self.bgl, self.pipelines = cached(device, ("raster_hw", shadow, vis64),
+                                          lambda: self._build(device, shadow, vis64))
+
+    def _build(self, device, shadow: bool, vis64: bool) -> tuple:
         defines = ["SHADOW"] if shadow else (["VIS64"] if vis64 else [])
         module = shader_module(device, "raster_hw.wgsl", self.bindings, defines=defines,
                                label=f"{self.label}.shader")
-        self.bgl = bind_group_layout(device, self.bindings, f"{self.label}.bind_group_layout")
-        layout = device.create_pipeline_layout(bind_group_layouts=[self.bgl],
+        bgl = bind_group_layout(device, self.bindings, f"{self.label}.bind_group_layout")
+        layout = device.create_pipeline_layout(bind_group_layouts=[bgl],
                                                label=f"{self.label}.layout")
-        self.pipelines = []
+        pipelines = []
         for id_pass in ([False] if vis64 else [False, True]):
             frag = {"module": module, "entry_point": "fs_main", "targets": []}
             if not vis64:
                 frag["constants"] = {"ID_PASS": id_pass}
-            self.pipelines.append(device.create_render_pipeline(
+            pipelines.append(device.create_render_pipeline(
                 layout=layout,
                 vertex={"module": module, "entry_point": "vs_main", "buffers": []},
                 primitive={"topology": "triangle-list", "front_face": "ccw", "cull_mode": "none"},
@@ -57,6 +61,7 @@ class RasterHW(Pass):
                 fragment=frag,
                 label=f"{self.label}.pipeline{'.ids' if id_pass else ''}",
             ))
+        return bgl, pipelines
 
     def encode(self, frame, encoder, variant: int = 0, label: str | None = None) -> None:
         name = label or (self.label if variant == 0 else f"{self.label}.ids")
