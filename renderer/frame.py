@@ -54,7 +54,7 @@ from renderer.passes.shadow_pages import ShadowPages
 from renderer.readback import InFlight, ReadbackRing, RingLayout
 from renderer.results import INCOMPLETE, FrameStats, RenderResult
 from renderer.scene import PREV_WORLD_BYTES, Scene, SceneError, grid_offsets, open_asset
-from renderer.shadows import ShadowFrame, ShadowMap
+from renderer.shadows import ShadowFrame, ShadowMap, pool_pages
 
 __all__ = ["FrameResources", "Renderer"]
 
@@ -204,7 +204,8 @@ class Renderer:
         self._shadow_runs: dict[int, tuple | None] = {}
         self._shadow_settled: tuple | None = None
         self._last_view_proj = np.zeros((4, 4), np.float32)
-        self._scene_sphere: tuple[int, tuple[np.ndarray, float]] | None = None
+        # (scene, its world_version, (centre, radius)): `_scene_bounds`
+        self._scene_sphere: tuple | None = None
         self.set_shadows(self.options.shadows)
         self.occlusion = self.options.occlusion
         # the camera and resources generation the HZB was built with (None: no HZB)
@@ -265,8 +266,8 @@ class Renderer:
         o = self.options
         # the least pool until switched on
         pool = o.shadow_pool_mb if self.shadows else MIN_SHADOW_PAGES * SHADOW_PAGE_BYTES / 2**20
-        if self.shadow_map is None or (self.shadows and self.shadow_map.pages < int(
-                o.shadow_pool_mb * 2**20) // SHADOW_PAGE_BYTES):
+        if self.shadow_map is None or (self.shadows and self.shadow_map.pages
+                                       < pool_pages(o.shadow_pool_mb)):
             self.shadow_map = ShadowMap(self.device, pool, binding_limit(self.device)[0],
                                         o.shadow_visible_capacity if self.shadows else 2)
             self.frame.buffers.update(self.shadow_map.buffers)
@@ -350,16 +351,8 @@ class Renderer:
         """(center, radius) of a sphere around every instance."""
         if not self.scene.instance_count:
             raise SceneError("the scene has no instance")
-        pts, rad = [], []
-        for a, m in zip(self.scene.instance_asset, self.scene.instance_world, strict=True):
-            s = self.scene.assets[a].bounds_sphere.astype(np.float64)
-            pts.append((m.astype(np.float64) @ np.append(s[:3], 1.0))[:3])
-            rad.append(s[3] * float(np.linalg.norm(m[:3, :3], axis=0).max()))
-        pts_a = np.array(pts)
-        lo = (pts_a - np.array(rad)[:, None]).min(axis=0)
-        hi = (pts_a + np.array(rad)[:, None]).max(axis=0)
-        c = (lo + hi) / 2
-        return c, float(max(np.linalg.norm(p - c) + r for p, r in zip(pts_a, rad, strict=True)))
+        c, r = self._scene_bounds()
+        return c.copy(), r
 
     # ---------------------------------------------------------------- resources
 
@@ -454,7 +447,6 @@ class Renderer:
             if not s.instance_count:
                 raise SceneError("the scene has no instance: add_instance() first")
             self.shadow_map.invalidate()
-            self._scene_sphere = None
             f.buffers.update(s.upload_instances(self.device, moved))
             f.instance_count = s.instance_count
             self._instance_version = s.instance_version
@@ -465,34 +457,37 @@ class Renderer:
                 self.shadow_map.note_moved(np.concatenate([
                     self._world_spheres(list(moved), list(moved.values())),
                     self._world_spheres(list(moved))]))
-                self._scene_sphere = None
         self._prev_stale = set(moved)
         self._moving = bool(moved)
 
     def _world_spheres(self, instances: list[int], worlds: list[np.ndarray] | None = None
                        ) -> np.ndarray:
         """(k, 4) float64 world bounding spheres of instances (under `worlds`, default their
-        current transforms)."""
+        current transforms): the asset's sphere centre through the float32 world in float64,
+        its radius times the world's largest axis scale (in float32, as the GPU's)."""
         s = self.scene
-        ws = np.asarray(worlds if worlds is not None else
-                        [s.instance_world[i] for i in instances], np.float64).reshape(-1, 4, 4)
-        local = np.array([s.assets[s.instance_asset[i]].bounds_sphere for i in instances],
-                         np.float64).reshape(-1, 4)
-        c = np.einsum("kij,kj->ki", ws[:, :3, :3], local[:, :3]) + ws[:, :3, 3]
-        scale = np.linalg.norm(ws[:, :3, :3], axis=1).max(axis=1)
+        w32 = np.asarray(worlds if worlds is not None else
+                         [s.instance_world[i] for i in instances]).reshape(-1, 4, 4)
+        local = np.array([s.assets[s.instance_asset[i]].bounds_sphere for i in instances]
+                         ).astype(np.float64).reshape(-1, 4)
+        homogeneous = np.concatenate([local[:, :3], np.ones((len(local), 1))], axis=1)
+        c = np.matmul(w32.astype(np.float64), homogeneous[:, :, None])[:, :3, 0]
+        scale = np.linalg.norm(w32[:, :3, :3], axis=1).max(axis=1).astype(np.float64)
         return np.concatenate([c, (local[:, 3] * scale)[:, None]], axis=1)
 
     def _scene_bounds(self) -> tuple[np.ndarray, float]:
-        """A sphere around every instance (vectorized; kept until instances change or move)."""
-        key = self.scene.instance_version
-        if self._scene_sphere is None or self._scene_sphere[0] != key:
-            sph = self._world_spheres(list(range(self.scene.instance_count)))
+        """A sphere around every instance (`bounds`; kept until an instance is added, moved or
+        cleared: `Scene.world_version`)."""
+        s = self.scene
+        cached = self._scene_sphere
+        if cached is None or cached[0] is not s or cached[1] != s.world_version:
+            sph = self._world_spheres(list(range(s.instance_count)))
             lo = (sph[:, :3] - sph[:, 3:]).min(axis=0)
             hi = (sph[:, :3] + sph[:, 3:]).max(axis=0)
             c = (lo + hi) / 2
             r = float((np.linalg.norm(sph[:, :3] - c, axis=1) + sph[:, 3]).max())
-            self._scene_sphere = (key, (c, r))
-        return self._scene_sphere[1]
+            self._scene_sphere = cached = (s, s.world_version, (c, r))
+        return cached[2]
 
     def _write_moved(self, moved: dict[int, np.ndarray]) -> None:
         """Rewrite in place the rows of the instances moved since the previous frame (their new
@@ -565,7 +560,7 @@ class Renderer:
         self.device.queue.write_buffer(self.shadow_map.frame_buffers["frame"], 0, su)
         inv = np.linalg.inv(vp.astype(np.float64))
         self.shadow_map.update(self.sun, self._scene_bounds(), np.asarray(camera.eye, np.float64),
-                               inv, camera.lod_scale(f.height), f.height, self.frame_index)
+                               inv, camera.lod_scale(f.height), self.frame_index)
         return u
 
     # ---------------------------------------------------------------- the frame

@@ -92,7 +92,7 @@ SHADOW_DTYPE = np.dtype([
     # x: levels, y: pool pages, z: this frame's stamp (marks), w: pages a mark pass may touch
     ("counts", "<u4", 4),
     # the camera's footprint: x: pixels per world unit at distance 1 (lod scale), y: texels per
-    # pixel wanted (1), z: PCF radius in texels, w: 1 / viewport height
+    # pixel wanted (1), z: the pages marked around a pixel's point, in texels; w: 0
     ("footprint", "<f4", 4),
     ("inv_view_proj", "<f4", 16),  # the camera's clip -> world (the mark pass)
 ])

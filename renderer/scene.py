@@ -188,6 +188,7 @@ class Scene:
     instance_world: list[np.ndarray] = field(default_factory=list)
     asset_version: int = 0  # bumped when assets change (geometry re-upload)
     instance_version: int = 0  # bumped when instances are added or cleared (re-upload)
+    world_version: int = 0  # bumped whenever an instance is added, moved or cleared (bounds)
     # instance -> its world before the `set_transform` calls since `take_moved` (the renderer
     # takes them once a frame: rows to rewrite in place, and the previous transforms of velocity)
     moved: dict[int, np.ndarray] = field(default_factory=dict)
@@ -207,6 +208,7 @@ class Scene:
         self.instance_asset.append(int(asset))
         self.instance_world.append(m)
         self.instance_version += 1
+        self.world_version += 1
         return len(self.instance_asset) - 1
 
     def set_transform(self, instance: int, world: np.ndarray) -> None:
@@ -219,6 +221,7 @@ class Scene:
         if instance < self.taken_count:
             self.moved.setdefault(int(instance), self.instance_world[instance])
         self.instance_world[instance] = m
+        self.world_version += 1
 
     def add_instances(self, asset: int, worlds: np.ndarray) -> range:
         """Many instances of one asset: worlds (k, 4, 4)."""
@@ -233,6 +236,7 @@ class Scene:
         self.moved.clear()
         self.taken_count = 0
         self.instance_version += 1
+        self.world_version += 1
 
     def take_moved(self) -> dict[int, np.ndarray]:
         """The instances moved since the last call, each with its world before (the previous

@@ -31,7 +31,7 @@ from renderer.limits import (
     SHADOW_TABLE_WORDS,
 )
 
-__all__ = ["ShadowFrame", "ShadowMap", "shadow_level", "sun_direction"]
+__all__ = ["ShadowFrame", "ShadowMap", "pool_pages", "shadow_level", "sun_direction"]
 
 _BU = wgpu.BufferUsage
 _MIB = 1 << 20
@@ -59,6 +59,11 @@ def shadow_level(distance: np.ndarray, lod_scale: float, texel0: float) -> np.nd
     footprint = np.asarray(distance, np.float64) / lod_scale
     level = np.floor(np.log2(np.maximum(footprint / texel0, 1.0)))
     return np.clip(level, 0, SHADOW_LEVELS - 1).astype(np.int64)
+
+
+def pool_pages(pool_mb: float) -> int:
+    """Physical pages (SHADOW_PAGE_BYTES each) in a pool of `pool_mb` MiB."""
+    return int(pool_mb * _MIB) // SHADOW_PAGE_BYTES
 
 
 def light_basis(sun: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -93,7 +98,7 @@ class ShadowMap:
 
     def __init__(self, device: wgpu.GPUDevice, pool_mb: float, binding_limit: int,
                  visible_capacity: int) -> None:
-        pages = int(pool_mb * _MIB) // SHADOW_PAGE_BYTES
+        pages = pool_pages(pool_mb)
         least = MIN_SHADOW_PAGES * SHADOW_PAGE_BYTES / _MIB
         if pages < MIN_SHADOW_PAGES:
             raise ValueError(f"a shadow pool of {pool_mb:g} MiB holds {pages} pages "
@@ -200,10 +205,10 @@ class ShadowMap:
         self._dirty, self._all_dirty = [], False
 
     def update(self, sun: tuple[float, float], scene_sphere: tuple[np.ndarray, float],
-               eye: np.ndarray, inv_view_proj: np.ndarray, lod_scale: float, height: int,
-               frame_index: int) -> tuple[np.ndarray, np.ndarray]:
-        """This frame's ShadowInfo and views (also written to the GPU); a reset is due when the
-        sun or the scene's frame changed."""
+               eye: np.ndarray, inv_view_proj: np.ndarray, lod_scale: float,
+               frame_index: int) -> None:
+        """Write this frame's ShadowInfo and views to the GPU (`self.uniform`, `self.views`); a
+        reset is due when the sun or the scene's frame changed."""
         s = sun_direction(*sun)
         u, v = light_basis(s)
         c, r = np.asarray(scene_sphere[0], np.float64), float(scene_sphere[1])
@@ -254,9 +259,9 @@ class ShadowMap:
         un["axis_u"] = [*u, 0.0]
         un["axis_v"] = [*v, 0.0]
         un["depth"] = [zmin, 1 / zrange, texel0, NORMAL_BIAS]
-        un["footprint"] = [lod_scale, 1.0, MARK_RADIUS, 1 / height]
+        un["footprint"] = [lod_scale, 1.0, MARK_RADIUS, 0.0]
         un["inv_view_proj"] = np.asarray(inv_view_proj, np.float32).T.reshape(-1)
-        dirty = self._dirty_rects(views, texel0)
+        dirty = self._dirty_rects(texel0)
         self._sent_dirty = len(dirty) > 0
         un["counts"] = [SHADOW_LEVELS, self.pages, frame_index + 1, len(dirty) // SHADOW_LEVELS]
         q = self.device.queue
@@ -264,9 +269,8 @@ class ShadowMap:
         q.write_buffer(self.buffers["shadow_views"], 0, views)
         if len(dirty):
             q.write_buffer(self.buffers["shadow_dirty"], 0, dirty)
-        return un, views
 
-    def _dirty_rects(self, views: np.ndarray, texel0: float) -> np.ndarray:
+    def _dirty_rects(self, texel0: float) -> np.ndarray:
         """(k * SHADOW_LEVELS, 4) int32 absolute page rectangles (x0, y0, x1, y1) a level, for
         each moved sphere (a rectangle of everything when too many moved)."""
         if self._all_dirty:

@@ -62,9 +62,6 @@ class ShadowPages(Pass):
             Binding("shadow_map", STORAGE, "array<u32>"),
             Binding("shadow_free", STORAGE, "array<u32>"),
             Binding("shadow_pool_state", STORAGE, "array<atomic<u32>>"),
-            Binding("shadow_hpm", STORAGE, "array<atomic<u32>>"),
-            Binding("shadow_draw", STORAGE, "array<u32>"),
-            Binding("state", STORAGE, "array<atomic<u32>>"),
         )
         self.bgl, self.pipes = compute_pipelines(device, "shadow_pages.wgsl", self.bindings,
                                                  ENTRIES, defines=["VIS64"] if vis64 else [],
