@@ -669,7 +669,7 @@ class Renderer:
         if sm.needs_reset:
             sm.reset(enc)
         if not self.options.shadow_cache:  # every page drawn again (benchmarks)
-            sm.note_moved(np.zeros((0, 4)), everything=True)
+            sm.redraw_all()
         enc.clear_buffer(f.buffers["shadow_state"])
         enc.clear_buffer(f.buffers["shadow_hpm"])
         self.shadow_pages.encode(sf, enc)
@@ -731,7 +731,7 @@ class Renderer:
             if stats.streaming["uploaded"] or stats.streaming["evicted"]:
                 # the cut changed: shadow pages drawn from the old one are stale (the next
                 # frame draws every page again; a still, loaded view caches them)
-                self.shadow_map.note_moved(np.zeros((0, 4)), everything=True)
+                self.shadow_map.redraw_all()
         if self._latest is None or stats.frame > self._latest.frame:
             self._latest = stats
 

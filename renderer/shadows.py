@@ -165,12 +165,17 @@ class ShadowMap:
 
     # ------------------------------------------------------------------ invalidation
 
-    def note_moved(self, spheres: np.ndarray, *, everything: bool = False) -> None:
+    def note_moved(self, spheres: np.ndarray) -> None:
         """World spheres (k, 4) that moved instances covered before and after their move: the
-        pages under them are drawn again when next needed (`everything`: every page)."""
+        pages under them are drawn again when next needed (past MAX_DIRTY, every page)."""
         self._dirty.extend(np.asarray(spheres, np.float64).reshape(-1, 4))
-        if everything or len(self._dirty) > MAX_DIRTY:
-            self._all_dirty, self._dirty = True, []
+        if len(self._dirty) > MAX_DIRTY:
+            self.redraw_all()
+
+    def redraw_all(self) -> None:
+        """Every page is drawn again when next needed (its geometry may have changed: a new
+        streamed cut, or `shadow_cache` off); kept pages keep their physical pages."""
+        self._all_dirty, self._dirty = True, []
 
     @property
     def changed(self) -> bool:
