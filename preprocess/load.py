@@ -1005,7 +1005,7 @@ def _check_gltf_scene_features(tree: dict, label: str) -> None:
     if tree.get("cameras"):
         left.append(f"{len(tree['cameras'])} cameras")
     lights = _check_lights(tree, label)
-    if lights:  # a scene (preprocess.scene.scene_sun) names its own
+    if lights:  # a scene (preprocess.scene.scene_lights) names its own
         _warn(f"{label}: lights not drawn: {lights} (a file of one mesh keeps none; --sun sets "
               f"the sun)")
     scenes = tree.get("scenes") or []
@@ -1021,8 +1021,9 @@ def _check_gltf_scene_features(tree: dict, label: str) -> None:
 
 def _check_lights(tree: dict, label: str) -> int:
     """`MeshError` for a KHR_lights_punctual light that cannot be drawn right (an unknown type,
-    a NaN, infinite or negative intensity or range, a colour that is not three finite numbers >=
-    0, a node naming a light the file lacks); returns how many lights the file has."""
+    a NaN, infinite or negative intensity, a range that is not > 0, a colour that is not three
+    finite numbers >= 0, a spot's cone angles out of order or past pi/2, a node naming a light
+    the file lacks); returns how many lights the file has."""
     ext = (tree.get("extensions") or {}).get("KHR_lights_punctual") or {}
     lights = ext.get("lights") or []
     if not isinstance(lights, list):
@@ -1035,8 +1036,17 @@ def _check_lights(tree: dict, label: str) -> int:
         for key in ("intensity", "range"):
             v = light.get(key, 1.0)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
-                    math.isfinite(v) and v >= 0):
-                raise MeshError(f"{where}: {key} {v!r} is not a finite number >= 0")
+                    math.isfinite(v) and (v > 0 if key == "range" else v >= 0)):
+                raise MeshError(f"{where}: {key} {v!r} is not a finite number "
+                                f"{'> 0' if key == 'range' else '>= 0'}")
+        if light["type"] == "spot":
+            cone = light.get("spot", {})
+            inner = cone.get("innerConeAngle", 0.0) if isinstance(cone, dict) else None
+            outer = cone.get("outerConeAngle", math.pi / 4) if isinstance(cone, dict) else None
+            if not (all(isinstance(a, (int, float)) and not isinstance(a, bool)
+                        for a in (inner, outer)) and 0 <= inner < outer <= math.pi / 2):
+                raise MeshError(f"{where}: spot cone angles {inner!r}, {outer!r} are not "
+                                f"0 <= innerConeAngle < outerConeAngle <= pi/2")
         c = light.get("color", [1.0, 1.0, 1.0])
         if not (isinstance(c, list) and len(c) == 3 and all(
                 isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

@@ -37,6 +37,8 @@ from preprocess.mesh import Mesh, MeshError, MeshWarning
 __all__ = ["SceneMeshes", "build_scene", "read_scene", "scene_summary"]
 
 MIRROR = np.diag([-1.0, 1.0, 1.0, 1.0])  # object-space mirror of a mirrored node's mesh
+# spot and point lights a scene file holds (renderer.limits.MAX_LIGHTS: the `lights` uniform)
+MAX_LIGHTS = 16
 # glTF nodes nested deeper than this are an error (a cycle the file should not have)
 MAX_NODE_DEPTH = 1000
 
@@ -51,6 +53,9 @@ class SceneMeshes:
     # the sun, (azimuth, elevation) degrees: the scene's first directional light
     # (KHR_lights_punctual) above the horizon, or None
     sun: tuple[float, float] | None = None
+    # spot and point lights, scene-file entries in world space (scene_lights)
+    lights: list[dict] = field(default_factory=list)
+    sunless: bool = False  # lit by its own lights only: the scene file says "sun": null
 
 
 def _local(node: dict) -> np.ndarray:
@@ -107,39 +112,71 @@ def _walk(tree: dict, label: str) -> list[tuple[int, dict, np.ndarray]]:
     return out
 
 
-def scene_sun(tree: dict, label: str) -> tuple[float, float] | None:
-    """The sun of a glTF scene, (azimuth, elevation) degrees as `RenderOptions.sun`: its first
-    directional light (`KHR_lights_punctual`, shining down its node's -Z) above the horizon.
-    What is not drawn is named in a `MeshWarning`: spot and point lights, other directional
-    lights, one below the horizon, and every light's colour and intensity (the sun's are
-    Tessera's own). A light's values are checked by `load.read_gltf_json`."""
+def scene_lights(tree: dict, label: str, targets: list[np.ndarray] | None = None
+                 ) -> tuple[tuple[float, float] | None, list[dict]]:
+    """The lights of a glTF scene (`KHR_lights_punctual`, each shining down its node's -Z):
+    its sun, (azimuth, elevation) degrees as `RenderOptions.sun`, from its first directional
+    light above the horizon (or None); and its spot and point lights (the first MAX_LIGHTS) as
+    scene-file entries (renderer/apps/scene_file.py) in world space, their intensities in suns:
+    in units of the sun's illuminance where there is one, else such that the brightest gives
+    one sun at the mean distance to `targets` (the meshes' world origins; 1 without them).
+    What is not drawn is named in a `MeshWarning`: other directional lights, one below the
+    horizon, lights past MAX_LIGHTS, the sun's colour and intensity (Tessera's sun is white).
+    A light's values are checked by `load.read_gltf_json`."""
     lights = ((tree.get("extensions") or {}).get("KHR_lights_punctual") or {}).get("lights") or []
     placed = [(node, world) for _i, node, world in _walk(tree, label)
               if "light" in ((node.get("extensions") or {}).get("KHR_lights_punctual") or {})]
-    sun, left = None, []
+    sun, sun_lux, local, left = None, 1.0, [], []
     for node, world in placed:
         light = lights[int(node["extensions"]["KHR_lights_punctual"]["light"])]
-        if light.get("type") != "directional":
-            left.append(f"a {light.get('type')} light")
+        kind = light.get("type")
+        down = world[:3, :3] @ np.array([0.0, 0.0, -1.0])  # the way it shines
+        if kind in ("spot", "point"):
+            entry = {"type": kind, "position": [float(x) for x in world[:3, 3]],
+                     "intensity": float(light.get("intensity", 1.0)),
+                     "color": [float(x) for x in light.get("color", [1.0, 1.0, 1.0])]}
+            if "range" in light:
+                entry["range"] = float(light["range"])
+            if kind == "spot":
+                if not np.linalg.norm(down) > 0:
+                    left.append("a spot light with a singular transform")
+                    continue
+                cone = light.get("spot") or {}
+                entry["direction"] = [float(x) for x in down / np.linalg.norm(down)]
+                entry["inner_cone"] = math.degrees(cone.get("innerConeAngle", 0.0))
+                entry["outer_cone"] = math.degrees(cone.get("outerConeAngle", math.pi / 4))
+            local.append(entry)
             continue
-        d = world[:3, :3] @ np.array([0.0, 0.0, 1.0])  # towards the light
-        if not np.linalg.norm(d) > 0:
+        if not np.linalg.norm(down) > 0:
             left.append("a directional light with a singular transform")
             continue
-        azimuth, elevation = _sun_angles(d)
+        azimuth, elevation = _sun_angles(-down)
         if sun is not None:
             left.append("a second directional light")
         elif elevation <= 0:
             left.append(f"a directional light {-elevation:.0f} degrees below the horizon")
         else:
-            sun = (azimuth, elevation)
-    if placed:
-        left.append("the lights' colours and intensities (the sun's are fixed)")
+            sun, sun_lux = (azimuth, elevation), float(light.get("intensity", 1.0))
+            if light.get("color", [1.0, 1.0, 1.0]) != [1.0, 1.0, 1.0]:
+                left.append("the sun's colour (Tessera's sun is white)")
+    if len(local) > MAX_LIGHTS:
+        left.append(f"{len(local) - MAX_LIGHTS} spot and point lights past the first "
+                    f"{MAX_LIGHTS}")
+        local = local[:MAX_LIGHTS]
+    if local:
+        unit = sun_lux
+        if sun is None:
+            brightest = max(local, key=lambda e: e["intensity"])
+            p = np.asarray(brightest["position"])
+            d = (float(np.mean([np.linalg.norm(t - p) for t in targets])) if targets else 1.0)
+            unit = brightest["intensity"] / max(d, 1e-6) ** 2
+        for e in local:
+            e["intensity"] = e["intensity"] / unit if unit > 0 else 0.0
     if left:
         warnings.warn(MeshWarning(f"{label}: lights not drawn: {'; '.join(left)}"
-                                  + ("" if sun else "; the default sun lights the scene")),
+                                  + ("" if sun or local else "; the default sun lights the scene")),
                       stacklevel=2)
-    return sun
+    return sun, local
 
 
 def _sun_vector(azimuth: float, elevation: float) -> np.ndarray:
@@ -262,12 +299,14 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
         warnings.simplefilter("always", MeshWarning)
         tree = read_gltf_json(p)
         placed = _node_instances(tree, label)
-    if len(placed) <= 1:
+    lit = any("light" in ((node.get("extensions") or {}).get("KHR_lights_punctual") or {})
+              for _i, node, _w in _walk(tree, label))
+    if len(placed) < (1 if lit else 2):  # one mesh with lights placed is a scene
         return None
-    for w in caught:  # the lights are the scene's to name (scene_sun)
+    for w in caught:  # the lights are the scene's to name (scene_lights)
         if not str(w.message).startswith(f"{label}: lights "):
             warnings.warn(w.message, w.category, stacklevel=2)
-    sun = scene_sun(tree, label)
+    sun, lights = scene_lights(tree, label, [world[:3, 3] for _, _, world in placed])
     meshes = tree.get("meshes") or []
     signature = {m: _signature(meshes[m]) for m in {m for _, m, _ in placed}
                  if 0 <= m < len(meshes)}
@@ -284,7 +323,7 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
             name, k = f"{base}-{k}", k + 1
         taken.add(name)
         names[m] = name
-    out = SceneMeshes(sun=sun)
+    out = SceneMeshes(sun=sun, lights=lights, sunless=sun is None and bool(lights))
     for _node, m, world in placed:
         if m not in signature:
             raise MeshError(f"{label}: a node names mesh {m}; the file has {len(meshes)}")
@@ -314,11 +353,24 @@ def scene_summary(scene: SceneMeshes) -> str:
 
 
 def _scene_json(doc: dict) -> str:
-    """The scene file's text: an asset or an instance a line (and the sun, where there is one)."""
+    """The scene file's text: an asset, an instance or a light a line (and the sun, where
+    there is one)."""
     assets = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in doc["assets"].items())
     inst = ",\n".join(f"  {json.dumps(i)}" for i in doc["instances"])
     sun = f',\n "sun": {json.dumps(doc["sun"])}' if "sun" in doc else ""
+    if "lights" in doc:
+        sun += ',\n "lights": [\n' + ",\n".join(f"  {json.dumps(e)}" for e in doc["lights"])
+        sun += "\n ]"
     return f'{{\n "assets": {{\n{assets}\n }},\n "instances": [\n{inst}\n ]{sun}\n}}\n'
+
+
+def _turned(light: dict, turn: np.ndarray) -> dict:
+    """A scene-file light with its position and direction turned (a Z-up scene made Y-up)."""
+    out = dict(light)
+    out["position"] = [float(x) for x in turn[:3, :3] @ np.asarray(light["position"])]
+    if "direction" in light:
+        out["direction"] = [float(x) for x in turn[:3, :3] @ np.asarray(light["direction"])]
+    return out
 
 
 def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
@@ -368,6 +420,10 @@ def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
             az, el = _sun_angles(turn[:3, :3] @ _sun_vector(*scene.sun))
             if el > 0:
                 doc["sun"] = {"azimuth": round(az, 6), "elevation": round(el, 6)}
+        elif scene.sunless:
+            doc["sun"] = None
+        if scene.lights:
+            doc["lights"] = [_turned(e, turn) for e in scene.lights]
         tmp = out.with_name(out.name + ".tmp")
         tmp.write_text(_scene_json(doc))
         os.replace(tmp, out)

@@ -21,6 +21,7 @@ _EXPORTS = {
     "FrameStats": "renderer.results",
     "DEBUG_VIEWS": "renderer.options",
     "Camera": "renderer.camera",
+    "Light": "renderer.lights",
     "ReferenceRenderer": "renderer.oracles.reference",
     "create_context": "renderer.device",
     "DeviceError": "renderer.device",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 
 import numpy as np
 import wgpu
@@ -28,7 +29,9 @@ from renderer.camera import Camera, frustum_planes
 from renderer.device import GpuContext, create_context
 from renderer.gpu import buffer
 from renderer.layout import ARGS_WORDS, FRAME_DTYPE, INSTANCE_DTYPE, STATE, STATE_WORDS, STAT_NAMES
+from renderer.lights import Light, check_lights, faces_of
 from renderer.limits import (
+    MAX_LOCAL_FACES,
     DEFAULT_BINDING_LIMIT,
     FLAG_OCCLUSION,
     ID_EMPTY,
@@ -198,7 +201,9 @@ class Renderer:
                                          rounds=self.raster_sw.rounds, shadow=True)
         self.shadow_raster_hw = RasterHW(d, vis64=self.vis64, shadow=True)
         self.shadow_map: ShadowMap | None = None
-        self.sun = tuple(self.options.sun)  # (azimuth, elevation) degrees: set_sun
+        # (azimuth, elevation) degrees, or None: set_sun; spot and point lights: set_lights
+        self.sun = None if self.options.sun is None else tuple(self.options.sun)
+        self.lights: tuple[Light, ...] = tuple(check_lights(self.options.lights))
         # still frames: the key of each frame that ran the shadow passes (until read back), and
         # the key of the latest that found nothing to draw (frames with it skip the passes)
         self._shadow_runs: dict[int, tuple | None] = {}
@@ -252,11 +257,30 @@ class Renderer:
         (both pipelines are built up front; the cut is the same)."""
         self.persistent = self.cull.persistent = self.shadow_cull.persistent = bool(persistent)
 
-    def set_sun(self, azimuth: float, elevation: float) -> None:
+    def set_sun(self, azimuth: float | None, elevation: float | None = None) -> None:
         """Move the sun, (azimuth, elevation) in degrees as `RenderOptions.sun` (ValueError for
-        one at or below the horizon); every shadow page is drawn again."""
+        one at or below the horizon), or take it away (None); every shadow page is drawn
+        again."""
+        if azimuth is None:
+            self.sun = None
+            return
         check_sun((azimuth, elevation))
         self.sun = (float(azimuth), float(elevation))
+
+    def set_lights(self, lights) -> None:
+        """The scene's spot and point lights (renderer.Light, at most MAX_LIGHTS; ValueError
+        otherwise), from the next frame: each casts its shadow through its own faces of the
+        shadow pool while MAX_LOCAL_FACES last (a RuntimeWarning names those past it, lit without
+        a shadow); every shadow page is drawn again."""
+        lights = tuple(check_lights(lights))
+        want = sum(faces_of(list(lights), 1 << 30))
+        if want > MAX_LOCAL_FACES:
+            warnings.warn(f"the lights need {want} shadow faces (a spot 1, a point light 6); "
+                          f"the first {MAX_LOCAL_FACES} are drawn, the lights past them cast "
+                          f"no shadow", RuntimeWarning, stacklevel=2)
+        self.lights = lights
+        if self.shadow_map.faces < min(want, MAX_LOCAL_FACES):
+            self._new_shadow_map()
 
     def set_shadows(self, enabled: bool) -> None:
         """Draw the sun's shadows (from the next frame) or not; the sun lights the lit view
@@ -268,13 +292,22 @@ class Renderer:
         pool = o.shadow_pool_mb if self.shadows else MIN_SHADOW_PAGES * SHADOW_PAGE_BYTES / 2**20
         if self.shadow_map is None or (self.shadows and self.shadow_map.pages
                                        < pool_pages(o.shadow_pool_mb)):
-            self.shadow_map = ShadowMap(self.device, pool, binding_limit(self.device)[0],
-                                        o.shadow_visible_capacity if self.shadows else 2)
-            self.frame.buffers.update(self.shadow_map.buffers)
-            self.frame.generation += 1
-            self._shadow_frame = ShadowFrame(self.frame, self.shadow_map.frame_buffers,
-                                             self.shadow_map.hw_target)
+            self._new_shadow_map(pool)
         self.resolve.set_shadows(self.shadows)
+
+    def _new_shadow_map(self, pool_mb: float | None = None) -> None:
+        """The shadow maps' buffers made again (a larger pool, or room for more light faces):
+        every page drawn again."""
+        o = self.options
+        old = self.shadow_map
+        pool = pool_mb if pool_mb is not None else old.pages * SHADOW_PAGE_BYTES / 2**20
+        faces = min(sum(faces_of(list(self.lights), 1 << 30)), MAX_LOCAL_FACES)
+        self.shadow_map = ShadowMap(self.device, pool, binding_limit(self.device)[0],
+                                    o.shadow_visible_capacity if self.shadows else 2, faces)
+        self.frame.buffers.update(self.shadow_map.buffers)
+        self.frame.generation += 1
+        self._shadow_frame = ShadowFrame(self.frame, self.shadow_map.frame_buffers,
+                                         self.shadow_map.hw_target)
 
     def add_instance(self, asset: int, transform: np.ndarray | None = None) -> int:
         """Place an asset with a (4, 4) object-to-world transform (identity by default)."""
@@ -560,7 +593,7 @@ class Renderer:
         self.device.queue.write_buffer(self.shadow_map.frame_buffers["frame"], 0, su)
         inv = np.linalg.inv(vp.astype(np.float64))
         self.shadow_map.update(self.sun, self._scene_bounds(), np.asarray(camera.eye, np.float64),
-                               inv, camera.lod_scale(f.height), self.frame_index)
+                               inv, camera.lod_scale(f.height), self.frame_index, self.lights)
         return u
 
     # ---------------------------------------------------------------- the frame
@@ -652,7 +685,7 @@ class Renderer:
         sm = self.shadow_map
         if sm.changed or not self.options.shadow_cache:
             return None
-        return (self._last_view_proj.tobytes(), self.sun, self.frame.generation,
+        return (self._last_view_proj.tobytes(), self.sun, self.lights, self.frame.generation,
                 self.scene.instance_version, self.frame.width, self.frame.height)
 
     def _encode_shadows(self, enc: wgpu.GPUCommandEncoder) -> bool:

@@ -80,29 +80,53 @@ FRAME_DTYPE = np.dtype([
     ("hzb_mips", "<u4", (HZB_MAX_MIPS // 4, 4)),  # word offset of each mip in the hzb buffer
 ])
 
-# the sun's virtual shadow map (renderer/shadows.py, shaders/shadow.wgsl): one uniform a frame
+# the virtual shadow maps (renderer/shadows.py, shaders/shadow.wgsl): one uniform a frame
 SHADOW_DTYPE = np.dtype([
-    ("sun", "<f4", 4),  # xyz: unit direction towards the sun; w: 1 when shadows are drawn
+    ("sun", "<f4", 4),  # xyz: unit direction towards the sun; w: 1 when there is a sun
     ("axis_u", "<f4", 4),  # light space: x = dot(p, axis_u), y = dot(p, axis_v) (world units)
     ("axis_v", "<f4", 4),
     # x: depth of the scene's nearest point to the sun along -sun; y: 1 / the depth range (depth
     # in the map is 0 nearest the sun, 1 farthest); z: level 0's texel (world units); w: bias
     # along the normal, in texels
     ("depth", "<f4", 4),
-    # x: levels, y: pool pages, z: this frame's stamp (marks), w: pages a mark pass may touch
+    # x: the sun's levels, y: pool pages, z: this frame's stamp (marks), w: moved bounds sent
     ("counts", "<u4", 4),
     # the camera's footprint: x: pixels per world unit at distance 1 (lod scale), y: texels per
     # pixel wanted (1), z: the pages marked around a pixel's point, in texels; w: 0
     ("footprint", "<f4", 4),
     ("inv_view_proj", "<f4", 16),  # the camera's clip -> world (the mark pass)
+    # x: views in use (the sun's levels, then the local faces' mips), y: local lights,
+    # z: the pool's first word in `shadow_map` (after the table), w: 0
+    ("views", "<u4", 4),
 ])
 
-# one shadow view (a clipmap level), in the uniform array `shadow_views` (SHADOW_LEVELS of them)
+# one shadow view, in the uniform array `shadow_views` (SHADOW_VIEWS of them): a level of the
+# sun's clipmap (orthographic) or a mip of a local light's face (perspective)
 SHADOW_VIEW_DTYPE = np.dtype([
-    ("view_proj", "<f4", 16),  # world -> the level's window: NDC x, y in -1..1, z 0..1
-    ("planes", "<f4", (5, 4)),  # the window's sides and a plane behind the sun (culling)
+    # world -> the view's window: NDC x, y in -1..1, z 0..1 after the divide by w (w = 1 for
+    # the sun's; for a face, z is 0 at its near plane and 1 at its far plane)
+    ("view_proj", "<f4", 16),
+    ("planes", "<f4", (5, 4)),  # the window's sides and a plane behind the light (culling)
     ("origin", "<i4", 4),  # x, y: the window's first page (absolute page coordinates); z, w: 0
-    ("texel", "<f4", 4),  # x: texel size (world units), y: texels per world unit, z, w: 0
+    # x: texel size (world units; the sun's), y: texels per world unit (the sun's) or at
+    # distance 1 (a face's focal length, in texels), z, w: a face's near and far distances
+    ("texel", "<f4", 4),
+    ("eye", "<f4", 4),  # xyz: the light's position (a face), w: 1 for a face (perspective)
+    # x: the view's first table entry, y: log2 of its pages a side, z: its first page-mask word,
+    # w: the view the page allocator serves in this record's place (coarsest first)
+    ("table", "<u4", 4),
+])
+
+# a spot or point light, in the uniform array `lights` (MAX_LIGHTS; RenderOptions and
+# renderer.lights.Light say what the values mean)
+LIGHT_DTYPE = np.dtype([
+    ("position", "<f4", 4),  # xyz: world position, w: range (0: none)
+    # xyz: the way a spot light shines (unit), w: the cosine of its outer cone (a point light: -2)
+    ("direction", "<f4", 4),
+    # rgb: colour x intensity, the irradiance at distance 1 facing the light in suns; w:
+    # 1 / (cos inner - cos outer) (a spot's cone edge)
+    ("color", "<f4", 4),
+    ("views", "<u4", 4),  # x: its first shadow view, y: faces (0: no shadow, 1: spot, 6), z, w: 0
 ])
 
 INSTANCE_DTYPE = np.dtype([
@@ -291,5 +315,6 @@ def generated_includes() -> dict[str, str]:
         wgsl_struct("AssetInfo", ASSET_DTYPE),
         wgsl_struct("ShadowInfo", SHADOW_DTYPE, uniform=True),
         wgsl_struct("ShadowView", SHADOW_VIEW_DTYPE),
+        wgsl_struct("Light", LIGHT_DTYPE),
     ]
     return {"layout.wgsl": "\n".join(parts) + "\n"}

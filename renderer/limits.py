@@ -113,17 +113,27 @@ DEFAULT_BINDING_LIMIT = 1 << 27
 # -- frame flags (FRAME_DTYPE.flags)
 FLAG_OCCLUSION = 1  # test against the previous frame's HZB (two-pass occlusion culling)
 
-# -- shadows (docs/ARCHITECTURE.md "Shadows"): a sun's virtual shadow map is SHADOW_LEVELS
-# clipmap levels, each SHADOW_PAGES x SHADOW_PAGES pages of SHADOW_PAGE^2 texels (16,384^2
-# virtual texels a level), each level twice the texel of the one before. A page table entry per
-# virtual page (16 bytes: 4 MiB for 16 levels), then the physical pages (64 KiB each, 32-bit
-# depth), in one buffer: one storage binding (OpenGL binds 16 a shader stage, and resolve
-# needed all but one of them already).
+# -- shadows (docs/ARCHITECTURE.md "Shadows"): virtual shadow maps of SHADOW_PAGE^2-texel pages in
+# one physical pool. A shadow view is a square window of pages with a page table entry each (16
+# bytes): the sun's are SHADOW_LEVELS clipmap levels of SHADOW_PAGES^2 pages (16,384^2 virtual
+# texels a level, 4 MiB of table for the 16), each level twice the texel of the one before; a
+# spot light's face, or each of a point light's six, is LOCAL_MIPS views, the mips of a
+# LOCAL_PAGES^2-page window (8,192^2 texels down to one page). The table, then the physical pages
+# (64 KiB each, 32-bit depth), in one buffer: one storage binding (OpenGL binds 16 a shader
+# stage, and resolve needed all but one of them already).
 SHADOW_PAGE = 128  # texels a page side
 SHADOW_PAGE_SHIFT = 7  # log2(SHADOW_PAGE)
 SHADOW_PAGES = 128  # pages a level side (a power of two: the table wraps around as levels scroll)
 SHADOW_LEVELS = 16  # clipmap levels: the finest texel is 2^-15 of the coarsest
-SHADOW_TABLE_WORDS = 4 * SHADOW_LEVELS * SHADOW_PAGES * SHADOW_PAGES  # the table, before the pool
+SUN_ENTRIES = SHADOW_LEVELS * SHADOW_PAGES * SHADOW_PAGES  # the sun's table entries
+LOCAL_PAGES = 64  # pages a side of a local light's face at its finest mip
+LOCAL_MIPS = 7  # mips of a face: 64^2 .. 1 pages
+LOCAL_ENTRIES = sum((LOCAL_PAGES >> m) ** 2 for m in range(LOCAL_MIPS))  # table entries a face
+MAX_LIGHTS = 16  # spot and point lights a scene (the `lights` uniform)
+# views in the uniform array `shadow_views` (224 bytes each: 56 KiB of WebGPU's guaranteed 64):
+# the sun's levels, then the local lights' faces, LOCAL_MIPS views each
+SHADOW_VIEWS = 256
+MAX_LOCAL_FACES = (SHADOW_VIEWS - SHADOW_LEVELS) // LOCAL_MIPS  # 34: five point lights and 4 spots
 # a pixel's pages are marked in the level of its footprint, FALLBACK_STEP levels coarser (64x
 # fewer pages) and in the coarsest level, which the pool serves first: when it runs out, a
 # coarser level shades the pixel, never nothing
@@ -133,17 +143,15 @@ FALLBACK_STEP = 3
 COARSEST_SPAN = 64.0
 MIN_SHADOW_PAGES = 32
 SHADOW_PAGE_BYTES = 4 * SHADOW_PAGE * SHADOW_PAGE
-# the hierarchical page mask: mips of SHADOW_PAGES^2 .. 1 flags a level, 21,845 words rounded up
-HPM_MIPS = 8
+# the hierarchical page mask: mips of a view's n^2 pages .. 1 flags; the sun's levels' 21,845
+# words rounded up
 HPM_STRIDE = 21848
-assert sum((SHADOW_PAGES >> m) ** 2 for m in range(HPM_MIPS)) <= HPM_STRIDE
-assert SHADOW_PAGES >> (HPM_MIPS - 1) == 1
-# the queue and visible entries of a shadow view carry the view (level) in the instance word's
-# top bits: instance | view << VIEW_SHIFT (the main view is 0); 2^27 instances is far above what
-# one instance binding holds (26.8M at 2 GiB)
-VIEW_SHIFT = 27
+assert sum((SHADOW_PAGES >> m) ** 2 for m in range(8)) <= HPM_STRIDE
+# the queue and visible entries of a shadow view carry the view in the instance word's top
+# bits: instance | view << VIEW_SHIFT (the main view is 0): 2^24 instances
+VIEW_SHIFT = 24
 INSTANCE_MASK = (1 << VIEW_SHIFT) - 1
-assert SHADOW_LEVELS <= 1 << (32 - VIEW_SHIFT)
+assert SHADOW_VIEWS <= 1 << (32 - VIEW_SHIFT)
 NO_PAGE = 0xFFFFFFFF  # a page table entry without a physical page
 
 # -- readback
@@ -168,10 +176,10 @@ WGSL_CONSTANTS = {
     "SHADOW_PAGE_SHIFT": SHADOW_PAGE_SHIFT,
     "SHADOW_PAGES": SHADOW_PAGES,
     "SHADOW_LEVELS": SHADOW_LEVELS,
-    "SHADOW_TABLE_WORDS": SHADOW_TABLE_WORDS,
+    "SHADOW_VIEWS": SHADOW_VIEWS,
+    "LOCAL_MIPS": LOCAL_MIPS,
+    "MAX_LIGHTS": MAX_LIGHTS,
     "FALLBACK_STEP": FALLBACK_STEP,
-    "HPM_MIPS": HPM_MIPS,
-    "HPM_STRIDE": HPM_STRIDE,
     "VIEW_SHIFT": VIEW_SHIFT,
     "INSTANCE_MASK": INSTANCE_MASK,
     "NO_PAGE": NO_PAGE,

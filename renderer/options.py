@@ -7,6 +7,8 @@ import math
 import numbers
 from dataclasses import dataclass, fields
 
+from renderer.lights import check_lights
+
 # resolve's debug views, by index (shaders/resolve.wgsl `frame.debug_view`)
 DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instance",
                "base_color", "material", "uv", "shading_normal",
@@ -64,10 +66,14 @@ class RenderOptions:
     pool_pages: int | None = None  # overrides pool_mb (tests)
     upload_mb: float = 16.0  # page uploads per frame, at most
     request_capacity: int = 1 << 14  # page requests read back per frame
-    # the sun's virtual shadow map (docs/ARCHITECTURE.md "Shadows"); the sun lights the lit view
-    # whether or not it casts shadows
+    # virtual shadow maps (docs/ARCHITECTURE.md "Shadows"); the lights light the lit view
+    # whether or not they cast shadows
     shadows: bool = True
-    sun: tuple[float, float] = DEFAULT_SUN  # (azimuth, elevation) degrees, 0 < elevation <= 90
+    # (azimuth, elevation) degrees, 0 < elevation <= 90; None: no sun (the lights and the
+    # ambient term light the scene)
+    sun: tuple[float, float] | None = DEFAULT_SUN
+    # spot and point lights (renderer.Light, at most 16), each with its own shadow map in the pool
+    lights: tuple = ()
     # the physical page pool (64 KiB a page), one storage buffer of fixed size: 64 MiB holds
     # 1,024 pages, about four times what a 1080p view marks
     shadow_pool_mb: float = 64.0
@@ -86,7 +92,9 @@ class RenderOptions:
                 continue
             if not (_real(v) and math.isfinite(v) and v > 0):
                 raise ValueError(f"RenderOptions.{name} must be a finite number > 0, not {v!r}")
-        check_sun(self.sun, "RenderOptions.sun")
+        if self.sun is not None:
+            check_sun(self.sun, "RenderOptions.sun")
+        check_lights(self.lights)
         if not isinstance(self.shadows, bool):
             raise ValueError(f"RenderOptions.shadows must be True or False, not {self.shadows!r}")
         if not (_real(self.sw_max_edge) and self.sw_max_edge >= 0):  # 0: all HW, inf: all SW

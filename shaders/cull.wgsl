@@ -234,11 +234,10 @@ fn emit_shadow_hw(ii: u32, cref: u32, triangles: u32, b: vec4<f32>) {
         }
         return;
     }
-    let per = SHADOW_PAGES * SHADOW_PAGES;
     for (var d = 0u; d < drawn; d++) {
-        let e = shadow_draw[d];
-        if e / per == v {
-            let pg = shadow_entry_page(v, e);
+        let id = shadow_draw[d];
+        if id_view(id) == v {
+            let pg = shadow_entry_page(v, id & 0xffffu);
             if all(pg >= r.xy) && all(pg <= r.zw) {
                 let phys = shadow_hpm[hpm_index(v, 0u, pg.x, pg.y)] - 1u;
                 emit_hw(ii, cref, triangles, vec2<u32>(phys, u32(pg.x) | (u32(pg.y) << 16u)));

@@ -44,10 +44,10 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let lo = node_box_min(root);
     let hi = node_box_max(root);
 #ifdef SHADOW
-    // every level with a page to draw this frame whose window and drawn pages the root touches
-    for (var v = 0u; v < shadow.counts.x; v++) {
+    // every view with a page to draw this frame whose window and drawn pages the root touches
+    for (var v = 0u; v < shadow.views.x; v++) {
         cur_view = v;
-        if shadow_hpm[hpm_index(v, HPM_MIPS - 1u, 0, 0)] == 0u || !box_in_frustum(inst, lo, hi)
+        if shadow_hpm[hpm_index(v, hpm_mips(v) - 1u, 0, 0)] == 0u || !box_in_frustum(inst, lo, hi)
            || !shadow_wanted(v, box_sphere(inst, lo, hi)) {
             continue;
         }

@@ -5,9 +5,10 @@
 const TINY_DISTANCE: f32 = 1e-12;
 const HUGE: f32 = 3.0e38;
 
-// The view being culled: the camera's (`frame`), or with SHADOW a level of the sun's shadow map
-// (`shadow_views[cur_view]`, set by the pass for each item): orthographic, its LOD scale in
-// texels per world unit at any distance (shaders/shadow.wgsl).
+// The view being culled: the camera's (`frame`), or with SHADOW a shadow view
+// (`shadow_views[cur_view]`, set by the pass for each item; shaders/shadow.wgsl): a level of the
+// sun's clipmap, orthographic, its LOD scale in texels per world unit at any distance, or a mip
+// of a local light's face, perspective from the light.
 #ifdef SHADOW
 var<private> cur_view: u32;
 
@@ -61,7 +62,12 @@ fn projected_error(err: f32, s: vec4<f32>, scale: f32) -> f32 {
         return HUGE;
     }
 #ifdef SHADOW
-    return err * scale * shadow_views[cur_view].texel.y;  // orthographic: texels
+    let sv = shadow_views[cur_view];
+    if sv.eye.w != 0.0 {  // a local light's face: perspective from the light, in texels
+        let d = distance(sv.eye.xyz, s.xyz) - s.w;
+        return err * scale * sv.texel.y / max(d, TINY_DISTANCE);
+    }
+    return err * scale * sv.texel.y;  // the sun's: orthographic, texels
 #else
     let d = distance(frame.camera.xyz, s.xyz) - s.w;
     return err * scale * frame.camera.w / max(d, TINY_DISTANCE);
@@ -75,8 +81,18 @@ fn wants_hardware(b: vec4<f32>, triangles: u32, mode: u32) -> bool {
         return true;  // alpha cut-outs: the HW fragment shader tests the alpha
     }
 #ifdef SHADOW
-    // orthographic, no near plane; the HW pass clips each page's draw to the page
-    let edge_texels = 2.0 * b.w * shadow_views[cur_view].texel.y / sqrt(f32(max(triangles, 1u)));
+    // the HW pass clips each page's draw to the page; the sun's views are orthographic, with no
+    // near plane; a face's are a camera's
+    let sv = shadow_views[cur_view];
+    var r_texels = b.w * sv.texel.y;
+    if sv.eye.w != 0.0 {
+        let p = sv.planes[4];
+        if dot(p.xyz, b.xyz) + p.w < b.w {
+            return true;
+        }
+        r_texels /= max(distance(sv.eye.xyz, b.xyz) - b.w, TINY_DISTANCE);
+    }
+    let edge_texels = 2.0 * r_texels / sqrt(f32(max(triangles, 1u)));
     return edge_texels > frame.sw_max_edge;
 #else
     let p = frame.planes[4];

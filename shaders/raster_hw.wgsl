@@ -58,10 +58,10 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> V
     let step = assets[inst.asset].step;
     var clip: array<vec4<f32>, 3>;
 #ifdef SHADOW
-    // the level's window, moved and scaled so that the item's page fills the viewport
+    // the view's window, moved and scaled so that the item's page fills the viewport
     let v = entry.x >> VIEW_SHIFT;
     let pg = vec2<f32>(f32(entry.w & 0xffffu), f32(entry.w >> 16u));
-    let scale = SHADOW_TEXELS / f32(SHADOW_PAGE);
+    let scale = f32(view_pages(v));
     let shift = vec2<f32>(scale - 1.0 - 2.0 * pg.x, 1.0 - scale + 2.0 * pg.y);
     out.page = entry.z;
     for (var k = 0u; k < 3u; k++) {

@@ -25,9 +25,9 @@
 #include "shadow.wgsl"
 #include "shadow_raster.wgsl"
 #endif
-// With SHADOW it draws the SW clusters of the shadow views (cull.wgsl): each into its level's
-// window (16,384^2 texels, the level's view_proj), each texel into its page if that page is
-// drawn this frame (shadow_raster.wgsl), the nearest depth to the sun kept.
+// With SHADOW it draws the SW clusters of the shadow views (cull.wgsl): each into its view's
+// window (16,384^2 texels for the sun's levels; the view's view_proj), each texel into its page
+// if that page is drawn this frame (shadow_raster.wgsl), the nearest depth to the light kept.
 
 const SUB: f32 = 256.0;  // sub-pixel precision of the stored positions: 1/256 pixel
 // |E| <= 2 * span * (span + 256) must stay below 2^31
@@ -83,7 +83,7 @@ fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         let streams = cluster_streams(page_start(entry.y), base);
 #ifdef SHADOW
         let v = entry.x >> VIEW_SHIFT;
-        let rv = RasterView(shadow_views[v].view_proj, vec2<i32>(i32(SHADOW_TEXELS)), v);
+        let rv = RasterView(shadow_views[v].view_proj, vec2<i32>(i32(view_texels(v))), v);
 #else
         let rv = RasterView(frame.view_proj, vec2<i32>(frame.viewport.xy), 0u);
 #endif

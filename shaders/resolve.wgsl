@@ -33,7 +33,7 @@
 override SHADOWS: bool = true;
 
 fn shadow_page(v: u32, px: i32, py: i32) -> u32 {
-    if any(vec2<i32>(px, py) < vec2<i32>(0)) || any(vec2<i32>(px, py) >= vec2<i32>(i32(SHADOW_PAGES))) {
+    if any(vec2<i32>(px, py) < vec2<i32>(0)) || any(vec2<i32>(px, py) >= vec2<i32>(i32(view_pages(v)))) {
         return NO_PAGE;
     }
     let ent = table_entry(shadow_entry(v, px, py));
@@ -105,6 +105,87 @@ fn sun_shadow(p: vec3<f32>, n: vec3<f32>, dist: f32) -> SunShadow {
     return SunShadow(1.0, SHADOW_LEVELS);
 }
 
+// the pages of the 2 x 2 texels from texel b of view v (all there, or NO_PAGE somewhere): a
+// neighbour page is looked up only where the filter straddles a page border
+fn filter_pages(v: u32, b: vec2<i32>) -> vec4<u32> {
+    let lo = b >> vec2<u32>(SHADOW_PAGE_SHIFT);
+    let hi = (b + 1) >> vec2<u32>(SHADOW_PAGE_SHIFT);
+    let first = shadow_page(v, lo.x, lo.y);
+    if all(hi == lo) {
+        return vec4<u32>(first);
+    }
+    return vec4<u32>(first, shadow_page(v, hi.x, lo.y), shadow_page(v, lo.x, hi.y),
+                     shadow_page(v, hi.x, hi.y));
+}
+
+// A spot or point light's shadow at p (normal n, unit direction to the light l, distance `dist`
+// from the eye): the face p lies in, at the mip of the pixel's footprint as the mark pass
+// chose it or the first coarser one whose pages are there; the point pushed off its surface by
+// half a texel along its normal; bilinear percentage-closer filtering of the 2 x 2 texels
+// around it, each compared as a distance from the light (the depths are perspective) less a
+// bias of a texel and a half, more where the light grazes the surface (slope).
+const NORMAL_PUSH: f32 = 0.5;  // texels a receiver is pushed along its normal (a face's)
+
+fn light_shadow(light: Light, p: vec3<f32>, n: vec3<f32>, l: vec3<f32>, dist: f32) -> f32 {
+    let v0 = light_face(light.views, p - light.position.xyz);
+    let z0 = (shadow_views[v0].view_proj * vec4<f32>(p, 1.0)).w;
+    if z0 <= shadow_views[v0].texel.z {
+        return 1.0;  // nearer the light than its near plane: nothing casts there
+    }
+    let nl = clamp(dot(n, l), 0.05, 1.0);
+    let slope = min(sqrt(1.0 - nl * nl) / nl, 8.0);  // tan of the light's angle to the normal
+    for (var m = face_mip(v0, z0, dist); m < LOCAL_MIPS; m++) {
+        let v = v0 + m;
+        let texel = z0 / shadow_views[v].texel.y;  // a texel's size at p
+        let q = p + n * (NORMAL_PUSH * texel);
+        let t = shadow_texel(v, q);
+        let s = t.xy - 0.5;
+        let b = vec2<i32>(floor(s));
+        let pages = filter_pages(v, b);
+        if any(pages == vec4<u32>(NO_PAGE)) {
+            continue;
+        }
+        let z = (shadow_views[v].view_proj * vec4<f32>(q, 1.0)).w;
+        let reach = z - texel * (1.5 + slope);
+        let lo = b >> vec2<u32>(SHADOW_PAGE_SHIFT);
+        let f = s - floor(s);
+        let wx = array<f32, 2>(1.0 - f.x, f.x);
+        let wy = array<f32, 2>(1.0 - f.y, f.y);
+        let mask = i32(SHADOW_PAGE) - 1;
+        var sum = 0.0;
+        for (var j = 0; j < 2; j++) {
+            for (var i = 0; i < 2; i++) {
+                let tap = vec2<i32>(b.x + i, b.y + j);
+                let side = (tap >> vec2<u32>(SHADOW_PAGE_SHIFT)) != lo;
+                let phys = select(select(pages.x, pages.y, side.x), select(pages.z, pages.w,
+                                                                           side.x), side.y);
+                let stored = bitcast<f32>(shadow_map[pool_word(phys, u32(tap.x & mask),
+                                                               u32(tap.y & mask))]);
+                sum += wx[i] * wy[j] * select(0.0, 1.0, face_distance(v, stored) >= reach);
+            }
+        }
+        return sum;
+    }
+    return 1.0;
+}
+
+// a spot or point light as p sees it: xyz the unit direction to it, w its irradiance in suns
+// before its colour and shadow: glTF's inverse square falloff windowed to its range, a spot's
+// smooth cone edge
+fn light_reach(light: Light, p: vec3<f32>) -> vec4<f32> {
+    let d = light.position.xyz - p;
+    let r2 = max(dot(d, d), 1e-8);
+    let l = d * inverseSqrt(r2);
+    var falloff = 1.0 / r2;
+    if light.position.w > 0.0 {
+        let x = r2 / (light.position.w * light.position.w);
+        falloff *= clamp(1.0 - x * x, 0.0, 1.0) * clamp(1.0 - x * x, 0.0, 1.0);
+    }
+    let cone = clamp((dot(-l, light.direction.xyz) - light.direction.w) * light.color.w, 0.0,
+                     1.0);
+    return vec4<f32>(l, falloff * cone * cone);
+}
+
 
 fn pack_rgba(c: vec3<f32>) -> u32 {
     let q = vec3<u32>(clamp(c, vec3<f32>(0.0), vec3<f32>(1.0)) * 255.0 + 0.5);
@@ -129,7 +210,7 @@ fn shadow_cache_color(p: vec3<f32>, v: u32) -> vec3<f32> {
         return vec3<f32>(0.5);
     }
     let t = vec2<i32>(floor(shadow_texel(v, p).xy)) >> vec2<u32>(SHADOW_PAGE_SHIFT);
-    let tc = clamp(t, vec2<i32>(0), vec2<i32>(i32(SHADOW_PAGES) - 1));
+    let tc = clamp(t, vec2<i32>(0), vec2<i32>(i32(view_pages(v)) - 1));
     let drawn = (table_entry(shadow_entry(v, tc.x, tc.y)).z & PAGE_DRAW) != 0u;
     return select(vec3<f32>(0.3, 0.55, 0.95), vec3<f32>(0.95, 0.55, 0.2), drawn);
 }
@@ -232,7 +313,9 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     surf.normal = shading_n;
     var sun = SunShadow(1.0, SHADOW_LEVELS);
     if SHADOWS {
-        if dot(n, shadow.sun.xyz) > -0.05 {
+        if shadow.sun.w == 0.0 {
+            sun.visibility = 0.0;
+        } else if dot(n, shadow.sun.xyz) > -0.05 {
             // pushed along the normal on the side of the face the sun sees
             let nf = normalize(face) * select(1.0, -1.0, dot(face, shadow.sun.xyz) < 0.0);
             sun = sun_shadow(p, nf, distance(frame.camera.xyz, p));
@@ -240,7 +323,22 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
             sun.visibility = 0.0;
         }
     }
-    let lit = shade_shadowed(surf, to_eye, shadow.sun.xyz, sun.visibility);
+    var lit = shade_shadowed(surf, to_eye, shadow.sun.xyz, sun.visibility * shadow.sun.w);
+    // spot and point lights: their direct light added (the ambient and emission once, above)
+    let dist = distance(frame.camera.xyz, p);
+    for (var i = 0u; i < shadow.views.y; i++) {
+        let light = lights[i];
+        let reach = light_reach(light, p);
+        if reach.w <= 0.0 || dot(n, reach.xyz) <= 0.0 {
+            continue;
+        }
+        var vis = 1.0;
+        if SHADOWS && light.views.y != 0u {
+            let nf = normalize(face) * select(1.0, -1.0, dot(face, reach.xyz) < 0.0);
+            vis = light_shadow(light, p, nf, reach.xyz, dist);
+        }
+        lit += direct_light(surf, to_eye, reach.xyz) * light.color.rgb * (reach.w * vis);
+    }
 
     let hw = select(0u, 1u, idx >= frame.visible_capacity / 2u);
     let level = rec_u(base, CLUSTER_LEVEL);

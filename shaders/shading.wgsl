@@ -1,5 +1,6 @@
 // Lighting of a G-buffer surface: one directional light (the sun, fixed in the world:
-// RenderOptions.sun) and an ambient term, with a physically
+// RenderOptions.sun; resolve adds spot and point lights with `direct_light`) and an ambient
+// term, with a physically
 // based BRDF (glTF's metallic-roughness model: GGX distribution, height-correlated Smith
 // visibility, Schlick Fresnel, Lambert diffuse; the ambient term takes Karis' analytic fit of
 // the split-sum environment BRDF, so metals are not black without an environment map). Shared by
@@ -30,6 +31,25 @@ fn shade(s: Surface, v: vec3<f32>, l: vec3<f32>) -> vec3<f32> {
 fn shade_shadowed(s: Surface, v: vec3<f32>, l: vec3<f32>, visibility: f32) -> vec3<f32> {
     let n = s.normal;
     let nv = max(dot(n, v), 1e-4);
+    let r = clamp(s.roughness, 0.045, 1.0);
+    let f0 = mix(vec3<f32>(0.04), s.base_color, s.metallic);
+    let diffuse = (1.0 - s.metallic) * s.base_color;
+    let direct = direct_light(s, v, l) * visibility;
+    // ambient: Lambert plus the environment BRDF's analytic fit (Karis 2014)
+    let c0 = vec4<f32>(-1.0, -0.0275, -0.572, 0.022);
+    let c1 = vec4<f32>(1.0, 0.0425, 1.04, -0.04);
+    let q = r * c0 + c1;
+    let a004 = min(q.x * q.x, exp2(-9.28 * nv)) * q.x + q.y;
+    let ab = vec2<f32>(-1.04, 1.04) * a004 + q.zw;
+    let ambient = (diffuse + f0 * ab.x + ab.y) * AMBIENT_RADIANCE * s.occlusion;
+    return direct + ambient + s.emissive;
+}
+
+// the radiance towards `v` that the sun's irradiance from `l` reflects (no ambient, no
+// emission): the sun's direct term, and a local light's times its reach
+fn direct_light(s: Surface, v: vec3<f32>, l: vec3<f32>) -> vec3<f32> {
+    let n = s.normal;
+    let nv = max(dot(n, v), 1e-4);
     let nl = max(dot(n, l), 0.0);
     let h = normalize(v + l);
     let nh = max(dot(n, h), 0.0);
@@ -42,15 +62,7 @@ fn shade_shadowed(s: Surface, v: vec3<f32>, l: vec3<f32>, visibility: f32) -> ve
     let vis = 0.5 / max(nl * (nv * (1.0 - a) + a) + nv * (nl * (1.0 - a) + a), 1e-5);
     let f = f0 + (1.0 - f0) * pow(1.0 - vh, 5.0);
     let diffuse = (1.0 - s.metallic) * s.base_color;
-    let direct = ((1.0 - f) * diffuse / PI + d * vis * f) * LIGHT_IRRADIANCE * nl * visibility;
-    // ambient: Lambert plus the environment BRDF's analytic fit (Karis 2014)
-    let c0 = vec4<f32>(-1.0, -0.0275, -0.572, 0.022);
-    let c1 = vec4<f32>(1.0, 0.0425, 1.04, -0.04);
-    let q = r * c0 + c1;
-    let a004 = min(q.x * q.x, exp2(-9.28 * nv)) * q.x + q.y;
-    let ab = vec2<f32>(-1.04, 1.04) * a004 + q.zw;
-    let ambient = (diffuse + f0 * ab.x + ab.y) * AMBIENT_RADIANCE * s.occlusion;
-    return direct + ambient + s.emissive;
+    return ((1.0 - f) * diffuse / PI + d * vis * f) * LIGHT_IRRADIANCE * nl;
 }
 
 fn linear_to_srgb(c: vec3<f32>) -> vec3<f32> {

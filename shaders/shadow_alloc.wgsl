@@ -1,8 +1,9 @@
-// The marked entries get pages, level by level from the coarsest (so that the fallbacks every
-// pixel marked get pages first when the pool runs out), by one workgroup that walks each
-// level's marked list (a few hundred entries a frame: one dispatch, where a dispatch a level
-// cost lavapipe ~0.5 ms each): an entry without a page takes one from the free list (none left:
-// counted, a coarser level serves its pixels, and the next frame frees the pages not marked); an
+// The marked entries get pages, view by view from the coarsest (the order of table.w: the sun's
+// levels and the local faces' mips interleaved, so that the fallbacks every pixel marked get
+// pages first when the pool runs out), by one workgroup that walks each view's marked list (a
+// few hundred entries a frame: one dispatch, where a dispatch a view cost lavapipe ~0.5 ms
+// each): an entry without a page takes one from the free list (none left: counted, a coarser
+// level serves its pixels, and the next frame frees the pages not marked); an
 // entry not valid is drawn this frame: listed in `shadow_draw`, its page-mask bits set up to the
 // top mip (the finest holds its physical page + 1, the rasterizers' target). Then the clear's
 // dispatch (shadow_clear_args, never bound with it) is sized.
@@ -14,11 +15,11 @@
 #include "shadow_table.wgsl"
 #include "shadow_state.wgsl"
 
-fn alloc(e: u32) {
+fn alloc(v: u32, local: u32) {
     atomicAdd(&state[S_SHADOW_MARKED], 1u);
-    let v = e / (SHADOW_PAGES * SHADOW_PAGES);
+    let e = shadow_views[v].table.x + local;
     let ent = table_entry(e);
-    let pg = shadow_entry_page(v, e);
+    let pg = shadow_entry_page(v, local);
     var phys = ent.x;
     var flags = ent.z;
     if phys == NO_PAGE {
@@ -29,16 +30,16 @@ fn alloc(e: u32) {
             return;
         }
         phys = shadow_free[k - 1u];
-        shadow_owner[phys] = e + 1u;
+        shadow_owner[phys] = page_id(v, local) + 1u;
         flags = 0u;
         atomicAdd(&state[S_SHADOW_ALLOCATED], 1u);
     }
     if (flags & PAGE_VALID) == 0u {
         let d = atomicAdd(&state[S_SHADOW_DRAWN], 1u);
-        shadow_draw[d] = e;
+        shadow_draw[d] = page_id(v, local);
         flags = PAGE_VALID | PAGE_DRAW;
         atomicStore(&shadow_hpm[hpm_index(v, 0u, pg.x, pg.y)], phys + 1u);
-        for (var m = 1u; m < HPM_MIPS; m++) {
+        for (var m = 1u; m < hpm_mips(v); m++) {
             atomicStore(&shadow_hpm[hpm_index(v, m, pg.x >> m, pg.y >> m)], 1u);
         }
     } else {
@@ -49,12 +50,14 @@ fn alloc(e: u32) {
 
 @compute @workgroup_size(64)
 fn cs_main(@builtin(local_invocation_index) lid: u32) {
-    for (var v = shadow.counts.x; v > 0u; v--) {
-        let n = atomicLoad(&shadow_pool_state[MARKED_COUNT + v - 1u]);
+    for (var i = 0u; i < shadow.views.x; i++) {
+        let v = shadow_views[i].table.w;
+        let n = atomicLoad(&shadow_pool_state[MARKED_COUNT + v]);
+        let base = shadow_views[v].table.x;
         for (var k = lid; k < n; k += 64u) {
-            alloc(shadow_marked[(v - 1u) * SHADOW_PAGES * SHADOW_PAGES + k]);
+            alloc(v, shadow_marked[base + k]);
         }
-        storageBarrier();  // this level's pops before the next level's
+        storageBarrier();  // this view's pops before the next view's
         workgroupBarrier();
     }
     if lid == 0u {

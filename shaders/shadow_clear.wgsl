@@ -12,7 +12,7 @@ fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     if d >= min(state[S_SHADOW_DRAWN], shadow.counts.y) {
         return;
     }
-    let base = pool_word(table_entry(shadow_draw[d]).x, 0u, 0u);
+    let base = pool_word(table_entry(id_entry(shadow_draw[d])).x, 0u, 0u);
     for (var i = lid; i < SHADOW_PAGE * SHADOW_PAGE; i += 256u) {
         shadow_map[base + i] = 0x7f7fffffu;  // the largest float: lit from any depth
     }

@@ -8,7 +8,7 @@ fn box_sphere(inst: Instance, lo: vec3<f32>, hi: vec3<f32>) -> vec4<f32> {
     return vec4<f32>(c, 0.5 * length(hi - lo) * inst.scale);
 }
 
-// does a world sphere cover a page of level v drawn this frame? The mask's mip where the
+// does a world sphere cover a page of view v drawn this frame? The mask's mip where the
 // sphere's page rectangle spans at most 2 x 2 texels
 fn shadow_wanted(v: u32, s: vec4<f32>) -> bool {
     let r = shadow_page_rect(v, s);
@@ -16,7 +16,7 @@ fn shadow_wanted(v: u32, s: vec4<f32>) -> bool {
         return false;
     }
     var m = 0u;
-    for (; m + 1u < HPM_MIPS; m++) {
+    for (; m + 1u < hpm_mips(v); m++) {
         let span = (r.zw >> vec2<u32>(m)) - (r.xy >> vec2<u32>(m));
         if all(span <= vec2<i32>(1)) {
             break;

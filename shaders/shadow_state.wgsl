@@ -1,5 +1,5 @@
 // The words of `shadow_pool_state` beyond the first four (free-list top, pressure now, pressure
-// next, 0): each level's count of marked entries; and writing the table.
+// next, 0): each view's count of marked entries; and writing the table.
 // Needs `shadow_map: array<u32>` (shadow_table.wgsl).
 const MARKED_COUNT: u32 = 4u;
 

@@ -135,8 +135,10 @@ def _stream_options(args: argparse.Namespace) -> dict:
             "shadow_pool_mb": args.shadow_pool_mb}
 
 
-def _sun(text: str) -> tuple[float, float]:
-    """An argparse type: AZIMUTH,ELEVATION in degrees (RenderOptions.sun's rules)."""
+def _sun(text: str) -> tuple[float, float] | None:
+    """An argparse type: AZIMUTH,ELEVATION in degrees (RenderOptions.sun's rules), or `none`."""
+    if text.strip().lower() == "none":
+        return None
     try:
         sun = tuple(float(x) for x in text.split(","))
     except ValueError:
@@ -355,8 +357,9 @@ def _print_render_stats(args: argparse.Namespace, r, res) -> None:
           f"{s.triangles / max(int(res.coverage.sum()), 1):.2f} triangles per covered pixel")
     sh = s.shadow
     if sh is not None:
-        az, el = r.sun
-        print(f"  shadows     sun at {az:g}, {el:g} deg: {sh['marked']:,} pages "
+        sun = "no sun" if r.sun is None else f"sun at {r.sun[0]:g}, {r.sun[1]:g} deg"
+        lights = f", {len(r.lights)} spot/point lights" if r.lights else ""
+        print(f"  shadows     {sun}{lights}: {sh['marked']:,} pages "
               f"({sh['pool_used']:,} of the pool's {sh['pool_pages']:,}), "
               f"{sh['triangles']:,} triangles drawn into them"
               + (f"; {sh['failed']:,} pages short, shaded from coarser levels"
@@ -536,9 +539,10 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
     p.add_argument("--sun", type=_sun, default=DEFAULT_SUN, metavar="AZIMUTH,ELEVATION",
                    help="the sun, in degrees: azimuth 0 towards +Z (behind the iso and front "
                         "views), 90 towards +X; elevation above the horizon, 0 < e <= 90 "
-                        f"(default: {DEFAULT_SUN[0]:g},{DEFAULT_SUN[1]:g})")
+                        f"(default: {DEFAULT_SUN[0]:g},{DEFAULT_SUN[1]:g}); 'none': no sun (a "
+                        "scene's spot and point lights and the ambient light it)")
     p.add_argument("--no-shadows", action="store_true",
-                   help="no shadows (the sun still lights the scene)")
+                   help="no shadows (the sun and the lights still light the scene)")
     p.add_argument("--shadow-pool-mb", type=_SHADOW_POOL, default=64.0,
                    help="the shadow map's physical page pool in MB, 64 KiB a page (64); too "
                         "small a pool shades from coarser levels, never with holes")

@@ -133,13 +133,18 @@ def draw_panel(app: ViewerApp) -> None:
     mark("shadows")
     if changed_sh:
         app.set_shadows(on)
-    az, el = r.sun
-    changed_a, az = imgui.slider_float("sun azimuth", az % 360.0, 0.0, 360.0, "%.0f deg")
-    mark("sun azimuth")
-    changed_e, el = imgui.slider_float("sun elevation", el, 1.0, 90.0, "%.0f deg")
-    mark("sun elevation")
-    if changed_a or changed_e:
-        app.set_sun(az, min(max(el, 1.0), 90.0))
+    changed_s, sun_on = imgui.checkbox("sun", r.sun is not None)
+    mark("sun")
+    if changed_s:
+        app.set_sun(*(app.last_sun if sun_on else (None,)))
+    if r.sun is not None:
+        az, el = r.sun
+        changed_a, az = imgui.slider_float("sun azimuth", az % 360.0, 0.0, 360.0, "%.0f deg")
+        mark("sun azimuth")
+        changed_e, el = imgui.slider_float("sun elevation", el, 1.0, 90.0, "%.0f deg")
+        mark("sun elevation")
+        if changed_a or changed_e:
+            app.set_sun(az, min(max(el, 1.0), 90.0))
     _, app.freeze = imgui.checkbox("freeze culling", app.freeze)
     mark("freeze culling")
     if imgui.button(f"camera: {app.controls.mode}"):

@@ -9,7 +9,9 @@
       ],
       "grids": [{"asset": "rock", "count": 256, "spacing": 3.0, "origin": [0, 0, -40]}],
       "camera": {"eye": [0, 5, 20], "target": [0, 0, 0], "fov": 60, "near": 0.01},
-      "sun": {"azimuth": 30, "elevation": 50}
+      "sun": {"azimuth": 30, "elevation": 50},
+      "lights": [{"type": "spot", "position": [0, 6, 0], "direction": [0, -1, 0],
+                  "intensity": 20, "outer_cone": 30}]
     }
 
 - `assets` names each asset; a path is relative to the scene file. A `.tess` file is used as is;
@@ -26,7 +28,13 @@
   default 60), `near` (default 0.01, or a thousandth of the eye-target distance where that is
   smaller, so that a camera on a tiny scene sees it).
 - `sun` is optional: its azimuth and elevation in degrees, as `RenderOptions.sun` (elevation
-  above the horizon, at most 90); it replaces the renderer's sun when the scene is applied.
+  above the horizon, at most 90), or null for no sun; it replaces the renderer's sun when the
+  scene is applied.
+- `lights` is optional: spot and point lights (`renderer.Light`, at most 16), each
+  `{"type": "point" | "spot", "position": [x, y, z], "intensity": suns at distance 1 (1),
+  "color": [r, g, b] (white), "range": distance (none), "direction": [x, y, z] (a spot's; down),
+  "inner_cone": degrees (0), "outer_cone": degrees (45), "shadows": true | false (true)}`;
+  they replace the renderer's lights when the scene is applied.
 
 Every number must be finite; coordinates (translate, origin, spacing, scale, matrix, eye,
 target) at most 1e18 in magnitude (`renderer.limits.MAX_WORLD`: float32 on the GPU); a grid's
@@ -48,6 +56,7 @@ import numpy as np
 
 from preprocess.config import UP_AXES
 from renderer.camera import Camera, check_fov
+from renderer.lights import Light, check_lights
 from renderer.options import DEFAULT_SUN, check_sun
 from renderer.limits import MAX_WORLD
 
@@ -76,7 +85,9 @@ class SceneSpec:
     placements: list[Placement]
     camera: Camera | None = None
     up: dict[str, str] = field(default_factory=dict)  # name -> up axis, for meshes given one
-    sun: tuple[float, float] | None = None  # (azimuth, elevation) degrees
+    # (azimuth, elevation) degrees; None: the renderer's; False: no sun
+    sun: tuple[float, float] | bool | None = None
+    lights: list | None = None  # renderer.Light; None: the renderer's
 
     def apply(self, renderer, tess_paths: dict[str, str | os.PathLike]) -> dict[str, int]:
         """Load the assets (`tess_paths`: name -> .tess file, e.g. from `renderer.apps.loader`) into
@@ -88,8 +99,12 @@ class SceneSpec:
                 renderer.add_instance(a, p.matrix)
                 continue
             renderer.add_grid(a, p.count, spacing=p.spacing, origin=p.origin)
-        if self.sun is not None:
+        if self.sun is False:
+            renderer.set_sun(None)
+        elif self.sun is not None:
             renderer.set_sun(*self.sun)
+        if self.lights is not None:
+            renderer.set_lights(self.lights)
         return index
 
 
@@ -183,7 +198,7 @@ def parse_scene(data, path: str | os.PathLike) -> SceneSpec:
     try:
         if not isinstance(data, dict):
             raise ValueError("the top level must be an object")
-        _unknown(data, {"assets", "instances", "grids", "camera", "sun"}, "scene")
+        _unknown(data, {"assets", "instances", "grids", "camera", "sun", "lights"}, "scene")
         assets = data.get("assets")
         if not isinstance(assets, dict) or not assets:
             raise ValueError("'assets' must name at least one asset: {\"name\": \"file\"}")
@@ -242,7 +257,9 @@ def parse_scene(data, path: str | os.PathLike) -> SceneSpec:
                     else min(0.01, 1e-3 * float(np.linalg.norm(eye - target))))
             camera = Camera(eye=eye, target=target, fov_y=fov, near=near)
         sun = None
-        if "sun" in data:
+        if "sun" in data and data["sun"] is None:
+            sun = False
+        elif "sun" in data:
             c = data["sun"]
             if not isinstance(c, dict):
                 raise ValueError("'sun' must be an object: {\"azimuth\": .., \"elevation\": ..}")
@@ -250,10 +267,46 @@ def parse_scene(data, path: str | os.PathLike) -> SceneSpec:
             sun = (_number(c.get("azimuth", DEFAULT_SUN[0]), "sun.azimuth", world=False),
                    _number(c.get("elevation", DEFAULT_SUN[1]), "sun.elevation", world=False))
             check_sun(sun, "sun")
+        lights = None
+        if "lights" in data:
+            if not isinstance(data["lights"], list):
+                raise ValueError("'lights' must be a list of lights")
+            lights = check_lights([_light(c, f"lights[{k}]")
+                                   for k, c in enumerate(data["lights"])])
     except ValueError as e:
         raise SceneFileError(f"{path}: {e}") from None
     return SceneSpec(path=path, assets=resolved, placements=placements, camera=camera, up=up,
-                     sun=sun)
+                     sun=sun, lights=lights)
+
+
+def _light(c, where: str) -> Light:
+    """A scene file's light (the module docstring), ValueError naming `where`."""
+    if not isinstance(c, dict):
+        raise ValueError(f"{where} must be an object")
+    _unknown(c, {"type", "position", "intensity", "color", "range", "direction", "inner_cone",
+                 "outer_cone", "shadows"}, where)
+    if c.get("type") not in ("point", "spot"):
+        raise ValueError(f"{where}.type must be \"point\" or \"spot\", not {c.get('type')!r}")
+    kw = {"kind": c["type"], "position": tuple(_vec(c.get("position"), f"{where}.position"))}
+    if "intensity" in c:
+        kw["intensity"] = _number(c["intensity"], f"{where}.intensity", world=False)
+    if "color" in c:
+        kw["color"] = tuple(_vec(c["color"], f"{where}.color", world=False))
+    if "range" in c:
+        kw["range"] = _number(c["range"], f"{where}.range", positive=True)
+    if "direction" in c:
+        kw["direction"] = tuple(_vec(c["direction"], f"{where}.direction", world=False))
+    for key in ("inner_cone", "outer_cone"):
+        if key in c:
+            kw[key] = math.radians(_number(c[key], f"{where}.{key}", world=False))
+    if "shadows" in c:
+        if not isinstance(c["shadows"], bool):
+            raise ValueError(f"{where}.shadows must be true or false")
+        kw["shadows"] = c["shadows"]
+    try:
+        return Light(**kw)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
 
 
 def load_scene_file(path: str | os.PathLike) -> SceneSpec:

@@ -18,7 +18,7 @@ import numpy as np
 from renderer.camera import Camera
 from renderer.apps.controls import CameraControls
 from renderer.frame import Renderer
-from renderer.options import RenderOptions
+from renderer.options import DEFAULT_SUN, RenderOptions
 from renderer.scene import grid_offsets
 from renderer.apps.loader import LoadJob
 
@@ -47,6 +47,7 @@ class ViewerApp:
                  render_options: RenderOptions | None = None) -> None:
         self.opts = options or ViewerOptions()
         self.renderer = Renderer(max(width, 1), max(height, 1), options=render_options)
+        self.last_sun = self.renderer.sun or DEFAULT_SUN  # the panel's sun checkbox brings it back
         self.controls = CameraControls(Camera(), scene_radius=1.0)
         self.tau = self.renderer.options.tau
         self.debug_view = 0
@@ -159,7 +160,10 @@ class ViewerApp:
     def set_shadows(self, enabled: bool) -> None:
         self.renderer.set_shadows(enabled)
 
-    def set_sun(self, azimuth: float, elevation: float) -> None:
+    def set_sun(self, azimuth: float | None, elevation: float | None = None) -> None:
+        """Move the sun, or take it away (None; the panel's checkbox brings the last back)."""
+        if self.renderer.sun is not None:
+            self.last_sun = self.renderer.sun
         self.renderer.set_sun(azimuth, elevation)
 
     def frame_scene(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
 from renderer.layout import ARGS
-from renderer.limits import SHADOW_LEVELS
+from renderer.limits import SHADOW_VIEWS
 from renderer.passes import Pass
 
 BINDINGS = (
@@ -41,7 +41,7 @@ SHADOW_BINDINGS = (
     *(Binding("visible", STORAGE, "array<vec4<u32>>") if b.name == "visible" else b
       for b in BINDINGS if b.name not in ("hzb", "occluded")),  # no HZB: the page mask culls
     Binding("shadow", UNIFORM, "ShadowInfo"),
-    Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_LEVELS}>"),
+    Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_VIEWS}>"),
     Binding("shadow_hpm", READ, "array<u32>"),
     Binding("shadow_draw", READ, "array<u32>"),
 )

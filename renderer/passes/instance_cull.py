@@ -4,7 +4,7 @@ BVH queue, occluded ones the post pass."""
 from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
-from renderer.limits import SHADOW_LEVELS
+from renderer.limits import SHADOW_VIEWS
 from renderer.passes import Pass
 
 BINDINGS = (
@@ -22,7 +22,7 @@ BINDINGS = (
 SHADOW_BINDINGS = (
     *BINDINGS,
     Binding("shadow", UNIFORM, "ShadowInfo"),
-    Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_LEVELS}>"),
+    Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_VIEWS}>"),
     Binding("shadow_hpm", READ, "array<u32>"),
 )
 

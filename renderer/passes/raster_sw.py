@@ -7,7 +7,7 @@ import wgpu
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
 from renderer.layout import ARGS
-from renderer.limits import SHADOW_LEVELS
+from renderer.limits import SHADOW_VIEWS
 from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
 
 COMPUTE = wgpu.ShaderStage.COMPUTE
@@ -21,7 +21,7 @@ def shadow_raster_bindings(reader: tuple[Binding, ...], stages: int = COMPUTE,
         *(Binding("visible", READ, "array<vec4<u32>>", b.stages) if b.name == "visible" else b
           for b in reader),
         Binding("shadow", UNIFORM, "ShadowInfo", stages),
-        Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_LEVELS}>", stages),
+        Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_VIEWS}>", stages),
         # the page table and the pool: written in the fragment stage (a vertex stage may not
         # write storage), where the HW pass also reads the item's physical page
         Binding("shadow_map", STORAGE, "array<atomic<u32>>", fragment),

@@ -4,7 +4,7 @@ normal and ids (shaders/resolve.wgsl)."""
 from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
-from renderer.limits import SHADOW_LEVELS
+from renderer.limits import MAX_LIGHTS, SHADOW_VIEWS
 from renderer.passes import PixelPass, cluster_reader_bindings, vis_bindings
 
 
@@ -29,8 +29,9 @@ class Resolve(PixelPass):
             # the sun and its shadow map (renderer/shadows.py): 16 storage buffers in all, what
             # OpenGL binds a stage at most
             Binding("shadow", UNIFORM, "ShadowInfo"),
-            Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_LEVELS}>"),
+            Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_VIEWS}>"),
             Binding("shadow_map", READ, "array<u32>"),
+            Binding("lights", UNIFORM, f"array<Light, {MAX_LIGHTS}>"),  # spot and point lights
         )
         # with the shadow map sampled, and without (RenderOptions.shadows)
         self.pipelines = {}

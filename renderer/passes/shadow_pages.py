@@ -1,17 +1,17 @@
 """The shadow map's pages each frame (shaders/shadow_pages.wgsl, shadow_alloc.wgsl,
-shadow_clear.wgsl): marked from the visibility buffer, freed, allocated (the coarsest level
+shadow_clear.wgsl): marked from the visibility buffer, freed, allocated (the coarsest views
 first), listed and cleared for drawing."""
 
 from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
-from renderer.limits import SHADOW_LEVELS
+from renderer.limits import MAX_LIGHTS, SHADOW_VIEWS
 from renderer.passes import Pass, vis_bindings
 
 ENTRIES = ("cs_begin", "cs_mark", "cs_free")
 SHADOW_UNIFORMS = (
     Binding("shadow", UNIFORM, "ShadowInfo"),
-    Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_LEVELS}>"),
+    Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_VIEWS}>"),
 )
 CLEAR_BINDINGS = (
     *SHADOW_UNIFORMS,
@@ -55,6 +55,7 @@ class ShadowPages(Pass):
             Binding("frame", UNIFORM, "Frame"),
             *vis_bindings(vis64, write=False, ids=False),
             *SHADOW_UNIFORMS,
+            Binding("lights", UNIFORM, f"array<Light, {MAX_LIGHTS}>"),
             Binding("shadow_dirty", READ, "array<vec4<i32>>"),
             Binding("shadow_marks", STORAGE, "array<atomic<u32>>"),
             Binding("shadow_marked", STORAGE, "array<u32>"),

@@ -613,7 +613,7 @@ def test_gltf_scene_features_not_drawn_are_named(tmp_path):
     path.write_bytes(glb(edit=rich))
     mesh, warned = _warned(path)
     assert mesh.triangle_count == 320
-    # a file of one mesh is no scene: its lights are not drawn (a scene's are: scene_sun)
+    # a file of one mesh is no scene: its lights are not drawn (a scene's are: scene_lights)
     assert warned == ["rich.glb: lights not drawn: 1 (a file of one mesh keeps none; --sun sets "
                       "the sun)",
                       "rich.glb: not drawn: 1 animations, 1 skins (drawn in the rest pose), "

@@ -15,6 +15,7 @@ from preprocess.load import load_mesh
 from preprocess.mesh import MeshWarning
 from preprocess.scene import read_scene
 from renderer.apps.preprocess_cli import main as preprocess_main
+from renderer.apps.scene_file import load_scene_file
 
 
 def test_a_scene_keeps_its_meshes_once_and_its_nodes_as_instances(tmp_path, gltf_street):
@@ -161,7 +162,7 @@ def _add_lights(tree, lights, placed):
 def test_a_scene_s_first_directional_light_is_its_sun(tmp_path, capsys, gltf_street):
     """KHR_lights_punctual: a directional light shines down its node's -Z; tilted 40 degrees
     about X (towards -Y) and turned 30 about Y, the sun is at azimuth 30, elevation 40. A spot
-    light is named in a warning; the scene file carries the sun."""
+    light is kept, its intensity in units of the sun's; the scene file carries both."""
     def _quat(axis, degrees):  # x, y, z, w about a unit axis
         a = np.radians(degrees) / 2
         return [*(np.asarray(axis, float) * np.sin(a)), np.cos(a)]
@@ -184,12 +185,20 @@ def test_a_scene_s_first_directional_light_is_its_sun(tmp_path, capsys, gltf_str
         scene = read_scene(src)
     az, el = scene.sun
     assert abs(az - 30.0) < 1e-6 and abs(el - 40.0) < 1e-6
-    said = [str(w.message) for w in caught if "light" in str(w.message)]
-    assert len(said) == 1 and "a spot light" in said[0] and "intensities" in said[0]
+    assert not [str(w.message) for w in caught if "light" in str(w.message)]
+    spot = {"type": "spot", "position": [0.0, 0.0, 0.0], "intensity": pytest.approx(5.0 / 3.0),
+            "color": [1.0, 1.0, 1.0], "direction": [0.0, 0.0, -1.0], "inner_cone": 0.0,
+            "outer_cone": pytest.approx(45.0)}
+    assert scene.lights == [spot]
     capsys.readouterr()
     assert preprocess_main([str(src), "-q"]) == 0
     doc = json.loads((tmp_path / "street.json").read_text())
     assert doc["sun"] == {"azimuth": pytest.approx(30.0), "elevation": pytest.approx(40.0)}
+    assert doc["lights"] == [spot]
+    spec = load_scene_file(tmp_path / "street.json")
+    assert spec.sun == pytest.approx((30.0, 40.0)) and len(spec.lights) == 1
+    assert spec.lights[0].kind == "spot" and spec.lights[0].outer_cone == pytest.approx(
+        np.pi / 4)
 
 
 @pytest.mark.parametrize("light, message", [
