@@ -380,8 +380,8 @@ class ShadowMap:
 def face_page_rects(view: np.ndarray, spheres: np.ndarray) -> np.ndarray:
     """(k, 4) page rectangles (x0, y0, x1, y1) of a face view (a SHADOW_VIEW_DTYPE record) that
     world spheres (k, 4) cover: their boxes in the face's axes, the corners projected (one
-    reaching the near plane covers the window), a page of slack each side (shaders/shadow.wgsl
-    `shadow_page_rect` in float64)."""
+    reaching the near plane covers the window), as shaders/shadow.wgsl `shadow_page_rect` in
+    float64 (grown by what float32 may round)."""
     m = view["view_proj"].reshape(4, 4).T.astype(np.float64)
     n = 1 << int(view["table"][1])
     near = float(view["texel"][2])
@@ -393,10 +393,11 @@ def face_page_rects(view: np.ndarray, spheres: np.ndarray) -> np.ndarray:
     w0s = np.where(safe, w0, 1.0)
     xs = np.stack([(c[:, 0] + sx * a * r) / w for sx in (-1, 1) for w in (w0s, w1)])
     ys = np.stack([(c[:, 1] + sy * a * r) / w for sy in (-1, 1) for w in (w0s, w1)])
-    x0 = np.floor((xs.min(0) * 0.5 + 0.5) * n) - 1
-    x1 = np.floor((xs.max(0) * 0.5 + 0.5) * n) + 1
-    y0 = np.floor((0.5 - ys.max(0) * 0.5) * n) - 1
-    y1 = np.floor((0.5 - ys.min(0) * 0.5) * n) + 1
+    slack = 1e-4 * (1 + np.abs(xs).max(0) + np.abs(ys).max(0))  # float32 on the GPU
+    x0 = np.floor((xs.min(0) - slack) * 0.5 * n + 0.5 * n)
+    x1 = np.floor((xs.max(0) + slack) * 0.5 * n + 0.5 * n)
+    y0 = np.floor((0.5 - (ys.max(0) + slack) * 0.5) * n)
+    y1 = np.floor((0.5 - (ys.min(0) - slack) * 0.5) * n)
     rect = np.stack([x0, y0, x1, y1], axis=1)
     rect[~safe] = [0, 0, n - 1, n - 1]
     return np.clip(rect, -(1 << 30), 1 << 30)

@@ -10,6 +10,8 @@ left out; everything else must agree.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import subprocess
 import sys
@@ -23,6 +25,7 @@ from preprocess.build import build_file
 from preprocess.load import mesh_from_arrays
 from renderer.camera import Camera
 from renderer.frame import Renderer
+from renderer.lights import Light
 from renderer.options import RenderOptions
 from renderer.limits import FALLBACK_STEP, SHADOW_LEVELS, SHADOW_PAGES
 from renderer.shadows import shadow_level, sun_direction
@@ -66,7 +69,7 @@ def _translate(x: float, y: float, z: float) -> np.ndarray:
 
 
 def _scene(gpu, box_scene, boxes=((0.0, 1.0, 0.0),), size: int = SIZE, **options) -> Renderer:
-    r = Renderer(size, size, ctx=gpu, options=RenderOptions(sun=SUN, **options))
+    r = Renderer(size, size, ctx=gpu, options=RenderOptions(**{"sun": SUN, **options}))
     r.add_instance(r.load(box_scene["plane"]))
     box = r.load(box_scene["box"])
     for b in boxes:
@@ -443,3 +446,164 @@ def test_moving_the_sun_draws_the_shadow_anew(gpu, box_scene):
     with pytest.raises(ValueError, match="horizon"):
         r.set_sun(10.0, 0.0)
     assert r.sun == (280.0, 40.0)
+
+
+# -- spot and point lights: each with its own virtual shadow map (renderer/lights.py). The
+# truth is the same slab test along the segment from each ground point to the light. A local
+# light's term is read from the lit image: with no sun, visibility = (shadowed - ambient) /
+# (unshadowed - ambient) in linear light (three renders: the light casting, the light not
+# casting, no light), on ground the light reaches well (8-bit sRGB keeps that term to ~1%).
+
+LAMP = (-1.2, 3.0, -1.0)  # behind the box: its shadow falls towards the camera
+
+
+def _linear(color: np.ndarray) -> np.ndarray:
+    c = color[..., :3].astype(np.float64) / 255.0
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4).mean(-1)
+
+
+def _light_visibility(gpu, box_scene, light: Light, camera: Camera = CAMERA, **options):
+    """(visibility, light's term unshadowed, result): a light's shadow term per pixel."""
+    def render(lights):
+        r = _scene(gpu, box_scene, **{"sun": None, "lights": lights, **options})
+        return r.render(camera)
+
+    res = render((light,))
+    bare = render((dataclasses.replace(light, shadows=False),))
+    ambient = render(())
+    term = _linear(bare.color) - _linear(ambient.color)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vis = (_linear(res.color) - _linear(ambient.color)) / term
+    return vis, term, res
+
+
+def _segment_blocked(points: np.ndarray, lo: np.ndarray, hi: np.ndarray, light) -> np.ndarray:
+    """Does the segment from each point to the light pass through the box? (slab test)"""
+    d = np.asarray(light, np.float64) - points
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t0 = (lo - points) / d
+        t1 = (hi - points) / d
+    near = np.minimum(t0, t1).max(-1)
+    far = np.maximum(t0, t1).min(-1)
+    return (far >= np.maximum(near, 1e-4)) & (near <= 1.0)
+
+
+@pytest.mark.parametrize("kind", ["point", "spot"])
+def test_a_local_light_over_a_box_matches_the_analytic_shadow(gpu, box_scene, kind):
+    light = Light(kind, LAMP, intensity=6.0, direction=(0.45, -1.0, 0.35),
+                  inner_cone=math.radians(35), outer_cone=math.radians(50))
+    vis, term, res = _light_visibility(gpu, box_scene, light)
+    ground = res.instance == 0
+    pts = _world_points(res, CAMERA)
+    truth = _segment_blocked(pts, BOX_LO, BOX_HI, LAMP)
+    reached = ground & (term > 0.05)
+    keep = reached & _interior(truth)
+    shadowed = vis < 0.5
+    agree = (shadowed == truth)[keep].mean()
+    acne = (shadowed & ~truth)[reached].mean()
+    print(f"{kind}: {reached.sum()} ground px lit, {truth[reached].sum()} in the analytic "
+          f"shadow; agree {agree:.4f}, acne {acne:.4f}; {res.stats.shadow}")
+    assert truth[reached].sum() > 1000 and reached.sum() > 10000
+    assert agree >= 0.99
+    assert acne <= 0.001
+    assert res.stats.shadow["failed"] == 0 and res.stats.shadow["marked"] > 0
+    # the light falls off with the square of the distance, times the cosine: what the ground
+    # gets unshadowed, over cos / d^2, is about constant (the BRDF's specular lobe aside)
+    d = np.asarray(LAMP) - pts
+    dist = np.linalg.norm(d, axis=-1)
+    law = term / (d[..., 1] / dist / dist**2)
+    if kind == "point":
+        spread = np.percentile(law[reached], [10, 90])
+        assert spread[1] / spread[0] < 1.25, spread
+    else:  # outside the outer cone, nothing; inside the inner one, the full light
+        axis = np.asarray(light.direction) / np.linalg.norm(light.direction)
+        angle = np.degrees(np.arccos(np.clip((-d / dist[..., None]) @ axis, -1, 1)))
+        assert np.abs(term[ground & (angle > 51)]).max() < 0.01
+        inner = law[ground & (angle < 34) & ~truth & (term > 0.05)]
+        assert np.percentile(inner, 90) / np.percentile(inner, 10) < 1.25
+
+
+def test_a_local_light_s_pages_are_cached_and_a_move_draws_only_its_own(gpu, box_scene):
+    boxes = [(-3.0, 1.0, -3.0), (3.0, 1.0, -3.0), (-3.0, 1.0, 2.0), (2.0, 1.0, 2.0)]
+    cam = Camera(eye=(0.0, 8.0, 5.0), target=(0.0, 0.0, 0.0), fov_y=60.0, near=0.05)
+    lamp = Light("point", (0.0, 6.0, 0.0), intensity=36.0)
+    r = _scene(gpu, box_scene, boxes, size=512, sun=None, lights=(lamp,))
+    first = r.render(cam).stats.shadow
+    still = r.render(cam).stats.shadow
+    assert first["drawn"] == first["marked"] > 0
+    assert still["drawn"] == 0 and still["cached"] == still["marked"]
+    moved = (-3.0, 1.0, -2.4)
+    r.set_transform(1, _translate(*moved))
+    after = r.render(cam)
+    st = after.stats.shadow
+    print(f"point light: pages drawn first {first['drawn']}, after one box moved {st['drawn']}")
+    assert 0 < st["drawn"] < first["drawn"] / 2
+    fresh = _scene(gpu, box_scene, [moved, *boxes[1:]], size=512, sun=None,
+                   lights=(lamp,)).render(cam)
+    assert np.array_equal(after.instance, fresh.instance)
+    assert np.abs(after.color.astype(int) - fresh.color.astype(int)).max() <= 1
+    # a light moved: every page drawn again
+    r.set_lights([dataclasses.replace(lamp, position=(0.5, 6.0, 0.0))])
+    again = r.render(cam).stats.shadow
+    assert again["drawn"] == again["marked"] > 0
+
+
+def test_local_lights_beside_the_sun_share_a_pool_too_small_without_holes(gpu, box_scene):
+    """The sun and two point lights in the least pool (32 pages): pages run short, coarser
+    levels and mips serve; where the sun's shadow is deep with the full pool, it stays."""
+    lamps = (Light("point", (2.0, 2.0, 1.0), intensity=3.0),
+             Light("point", (-2.0, 2.5, -1.0), intensity=3.0))
+    cam = Camera(eye=(0.8, 0.6, 2.2), target=(-0.8, 0.5, 0.0), fov_y=60.0, near=0.01)
+    full = _scene(gpu, box_scene, size=512, lights=lamps).render(cam)
+    small = _scene(gpu, box_scene, size=512, lights=lamps, shadow_pool_mb=2).render(cam)
+    st = small.stats.shadow
+    print(f"32 pages: {st}; with 1,024: {full.stats.shadow}")
+    assert st["failed"] > 0 and full.stats.shadow["failed"] == 0
+    deep = (full.shadow < 0.05) & _interior(full.shadow < 0.5)
+    assert deep.sum() > 500
+    assert (small.shadow[deep] > 0.5).mean() <= 0.02
+    # and the pictures agree but for the detail lost
+    assert (np.abs(small.color.astype(int) - full.color.astype(int)).max(-1) > 24).mean() < 0.03
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"kind": "area"}, "kind"),
+    ({"position": (0.0, float("nan"), 0.0)}, "position"),
+    ({"intensity": -1.0}, "intensity"),
+    ({"intensity": float("inf")}, "intensity"),
+    ({"color": (1.0, -0.5, 1.0)}, "color"),
+    ({"range": 0.0}, "range"),
+    ({"kind": "spot", "direction": (0.0, 0.0, 0.0)}, "direction"),
+    ({"kind": "spot", "inner_cone": 0.8, "outer_cone": 0.5}, "cones"),
+    ({"kind": "spot", "outer_cone": 2.0}, "cones"),
+])
+def test_bad_lights_are_refused(kw, message):
+    with pytest.raises(ValueError, match=message):
+        Light(**{"kind": "point", "position": (0.0, 1.0, 0.0), **kw})
+
+
+def test_too_many_lights_and_shadow_faces(gpu, box_scene):
+    lamp = Light("point", (0.0, 3.0, 0.0))
+    with pytest.raises(ValueError, match="at most 16"):
+        RenderOptions(lights=(lamp,) * 17)
+    with pytest.raises(ValueError, match=r"not a renderer\.Light"):
+        RenderOptions(lights=({"type": "point"},))
+    r = _scene(gpu, box_scene, sun=None)
+    with pytest.warns(RuntimeWarning, match="36 shadow faces"):
+        r.set_lights([lamp] * 6)  # 34 faces: five point lights cast, the sixth does not
+    assert r.shadow_map.faces == 34
+    res = r.render(CAMERA)
+    assert r.shadow_map.light_faces == [6] * 5 + [0]
+    assert res.stats.shadow["failed"] == 0
+
+
+def test_no_sun_lights_the_scene_with_its_ambient_and_lamps(gpu, box_scene):
+    dark = _scene(gpu, box_scene, sun=None).render(CAMERA)
+    sunny = _scene(gpu, box_scene).render(CAMERA)
+    ground = dark.instance == 0
+    assert _linear(dark.color)[ground].mean() < 0.6 * _linear(sunny.color)[ground].mean()
+    assert (dark.shadow[dark.coverage] == 0).all()  # the sun's visibility: none
+    r = _scene(gpu, box_scene)
+    r.set_sun(None)
+    assert r.sun is None
+    assert np.array_equal(r.render(CAMERA).color, dark.color)
