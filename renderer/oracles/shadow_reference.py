@@ -1,4 +1,4 @@
-"""The sun's shadow, brute force: a truth for the virtual shadow map that shares none of its code
+"""Shadows, brute force: a truth for the virtual shadow maps that shares none of their code
 (tests/renderer/test_shadows.py, `tessera bench --scenario shadows`).
 
 Every original triangle of every instance is drawn from the sun by the GPU's own rasterizer
@@ -6,7 +6,9 @@ Every original triangle of every instance is drawn from the sun by the GPU's own
 over the points asked about, `resolution`² texels (8x finer than the shadow map's texel where
 the view asks for about a texel a pixel); a point sees the sun unless the map holds a surface
 nearer the sun than itself by more than the map's own rasterization error (a texel's worth along
-the point's slope). Both faces of every triangle cast.
+the point's slope). Both faces of every triangle cast. A spot or point light's the same way: a
+perspective depth map from the light for each cube face that holds points asked about
+(`light_visibility`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from renderer.oracles.reference import ReferenceRenderer
 from renderer.shadows import light_basis, sun_direction
 
 __all__ = ["SunReference"]
+
+_CUBE = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
 
 
 class SunReference:
@@ -72,3 +76,44 @@ class SunReference:
         slope = np.sqrt(1 - nl**2) / nl
         tol = (2.0 + 2.0 * slope) * texel / (hi - lo)
         return depth[ty, tx] <= z + tol
+
+    def light_visibility(self, position, instances: Sequence[tuple[int, np.ndarray]],
+                         points: np.ndarray, normals: np.ndarray) -> np.ndarray:
+        """Which of `points` (k, 3) see a light at `position` (nothing between them and it),
+        with their unit `normals` (k, 3) for the tolerance: (k,) bool. Points are taken by the
+        cube face of their largest axis from the light, each face a 90-degree perspective
+        depth map (reversed Z: depth = near / distance along the face's axis)."""
+        eye = np.asarray(position, np.float64)
+        pts = np.asarray(points, np.float64)
+        d = pts - eye
+        axis = np.abs(d).argmax(axis=1)
+        face = 2 * axis + (np.take_along_axis(d, axis[:, None], 1)[:, 0] < 0)
+        n = self.resolution
+        out = np.ones(len(pts), bool)
+        for f in np.unique(face):
+            sel = face == f
+            fwd = _CUBE[f]
+            ref = np.array([0.0, 1.0, 0.0]) if abs(fwd[1]) < 0.5 else np.array([0.0, 0.0, 1.0])
+            right = np.cross(fwd, ref)
+            up = np.cross(right, fwd)
+            z = d[sel] @ fwd
+            near = max(float(z.min()) * 1e-3, 1e-9)
+            m = np.zeros((4, 4))
+            m[0, :3], m[1, :3], m[3, :3] = right, up, fwd
+            m[:, 3] = -(m[:, :3] @ eye)
+            m[2, 3] = near  # clip z = near, w = z: depth near / z
+            depth = self.ref.render(m.astype(np.float32), instances,
+                                    cull_backfaces=False)["depth"]
+            x, y = (d[sel] @ right) / z, (d[sel] @ up) / z
+            tx = np.clip((x * 0.5 + 0.5) * n, 0, n - 1).astype(np.int64)
+            ty = np.clip((0.5 - y * 0.5) * n, 0, n - 1).astype(np.int64)
+            stored = depth[ty, tx]
+            with np.errstate(divide="ignore"):
+                hit = np.where(stored > 0, near / stored, np.inf)
+            texel = 2.0 * z / n  # a texel's size at the point
+            to_light = -d[sel] / np.linalg.norm(d[sel], axis=1, keepdims=True)
+            nl = np.clip(np.abs(np.sum(np.asarray(normals, np.float64)[sel] * to_light, axis=1)),
+                         0.05, 1.0)
+            slope = np.sqrt(1 - nl**2) / nl
+            out[sel] = hit >= z - (2.0 + 2.0 * slope) * texel
+        return out

@@ -607,3 +607,53 @@ def test_no_sun_lights_the_scene_with_its_ambient_and_lamps(gpu, box_scene):
     r.set_sun(None)
     assert r.sun is None
     assert np.array_equal(r.render(CAMERA).color, dark.color)
+
+
+@pytest.mark.parametrize("tau, floor", [(1e-6, 0.99), (1.0, 0.98)])
+def test_a_rock_on_the_ground_against_the_brute_force_point_light(gpu, rock_on_ground, tau,
+                                                                   floor):
+    """A point light low beside the rock against renderer.oracles.shadow_reference's
+    `light_visibility` (every original triangle drawn from the light, a 2048^2 face), over the
+    ground and rock the light reaches, off a one-pixel band along the truth's shadow edges."""
+    from assets.ground import ground_transform
+    from renderer.oracles.shadow_reference import SunReference
+
+    def scene(lights):
+        r = Renderer(SIZE, SIZE, ctx=gpu, options=RenderOptions(sun=None, lights=lights))
+        r.add_instance(r.load(rock_on_ground["rock_tess"]))
+        center, radius = r.bounds()
+        ground = ground_transform(r.scene, center, radius)
+        r.add_instance(r.load(rock_on_ground["ground_tess"]), ground)
+        return r, center, radius, ground
+
+    r, center, radius, ground = scene(())
+    lamp = Light("point", tuple(center + np.array([1.1, 0.9, 0.4]) * radius),
+                 intensity=4.0 * radius**2)
+    cam = Camera.framing(center, radius, direction=(-0.3, 0.6, 1.0), fill=0.6)
+    ambient = r.render(cam, tau=tau)
+    res = scene((lamp,))[0].render(cam, tau=tau)
+    bare = scene((dataclasses.replace(lamp, shadows=False),))[0].render(cam, tau=tau)
+    term = _linear(bare.color) - _linear(ambient.color)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vis = (_linear(res.color) - _linear(ambient.color)) / term
+    ref = SunReference(gpu, 2048)
+    meshes = [ref.add_mesh(m.positions, m.position_triangles)
+              for m in (rock_on_ground["rock"], rock_on_ground["ground"])]
+    cov = res.coverage
+    lit = np.ones(cov.shape, bool)
+    lit[cov] = ref.light_visibility(lamp.position, [(meshes[0], np.eye(4, dtype=np.float32)),
+                                                    (meshes[1], ground)],
+                                    _world_points(res, cam)[cov], res.normal[cov])
+    reached = cov & (term > 0.05)  # where the light reaches (its side)
+    keep = reached & _interior(lit)
+    ours = vis < 0.5
+    agree = (ours == ~lit)[keep].mean()
+    acne = (ours & lit & keep).sum() / reached.sum()
+    contact = keep & ~lit & (res.instance == 1)
+    print(f"tau {tau:g}: {reached.sum()} px reached, {(~lit & reached).sum()} in the truth's "
+          f"shadow; agree {agree:.4%}, acne {acne:.4%}, lit under the rock "
+          f"{(~ours & contact).sum()} of {contact.sum()}; {res.stats.shadow}")
+    assert (~lit & reached).sum() > 600 and contact.sum() > 300
+    assert agree >= floor
+    assert acne <= 0.001
+    assert (~ours & contact).mean() <= 0.002
