@@ -369,21 +369,25 @@ def test_a_pool_past_the_binding_limit_is_one_line(gpu):
         Renderer(64, 64, ctx=gpu, options=RenderOptions(shadow_pool_mb=1.9))
 
 
-def _render_shadow_fraction(box_scene, env: dict | None = None) -> float:
-    """The share of ground pixels in shadow, rendered by a child process (another backend)."""
+def _render_shadow_fraction(box_scene, env: dict | None = None, options: str = f"sun={SUN!r}",
+                            save: str | None = None) -> float:
+    """The share of ground pixels in shadow, rendered by a child process (another backend)
+    with RenderOptions(`options`); the lit image saved to `save` (.npy) if given."""
     code = (
         "import numpy as np, sys\n"
         "from renderer.frame import Renderer\n"
         "from renderer.options import RenderOptions\n"
+        "from renderer.lights import Light\n"
         "from renderer.camera import Camera\n"
-        f"r = Renderer({SIZE}, {SIZE}, options=RenderOptions(sun={SUN!r}))\n"
+        f"r = Renderer({SIZE}, {SIZE}, options=RenderOptions({options}))\n"
         f"r.add_instance(r.load({box_scene['plane']!r}))\n"
         "m = np.eye(4, dtype=np.float32); m[1, 3] = 1.0\n"
         f"r.add_instance(r.load({box_scene['box']!r}), m)\n"
         f"res = r.render(Camera(eye={tuple(CAMERA.eye)!r}, target={tuple(CAMERA.target)!r}, "
         f"fov_y={CAMERA.fov_y!r}, near={CAMERA.near!r}))\n"
         "g = res.instance == 0\n"
-        "print(r.ctx.backend, (res.shadow[g] < 0.5).mean())\n")
+        + (f"np.save({save!r}, res.color)\n" if save else "")
+        + "print(r.ctx.backend, (res.shadow[g] < 0.5).mean())\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, **(env or {})}, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -398,6 +402,18 @@ def test_the_opengl_backend_draws_the_same_shadows(gpu, box_scene):
     backend, there = _render_shadow_fraction(box_scene, {"WGPU_BACKEND_TYPE": "OpenGL"})
     print(f"ground in shadow: {here:.4f} here, {there:.4f} on {backend}")
     assert abs(here - there) <= 0.002
+
+
+def test_the_opengl_backend_draws_the_same_local_light_shadows(gpu, box_scene, tmp_path):
+    lights = (Light("point", LAMP, intensity=6.0),
+              Light("spot", (1.5, 3.0, 1.0), intensity=8.0, direction=(-0.5, -1.0, -0.3)))
+    res = _scene(gpu, box_scene, sun=None, lights=lights).render(CAMERA)
+    backend, _ = _render_shadow_fraction(box_scene, {"WGPU_BACKEND_TYPE": "OpenGL"},
+                                         f"sun=None, lights={lights!r}", str(tmp_path / "gl.npy"))
+    there = np.load(tmp_path / "gl.npy")
+    diff = np.abs(res.color.astype(int) - there.astype(int)).max(-1)
+    print(f"{backend}: pixels off by more than 2 levels {(diff > 2).mean():.4%}")
+    assert backend.lower().startswith("opengl") and (diff > 2).mean() < 0.002
 
 
 def test_alpha_masked_casters_cast_their_cut_outs(gpu, tmp_path, gltf_fence):
