@@ -212,6 +212,7 @@ class Renderer:
         # (scene, its world_version, (centre, radius)): `_scene_bounds`
         self._scene_sphere: tuple | None = None
         self.set_shadows(self.options.shadows)
+        self.set_lights(self.lights)
         self.occlusion = self.options.occlusion
         # the camera and resources generation the HZB was built with (None: no HZB)
         self._hzb_from: tuple[np.ndarray, np.ndarray, int] | None = None
@@ -281,6 +282,8 @@ class Renderer:
         self.lights = lights
         if self.shadow_map.faces < min(want, MAX_LOCAL_FACES):
             self._new_shadow_map()
+        self.resolve.configure(self.shadows, bool(lights))
+        self.shadow_pages.set_lights(bool(lights))
 
     def set_shadows(self, enabled: bool) -> None:
         """Draw the sun's shadows (from the next frame) or not; the sun lights the lit view

@@ -31,6 +31,8 @@
 // surfaces without pushing shadows off their casters) less `shadow.depth.w` texels. A surface
 // facing away from the sun does not see it (0), and is not looked up.
 override SHADOWS: bool = true;
+// a scene with spot or point lights (the pipeline without: no loop over none)
+override LIGHTS: bool = true;
 
 fn shadow_page(v: u32, px: i32, py: i32) -> u32 {
     if any(vec2<i32>(px, py) < vec2<i32>(0)) || any(vec2<i32>(px, py) >= vec2<i32>(i32(view_pages(v)))) {
@@ -326,7 +328,7 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var lit = shade_shadowed(surf, to_eye, shadow.sun.xyz, sun.visibility * shadow.sun.w);
     // spot and point lights: their direct light added (the ambient and emission once, above)
     let dist = distance(frame.camera.xyz, p);
-    for (var i = 0u; i < shadow.views.y; i++) {
+    for (var i = 0u; LIGHTS && i < shadow.views.y; i++) {
         let light = lights[i];
         let reach = light_reach(light, p);
         if reach.w <= 0.0 || dot(n, reach.xyz) <= 0.0 {

@@ -22,6 +22,10 @@
 #include "shadow_table.wgsl"
 #include "shadow_state.wgsl"
 
+// a scene with spot or point lights (the pipelines without: no loop over none, whose code alone
+// cost lavapipe's mark pass twice its time)
+override LIGHTS: bool = true;
+
 fn vis_depth_at(pixel: u32) -> f32 {
 #ifdef VIS64
     return bitcast<f32>(vis[pixel].y);
@@ -97,7 +101,7 @@ fn cs_mark(@builtin(global_invocation_id) gid: vec3<u32>) {
     // the fallbacks' texels are 8x and more the pixel's: a pixel in 4 x 4 marks them (the
     // mark radius spans the others)
     let fallbacks = ((gid.x | gid.y) & 3u) == 0u;
-    for (var i = 0u; i < shadow.views.y; i++) {
+    for (var i = 0u; LIGHTS && i < shadow.views.y; i++) {
         mark_light(lights[i], p, dist, fallbacks);
     }
     if shadow.sun.w == 0.0 {

@@ -97,10 +97,13 @@ def draw_panel(app: ViewerApp) -> None:
                 imgui.text("pages      -")
                 imgui.text("uploaded   -")
         sh = s.shadow
-        if sh is not None:  # the sun's pages while shadows are on
+        if sh is not None:  # the sun's and the lights' pages while shadows are on
             imgui.text(f"shadow     {sh['drawn']:,} drawn  {sh['cached']:,} cached  pool "
                        f"{sh['pool_used']:,}/{sh['pool_pages']:,}"
                        + (f"  {sh['failed']:,} short" if sh["failed"] else ""))
+        if r.lights:
+            imgui.text(f"lights     {len(r.lights)} spot/point, "
+                       f"{sum(r.shadow_map.light_faces)} shadow faces")
         if s.overflow & INCOMPLETE:
             imgui.text_colored((1.0, 0.45, 0.4, 1.0), "traversal cut short: scene incomplete")
         if s.overflow & ~INCOMPLETE:
@@ -133,6 +136,7 @@ def draw_panel(app: ViewerApp) -> None:
     mark("shadows")
     if changed_sh:
         app.set_shadows(on)
+    imgui.same_line()  # one row for both: the panel fits small windows
     changed_s, sun_on = imgui.checkbox("sun", r.sun is not None)
     mark("sun")
     if changed_s:

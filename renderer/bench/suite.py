@@ -21,7 +21,8 @@ Scenarios (`SCENARIOS`):
 - ``shadows``: `make demo`'s scene (64 instances, 16 with ``--quick``, on a ground plane,
   `assets.ground`) under the default sun, side by side in one run: without shadows, with every
   page drawn every frame, with the cache (a still camera: nothing drawn after the first frame),
-  and orbiting with and without shadows; the ratios are the issue's cost targets. The other
+  the same two with a point light and a spot beside the sun (`demo_lamps`: seven more shadow
+  faces), and orbiting with and without shadows; the ratios are the issue's cost targets. The other
   scenarios draw no shadows, so that their figures compare with earlier runs.
 
 For every run: per-frame medians and 95th percentiles of the frame (submit to completion), of
@@ -176,7 +177,7 @@ class Suite:
         self.ctx = None
         self.results: dict = {}
         steps = {"closeup": 1, "scaling": 3 * len(cfg.sizes), "occluded": 2, "streaming": 2,
-                 "textured": 2, "shadows": 5}
+                 "textured": 2, "shadows": 7}
         self.total = sum(steps[s] for s in cfg.scenarios)
         self._bar = None
         if cfg.progress:
@@ -359,21 +360,26 @@ class Suite:
         variants = (("no shadows", {"shadows": False}, True),
                     ("every page", {"shadows": True, "shadow_cache": False}, True),
                     ("cached", {"shadows": True}, True),
+                    # the sun, a point light and a spot: 8 more faces in the pool
+                    ("+lamps, every", {"shadows": True, "shadow_cache": False}, True),
+                    ("+lamps, cached", {"shadows": True}, True),
                     ("orbit, none", {"shadows": False}, False),
                     ("orbit, shadows", {"shadows": True}, False))
         renderers, paths = [], []
-        for _variant, options, still in variants:
+        for variant, options, still in variants:
             r = self.renderer(**options)
             r.add_grid(r.load(self.cfg.asset), n)
             center, radius = r.bounds()
             r.add_instance(r.load(ground_tess()), ground_transform(r.scene, center, radius))
+            if "lamps" in variant:
+                r.set_lights(demo_lamps(center, radius))
             cams = camera_path(center, radius, self.cfg.frames)
             renderers.append(r)
             paths.append([cams[len(cams) // 2]] * len(cams) if still else cams)
         rows = []
         # the still camera's three side by side, then the orbit's two: a shared machine's
         # noise slows each set alike
-        for group in ((0, 1, 2), (3, 4)):
+        for group in ((0, 1, 2, 3, 4), (5, 6)):
             ms = measure_interleaved([renderers[i] for i in group],
                                      [paths[i] for i in group], self.cfg.warmup)
             for i, m in zip(group, ms, strict=True):
@@ -382,10 +388,23 @@ class Suite:
                     m["shadow"] = shadow
                 self._step(f"shadows {variants[i][0]}")
                 rows.append({"variant": variants[i][0], **m})
-        base = {True: rows[0]["frame_ms"]["median"], False: rows[3]["frame_ms"]["median"]}
+        base = {True: rows[0]["frame_ms"]["median"], False: rows[5]["frame_ms"]["median"]}
         for row, (_v, _o, still) in zip(rows, variants, strict=True):
             row["shadow_cost"] = row["frame_ms"]["median"] / base[still]
         return rows
+
+
+def demo_lamps(center: np.ndarray, radius: float) -> list:
+    """A warm point light low over the scene's centre and a cool spot from above one side (the
+    shadows scenario's lamps), each giving about a sun where it shines."""
+    from renderer.lights import Light
+
+    c = np.asarray(center, np.float64)
+    point = c + np.array([0.3, 0.12, 0.2]) * radius
+    spot = c + np.array([-0.4, 0.6, -0.1]) * radius
+    return [Light("point", tuple(point), intensity=(0.3 * radius) ** 2, color=(1.0, 0.6, 0.3)),
+            Light("spot", tuple(spot), intensity=(0.6 * radius) ** 2, color=(0.4, 0.6, 1.0),
+                  direction=(0.3, -1.0, 0.1), inner_cone=0.3, outer_cone=0.45)]
 
 
 # ---------------------------------------------------------------------------------- reporting

@@ -33,15 +33,26 @@ class Resolve(PixelPass):
             Binding("shadow_map", READ, "array<u32>"),
             Binding("lights", UNIFORM, f"array<Light, {MAX_LIGHTS}>"),  # spot and point lights
         )
-        # with the shadow map sampled, and without (RenderOptions.shadows)
+        # with the shadow maps sampled or not (RenderOptions.shadows), with spot and point
+        # lights or not (their loop, never run, cost lavapipe 8% of the pass): built when first
+        # wanted
+        self.device, self.vis64 = device, vis64
         self.pipelines = {}
-        for shadows in (True, False):
-            self.bgl, pipes = compute_pipelines(device, "resolve.wgsl", self.bindings, ["cs_main"],
-                                                defines=["VIS64"] if vis64 else [],
-                                                constants={"SHADOWS": shadows},
+        self.shadows = self.lights = False
+        self.configure(True, False)
+
+    def configure(self, shadows: bool, lights: bool) -> None:
+        """The pipeline for shadows on or off and a scene with lights or none."""
+        self.shadows, self.lights = bool(shadows), bool(lights)
+        key = (self.shadows, self.lights)
+        if key not in self.pipelines:
+            self.bgl, pipes = compute_pipelines(self.device, "resolve.wgsl", self.bindings,
+                                                ["cs_main"],
+                                                defines=["VIS64"] if self.vis64 else [],
+                                                constants={"SHADOWS": key[0], "LIGHTS": key[1]},
                                                 label=self.label)
-            self.pipelines[shadows] = pipes["cs_main"]
-        self.pipeline = self.pipelines[True]
+            self.pipelines[key] = pipes["cs_main"]
+        self.pipeline = self.pipelines[key]
 
     def set_shadows(self, on: bool) -> None:
-        self.pipeline = self.pipelines[bool(on)]
+        self.configure(on, self.lights)

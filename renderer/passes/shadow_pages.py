@@ -64,12 +64,24 @@ class ShadowPages(Pass):
             Binding("shadow_free", STORAGE, "array<u32>"),
             Binding("shadow_pool_state", STORAGE, "array<atomic<u32>>"),
         )
-        self.bgl, self.pipes = compute_pipelines(device, "shadow_pages.wgsl", self.bindings,
-                                                 ENTRIES, defines=["VIS64"] if vis64 else [],
-                                                 label=self.label)
+        self.device, self.vis64 = device, vis64
+        self.lights = False
+        self._pipes: dict[bool, dict] = {}
+        self.set_lights(False)
         # the marked entries given pages, the coarsest level first; the pages drawn, cleared
         self.alloc = _Step(device, "shadow_alloc.wgsl", ALLOC_BINDINGS, "shadow_alloc")
         self.clear = _Step(device, "shadow_clear.wgsl", CLEAR_BINDINGS, "shadow_clear")
+
+    def set_lights(self, lights: bool) -> None:
+        """The pipelines for a scene with spot or point lights, or none (built when first
+        wanted)."""
+        self.lights = bool(lights)
+        if self.lights not in self._pipes:
+            self.bgl, self._pipes[self.lights] = compute_pipelines(
+                self.device, "shadow_pages.wgsl", self.bindings, ENTRIES,
+                defines=["VIS64"] if self.vis64 else [], constants={"LIGHTS": self.lights},
+                label=self.label)
+        self.pipes = self._pipes[self.lights]
 
     def encode(self, frame, encoder) -> None:
         """`frame`: the shadow views' resources (renderer.shadows.ShadowFrame)."""

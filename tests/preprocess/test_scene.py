@@ -206,6 +206,9 @@ def test_a_scene_s_first_directional_light_is_its_sun(tmp_path, capsys, gltf_str
     ({"type": "point", "intensity": -2.0}, "intensity -2.0"),
     ({"type": "area"}, "type must be"),
     ({"type": "spot", "color": [1, 0.5]}, "color"),
+    ({"type": "point", "range": 0}, "range 0"),
+    ({"type": "spot", "spot": {"innerConeAngle": 0.9, "outerConeAngle": 0.5}}, "cone angles"),
+    ({"type": "spot", "spot": {"outerConeAngle": 2.0}}, "cone angles"),
 ])
 def test_a_light_that_cannot_be_drawn_right_is_one_line(tmp_path, capsys, gltf_street, light,
                                                          message):

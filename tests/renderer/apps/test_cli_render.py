@@ -201,9 +201,14 @@ def test_bench_suite_quick_json_plots_and_compare(sphere_tess, tmp_path, capsys)
                                         "textured", "shadows"}
     shadows = report["scenarios"]["shadows"]
     assert [r["variant"] for r in shadows] == ["no shadows", "every page", "cached",
+                                               "+lamps, every", "+lamps, cached",
                                                "orbit, none", "orbit, shadows"]
-    assert shadows[2]["shadow"]["drawn"] == 0 < shadows[2]["shadow"]["cached"]  # still: cached
-    assert shadows[1]["shadow"]["drawn"] == shadows[1]["shadow"]["marked"] > 0  # every page
+    for k in (2, 4):  # still: cached
+        assert shadows[k]["shadow"]["drawn"] == 0 < shadows[k]["shadow"]["cached"]
+    for k in (1, 3):  # every page
+        assert shadows[k]["shadow"]["drawn"] == shadows[k]["shadow"]["marked"] > 0
+    # the lamps' faces mark pages of their own
+    assert shadows[3]["shadow"]["marked"] > shadows[1]["shadow"]["marked"]
     assert "x the frame without" in out
     rows = report["scenarios"]["scaling"]
     assert [r["instances"] for r in rows] == [1, 16, 256]

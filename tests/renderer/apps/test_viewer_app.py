@@ -194,6 +194,11 @@ def test_panel_actions_by_fed_mouse_events(sphere_tess, ready_app, imgui_panel) 
         assert app.freeze
         ui.click("freeze culling", fx=0.05)
         assert not app.freeze
+        sun = app.renderer.sun
+        ui.click("sun", fx=0.1)  # no sun: the lights and the ambient light the scene
+        assert app.renderer.sun is None
+        ui.click("sun", fx=0.1)
+        assert app.renderer.sun == sun
         persistent = app.renderer.persistent
         ui.click("culling", fx=0.3, item=1 if persistent else 0)
         assert app.renderer.persistent == (not persistent)
