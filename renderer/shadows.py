@@ -317,8 +317,8 @@ class ShadowMap:
 
     def _place_faces(self, lights: list[Light], centre: np.ndarray, big: float) -> None:
         """The local lights' faces as views (SHADOW_LEVELS on, each face's LOCAL_MIPS mips in
-        a row), their far planes at their range or the scene's (grown) sphere; the allocator's
-        order; the `lights` uniform."""
+        a row), their far planes at their range or the far side of the scene's (grown) sphere,
+        the nearer; the allocator's order; the `lights` uniform."""
         views = self.views
         faces = faces_of(lights, min(self.faces, MAX_LOCAL_FACES))
         self.light_faces = faces
@@ -329,7 +329,9 @@ class ShadowMap:
             if not count:
                 continue
             pos = np.asarray(light.position, np.float64)
-            far = light.range or (np.linalg.norm(pos - centre) + big)
+            # as far as the scene reaches (a near plane at 1/2000 of a huge range would
+            # clip every caster), or its range where that is nearer
+            far = min(light.range or math.inf, np.linalg.norm(pos - centre) + big)
             for frame in face_frames(light, max(far, 1e-6)):
                 for m in range(LOCAL_MIPS):
                     n = LOCAL_PAGES >> m

@@ -673,3 +673,19 @@ def test_a_rock_on_the_ground_against_the_brute_force_point_light(gpu, rock_on_g
     assert agree >= floor
     assert acne <= 0.001
     assert (~ours & contact).mean() <= 0.002
+
+
+def test_a_light_s_huge_range_still_casts(gpu, box_scene):
+    """A face's far plane stops at the scene (a near plane at 1/2000 of a range of 10^7 would
+    clip every caster); a range that ends short of a receiver leaves it unlit."""
+    light = Light("point", LAMP, intensity=6.0, range=1e7)
+    vis, term, res = _light_visibility(gpu, box_scene, light)
+    ground = res.instance == 0
+    truth = _segment_blocked(_world_points(res, CAMERA), BOX_LO, BOX_HI, LAMP)
+    keep = ground & (term > 0.05) & _interior(truth)
+    assert truth[keep].sum() > 1000 and ((vis < 0.5) == truth)[keep].mean() >= 0.99
+    short = _scene(gpu, box_scene, sun=None,
+                   lights=(dataclasses.replace(light, range=2.0),)).render(CAMERA)
+    bare = _scene(gpu, box_scene, sun=None).render(CAMERA)
+    far = ground & (np.linalg.norm(_world_points(res, CAMERA) - LAMP, axis=-1) > 2.0)
+    assert np.array_equal(short.color[far], bare.color[far])
