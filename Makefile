@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup vulkan lint bench clean
+.PHONY: demo test check setup vulkan lint bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
@@ -31,7 +31,14 @@ demo: setup
 
 test: setup
 	@bash tools/ensure_xvfb.sh
-	$(PY) -m pytest -q
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q --durations=15
+
+# the quick loop while working: lint and the tests not marked slow (under 90 s on 2 cores)
+check: setup
+	@bash tools/ensure_xvfb.sh
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -x -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -117,13 +117,17 @@ class FrameResources:
         self.instance_count = 0
         self.max_depth = 0
         self.query_set: wgpu.GPUQuerySet | None = None
-        self.labels: list[str] = []
+        self.labels: list[str] = []  # the passes timed this frame
+        self.encoded: list[str] = []  # every pass encoded this frame, timed or not
         self.hw_target: wgpu.GPUTextureView | None = None
         self.hzb_levels: list[tuple[int, int]] = []
         self.hzb_offsets = np.zeros(0, np.int64)
         self.slots = 0  # pool slots (pages when nothing streams)
 
     def timestamps(self, label: str) -> dict | None:
+        """The `timestamp_writes` of pass `label` (None where the adapter has no timestamps or
+        the frame's queries are spent); every pass asks, so `encoded` lists them all."""
+        self.encoded.append(label)
         if self.query_set is None or len(self.labels) * 2 + 2 > MAX_TIMESTAMPS:
             return None
         i = len(self.labels)
@@ -615,7 +619,7 @@ class Renderer:
         self._sync_scene()  # after the checks: a frame refused keeps the moves for the next
         d, f = self.device, self.frame
         d.queue.write_buffer(f.buffers["frame"], 0, self._frame_uniforms(camera, tau, view))
-        f.labels = []
+        f.labels, f.encoded = [], []
         enc = d.create_command_encoder(label=f"frame{self.frame_index}")
         frozen = freeze_culling and self.frame_index > 0 and f.generation == self._culled_gen
         self._frozen_last = frozen
@@ -677,7 +681,8 @@ class Renderer:
         promise = ring.map_async(wgpu.MapMode.READ)
         cpu_ms = (time.perf_counter() - t0) * 1e3
         self.ring.submitted(InFlight(self.frame_index, ring, promise, list(f.labels), cpu_ms,
-                                     frozen, encode_ms, self.shadows, shadows_ran))
+                                     frozen, encode_ms, self.shadows, shadows_ran,
+                                     tuple(f.encoded)))
         self.frame_index += 1
         return self.frame_index - 1
 
@@ -735,7 +740,7 @@ class Renderer:
         if words[STATE["outstanding"]]:  # pushed and never finished: drawn without it
             overflow |= INCOMPLETE
         stats = FrameStats(item.index, counters, overflow, gpu_ms, item.cpu_ms,
-                           encode_ms=item.encode_ms)
+                           encode_ms=item.encode_ms, passes=item.passes)
         if item.shadows:
             sw = lay.shadow_words(raw)
             pool = lay.shadow_pool_words(raw)

@@ -89,6 +89,7 @@ class InFlight:
     encode_ms: float  # the CPU work before submission
     shadows: bool = False  # the frame shaded with the shadow map
     shadows_ran: bool = False  # and ran its passes (a still frame reuses the last run's pages)
+    passes: tuple[str, ...] = ()  # every pass encoded, timed or not
 
 
 class ReadbackRing:

@@ -33,6 +33,9 @@ class FrameStats:
     # given a page, cached, drawn, left without one (pool spent: a coarser level serves their
     # pixels); pool pages in all and in use; what its views drew; their overflow bits
     shadow: dict | None = None
+    # the passes the frame encoded, in order (`gpu_ms` holds those timed, where the adapter
+    # has timestamps)
+    passes: tuple[str, ...] = ()
 
     @property
     def triangles(self) -> int:
