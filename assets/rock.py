@@ -298,7 +298,8 @@ def terrain_material(texels: int, seed: int = 7, *, size: float = 2.0, height: f
     """([Material], [Texture]): a rough dielectric whose base-colour texture (texels x texels,
     sRGB) paints `make_terrain`'s heights: grass low and flat, rock on slopes, snow high, with
     noise a few texels wide (detail the mesh does not have: what a texture is for)."""
-    from preprocess.materials import Material, Texture, linear_to_srgb
+    from preprocess.materials import Material, Texture
+    from preprocess.tess.color import linear_to_srgb
 
     t = (np.arange(texels) + 0.5) / texels
     u, v = np.meshgrid(t, 1.0 - t, indexing="xy")  # row 0 is the top of the image: v = 1

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from preprocess.mesh import MeshError
+from preprocess.tess.color import srgb_to_linear
 from preprocess.tess.records import (
     DEFAULT_BASE_COLOR,
     DEFAULT_METALLIC,
@@ -34,8 +35,6 @@ __all__ = [
     "Texture",
     "alpha_modes",
     "default_material",
-    "linear_to_srgb",
-    "srgb_to_linear",
     "vertex_rgba",
 ]
 
@@ -88,12 +87,6 @@ def default_material() -> Material:
                     roughness=DEFAULT_ROUGHNESS)
 
 
-def srgb_to_linear(c: np.ndarray) -> np.ndarray:
-    """sRGB-encoded values in 0..1 to linear (IEC 61966-2-1)."""
-    c = np.asarray(c, np.float64)
-    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
-
-
 def vertex_rgba(c: np.ndarray, *, srgb: bool = True) -> np.ndarray:
     """(n, 4) float64 linear RGBA vertex colours from (n, 3) or (n, 4) values in 0..1: alpha 1
     where absent, NaN read as 1, clipped to 0..1, and the sRGB-encoded ones (PLY's, OBJ's and
@@ -105,12 +98,6 @@ def vertex_rgba(c: np.ndarray, *, srgb: bool = True) -> np.ndarray:
     if srgb:
         c[:, :3] = srgb_to_linear(c[:, :3])
     return c
-
-
-def linear_to_srgb(c: np.ndarray) -> np.ndarray:
-    """Linear values in 0..1 to sRGB-encoded ones."""
-    c = np.clip(np.asarray(c, np.float64), 0.0, 1.0)
-    return np.where(c <= 0.0031308, c * 12.92, 1.055 * c ** (1 / 2.4) - 0.055)
 
 
 def image_rgba(img, label: str, what: str) -> np.ndarray:

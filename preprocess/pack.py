@@ -22,7 +22,7 @@ from preprocess.config import BuildConfig
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag
 from preprocess.mesh import Mesh, MeshError, column_bounds
 from preprocess.textures import encode_materials
-from preprocess.materials import linear_to_srgb
+from preprocess.tess.color import linear_to_srgb
 from preprocess.tess.limits import MAX_MATERIALS, MAX_PAGE_CLUSTERS, PAGE_ROOT, ROOT_ERROR
 from preprocess.tess.records import (
     CHILD_EMPTY,

@@ -17,7 +17,8 @@ import os
 
 import numpy as np
 
-from preprocess.materials import Material, Texture, default_material, linear_to_srgb
+from preprocess.materials import Material, Texture, default_material
+from preprocess.tess.color import linear_to_srgb, srgb_to_linear
 from preprocess.tess.records import (
     MATERIAL_ALPHA_MASK,
     MATERIAL_DOUBLE_SIDED,
@@ -31,8 +32,7 @@ from preprocess.tess.records import (
 
 __all__ = ["encode_materials", "mip_chain", "texture_bytes"]
 
-_SRGB_TO_LINEAR = np.where(np.arange(256) / 255.0 <= 0.04045, np.arange(256) / 255.0 / 12.92,
-                           ((np.arange(256) / 255.0 + 0.055) / 1.055) ** 2.4).astype(np.float32)
+_SRGB_TO_LINEAR = srgb_to_linear(np.arange(256) / 255.0).astype(np.float32)
 
 
 def _half(a: np.ndarray) -> np.ndarray:

@@ -27,6 +27,7 @@ from preprocess.tess.records import (
     default_material_record,
 )
 from preprocess.tess.limits import ROOT_ERROR
+from preprocess.tess.color import srgb_to_linear
 from preprocess.tess.container import TessFile, read_tess
 from renderer.gpu import buffer_with
 from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE, MATERIALS_HEADER_WORDS, SRGB_TABLE_WORDS
@@ -343,8 +344,7 @@ class Scene:
                 [all_texels[int(t["offset"]) : int(t["offset"]) + n]
                  for t, n in zip(fitted, sizes, strict=True)] or [np.zeros(0, np.uint32)])
             fitted["offset"] = np.cumsum([0, *sizes])[:-1]
-        code = np.arange(SRGB_TABLE_WORDS) / 255.0
-        table = np.where(code <= 0.04045, code / 12.92, ((code + 0.055) / 1.055) ** 2.4)
+        table = srgb_to_linear(np.arange(SRGB_TABLE_WORDS) / 255.0)
         head = np.concatenate([
             np.array([head_words - tex.nbytes // 4, head_words, len(mat), len(tex)], np.uint32),
             table.astype(np.float32).view(np.uint32)])

@@ -642,7 +642,7 @@ def test_coff_vertex_colours_are_read(tmp_path, rows, expected):
     """COFF's 'x y z r g b [a]' colours were dropped without a word (trimesh drops them; so did
     the fast reader): read as sRGB like PLY's and OBJ's; values after a plain OFF vertex and face
     colours, which are not drawn, are named."""
-    from preprocess.materials import srgb_to_linear
+    from preprocess.tess.color import srgb_to_linear
 
     text = "COFF\n4 2 0\n" + "\n".join(rows) + "\n3 0 1 2\n3 1 3 2\n"
     mesh = load_mesh(write(tmp_path / "c.off", text))

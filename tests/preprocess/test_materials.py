@@ -16,7 +16,8 @@ from preprocess.build import build_file
 from preprocess.config import BuildConfig
 from preprocess.dag import build_dag
 from preprocess.load import load_mesh
-from preprocess.materials import Texture, linear_to_srgb, srgb_to_linear
+from preprocess.materials import Texture
+from preprocess.tess.color import linear_to_srgb, srgb_to_linear
 from preprocess.mesh import MeshWarning
 from preprocess.tess import read_tess
 from preprocess.tess.pages import decode_cluster, page_clusters

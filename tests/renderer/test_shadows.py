@@ -23,6 +23,7 @@ import trimesh
 
 from preprocess.build import build_file
 from preprocess.load import mesh_from_arrays
+from preprocess.tess.color import srgb_to_linear
 from renderer.camera import Camera
 from renderer.frame import Renderer
 from renderer.lights import Light
@@ -474,8 +475,7 @@ LAMP = (-1.2, 3.0, -1.0)  # behind the box: its shadow falls towards the camera
 
 
 def _linear(color: np.ndarray) -> np.ndarray:
-    c = color[..., :3].astype(np.float64) / 255.0
-    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4).mean(-1)
+    return srgb_to_linear(color[..., :3] / 255.0).mean(-1)
 
 
 def _light_visibility(gpu, box_scene, light: Light, camera: Camera = CAMERA, **options):
