@@ -1005,7 +1005,7 @@ def _check_gltf_scene_features(tree: dict, label: str) -> None:
     if tree.get("cameras"):
         left.append(f"{len(tree['cameras'])} cameras")
     lights = _check_lights(tree, label)
-    if lights:  # a scene (preprocess.scene.scene_lights) names its own
+    if lights:  # a scene (preprocess.scene_import.scene_lights) names its own
         _warn(f"{label}: lights not drawn: {lights} (a file of one mesh keeps none; --sun sets "
               f"the sun)")
     scenes = tree.get("scenes") or []

@@ -300,6 +300,6 @@ class _Street:
 @pytest.fixture(scope="session")
 def gltf_street() -> type[_Street]:
     """A glTF scene as authored: a lamp post used by three nodes (one mirrored) under a rotated,
-    translated parent, and a ball in a fourth node (tests/preprocess/test_scene.py,
+    translated parent, and a ball in a fourth node (tests/preprocess/test_scene_import.py,
     tests/renderer/apps/test_scene_render.py)."""
     return _Street

@@ -161,7 +161,7 @@ class LoadJob:
 
     def _file_scene(self, path: Path) -> bool:
         """A glTF of several meshes or nodes, or an OBJ of several objects, opens as its scene
-        (`preprocess.scene`): a scene file and a .tess per distinct mesh, cached beside it
+        (`preprocess.scene_import`): a scene file and a .tess per distinct mesh, cached beside it
         (`cache_path` with `.json`) while newer than the file and built with the asked up
         axis. False where it is no scene."""
         if path.suffix.lower() not in (".gltf", ".glb", ".obj") or not path.is_file():
@@ -178,7 +178,7 @@ class LoadJob:
                 spec = None
         if spec is None:
             from preprocess.config import BuildConfig
-            from preprocess.scene import build_scene, read_scene
+            from preprocess.scene_import import build_scene, read_scene
 
             self.stage, self.done, self.total = "reading the scene", 0, 1
             scene = read_scene(path)

@@ -393,7 +393,7 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
     scene = None
     if (not args.builtin and not args.merge
             and Path(args.mesh).suffix.lower() in (".gltf", ".glb", ".obj")):
-        from preprocess.scene import read_scene
+        from preprocess.scene_import import read_scene
 
         try:
             scene = read_scene(args.mesh, crease_angle=args.crease_angle)
@@ -463,7 +463,7 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
 
     try:
         if scene is not None:
-            from preprocess.scene import build_scene, scene_summary
+            from preprocess.scene_import import build_scene, scene_summary
             from preprocess.up_axis import warn_against_spec
 
             warn_against_spec(args.mesh, args.up)

@@ -438,7 +438,7 @@ def test_what_an_obj_loses_is_named(case, reader, tmp_path):
 def test_what_the_objects_of_an_obj_lose_is_named_once(tmp_path):
     """An OBJ of several objects is a scene, each object read from the file's text with the
     others' faces left out: the losses are named once, with the file's line numbers."""
-    from preprocess.scene import read_scene
+    from preprocess.scene_import import read_scene
 
     path = tmp_path / "objects.obj"
     path.write_text(_SQUARE + "o first\nf 1 2 3\nf 2 4\no second\nf 1/1 2/1 4/9\n"

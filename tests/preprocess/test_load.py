@@ -803,7 +803,7 @@ def test_relative_obj_indices_count_back_from_their_line(tmp_path, mtl, objects)
     corners just above it read as one triangle repeated (80 faces "duplicated", 1 kept). Read
     by the fast reader, by trimesh (a material library: rewritten to absolute indices first) and
     as a scene of objects, each is its absolute twin exactly."""
-    from preprocess.scene import read_scene
+    from preprocess.scene_import import read_scene
 
     (tmp_path / "m.mtl").write_text("newmtl red\nKd 0.8 0.1 0.1\n")
     rel, ab = _relative_obj(mtl, objects)

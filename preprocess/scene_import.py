@@ -17,7 +17,8 @@ the same materials are one (exporters, trimesh's among them, write a mesh per no
 accessors). A node whose transform mirrors (negative determinant) uses a mirrored copy of its mesh
 (x negated, winding reversed) and the transform times that mirror, so that every instance
 transform keeps the winding (the renderer culls back faces by it). A file of one mesh in one node
-is no scene: `preprocess` builds it as one `.tess` as before.
+is no scene (`preprocess` builds it as one `.tess`) unless a node places a light: the scene file
+carries the lights (`scene_lights`). (Named apart from `renderer/scene.py`, the GPU scene.)
 """
 
 from __future__ import annotations

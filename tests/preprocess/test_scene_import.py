@@ -13,7 +13,7 @@ import trimesh
 
 from preprocess.load import load_mesh
 from preprocess.mesh import MeshWarning
-from preprocess.scene import read_scene
+from preprocess.scene_import import read_scene
 from renderer.apps.preprocess_cli import main as preprocess_main
 from renderer.apps.scene_file import load_scene_file
 
