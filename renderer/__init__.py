@@ -19,7 +19,7 @@ _EXPORTS = {
     "RenderOptions": "renderer.options",
     "RenderResult": "renderer.results",
     "FrameStats": "renderer.results",
-    "DEBUG_VIEWS": "renderer.options",
+    "DEBUG_VIEWS": "renderer.limits",
     "Camera": "renderer.camera",
     "Light": "renderer.lights",
     "ReferenceRenderer": "renderer.oracles.reference",

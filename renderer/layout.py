@@ -63,7 +63,7 @@ FRAME_DTYPE = np.dtype([
     ("tau", "<f4"),  # LOD threshold in pixels
     ("near", "<f4"),  # near plane distance
     ("sw_max_edge", "<f4"),  # clusters with a larger typical triangle edge (pixels) go to HW
-    ("debug_view", "<u4"),  # resolve: 0 lit, 1 cluster, 2 triangle, 3 group, 4 level, 5 sw/hw, ...
+    ("debug_view", "<u4"),  # resolve: an index of limits.DEBUG_VIEWS (VIEW_* in WGSL)
     ("instance_count", "<u4"),
     ("queue_capacity", "<u4"),  # queue entries
     ("visible_capacity", "<u4"),  # visible cluster slots (SW from the front, HW from the back)

@@ -158,6 +158,14 @@ NO_PAGE = 0xFFFFFFFF  # a page table entry without a physical page
 MAX_TIMESTAMPS = 48  # timestamp queries a frame: two per GPU pass (8 bytes each, read back)
 READBACK_RING = 4  # readback buffers in flight before `submit` waits for the oldest
 
+# -- debug views (RenderOptions, `--debug`): resolve picks a pixel's colour by index; the WGSL
+# include declares each as `VIEW_<NAME>` (shaders/resolve.wgsl)
+DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instance",
+               "base_color", "material", "uv", "shading_normal",
+               # the sun's shadow: its visibility (the shadow mask), the clipmap level sampled
+               # per pixel (grey: none), the page under the pixel drawn this frame or cached
+               "shadow", "shadow_level", "shadow_cache")
+
 # what the WGSL include declares, as `const NAME: u32` (f32 for floats)
 WGSL_CONSTANTS = {
     "SLOT_BITS": SLOT_BITS,
@@ -183,4 +191,5 @@ WGSL_CONSTANTS = {
     "VIEW_SHIFT": VIEW_SHIFT,
     "INSTANCE_MASK": INSTANCE_MASK,
     "NO_PAGE": NO_PAGE,
+    **{f"VIEW_{name.upper()}": i for i, name in enumerate(DEBUG_VIEWS)},
 }

@@ -8,13 +8,9 @@ import numbers
 from dataclasses import dataclass, fields
 
 from renderer.lights import check_lights
+from renderer.limits import DEBUG_VIEWS  # noqa: F401  (renderer.DEBUG_VIEWS, the apps' lists)
 
 # resolve's debug views, by index (shaders/resolve.wgsl `frame.debug_view`)
-DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instance",
-               "base_color", "material", "uv", "shading_normal",
-               # the sun's shadow: its visibility (the shadow mask), the clipmap level sampled
-               # per pixel (grey: none), the page under the pixel drawn this frame or cached
-               "shadow", "shadow_level", "shadow_cache")
 
 # the sun of RenderOptions.sun: (azimuth, elevation) in degrees. Azimuth 0 puts the sun towards
 # +Z (behind the default camera, `Camera.framing`), 90 towards +X; elevation is above the XZ

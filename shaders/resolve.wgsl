@@ -315,9 +315,9 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     surf.normal = shading_n;
     var sun = SunShadow(1.0, SHADOW_LEVELS);
     if SHADOWS {
-        if shadow.sun.w == 0.0 {
-            sun.visibility = 0.0;
-        } else if dot(n, shadow.sun.xyz) > -0.05 {
+        // (no branch on a uniform alone, such as the sun's presence: lavapipe would compile a
+        // variant of the shader a dispatch, and keep it; the debug views' note below)
+        if dot(n, shadow.sun.xyz) > -0.05 && shadow.sun.w != 0.0 {
             // pushed along the normal on the side of the face the sun sees
             let nf = normalize(face) * select(1.0, -1.0, dot(face, shadow.sun.xyz) < 0.0);
             sun = sun_shadow(p, nf, distance(frame.camera.xyz, p));
@@ -328,7 +328,10 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var lit = shade_shadowed(surf, to_eye, shadow.sun.xyz, sun.visibility * shadow.sun.w);
     // spot and point lights: their direct light added (the ambient and emission once, above)
     let dist = distance(frame.camera.xyz, p);
-    for (var i = 0u; LIGHTS && i < shadow.views.y; i++) {
+    // (the count through a per-pixel select: a loop bounded by a uniform alone costs lavapipe
+    // a compiled variant a dispatch, never freed)
+    let light_count = select(0u, shadow.views.y, depth > 0.0);
+    for (var i = 0u; LIGHTS && i < light_count; i++) {
         let light = lights[i];
         let reach = light_reach(light, p);
         if reach.w <= 0.0 || dot(n, reach.xyz) <= 0.0 {
@@ -370,36 +373,38 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // The debug view picks the colour with selects, never a switch or an if on frame.debug_view:
     // lavapipe (Mesa 22.3) inlines a uniform that alone decides a branch, recompiles the shader
     // at every dispatch and never frees the variant: ~0.43 MB of native memory a frame (measured
-    // with tools/soak.py) and an LLVM compile a dispatch. Views 1, 2, 3, 6 and 8 hash one key.
+    // with tools/soak.py) and an LLVM compile a dispatch. The views VIEW_* (renderer/limits.py
+    // DEBUG_VIEWS) cluster, triangle, group, instance and material hash one key.
     let view = frame.debug_view;
     let hashed = select(select(select(select(pt.instance + 1u,
                                              rec_u(base, CLUSTER_GROUP) * 31u + pt.instance,
-                                             view == 3u),
-                                      (cluster << 7u) + t, view == 2u),
-                               cluster * 7919u + pt.instance, view == 1u),
-                        m * 2654435761u + 17u, view == 8u);
-    let hashes = (view == 1u) | (view == 2u) | (view == 3u) | (view == 6u) | (view == 8u);
+                                             view == VIEW_GROUP),
+                                      (cluster << 7u) + t, view == VIEW_TRIANGLE),
+                               cluster * 7919u + pt.instance, view == VIEW_CLUSTER),
+                        m * 2654435761u + 17u, view == VIEW_MATERIAL);
+    let hashes = (view == VIEW_CLUSTER) | (view == VIEW_TRIANGLE) | (view == VIEW_GROUP)
+        | (view == VIEW_INSTANCE) | (view == VIEW_MATERIAL);
     // the id views show their albedo times a scalar camera light (a key from above and behind
     // the camera, a fill from it), written as is: a pixel's chromaticity is its albedo's
     let key = normalize(to_eye + vec3<f32>(0.3, 0.8, 0.2));
     let flat = 0.12 + 0.7 * max(dot(n, key), 0.0) + 0.25 * max(dot(n, to_eye), 0.0);
     var albedo = hash_color(hashed);
-    albedo = select(albedo, level_color(level), view == 4u);
+    albedo = select(albedo, level_color(level), view == VIEW_LEVEL);
     albedo = select(albedo, select(vec3<f32>(0.3, 0.55, 0.95), vec3<f32>(0.95, 0.45, 0.25),
-                                   hw == 1u), view == 5u);
+                                   hw == 1u), view == VIEW_RASTER);
     var out = albedo * flat;
-    out = select(out, linear_to_srgb(lit), view == 0u);
-    out = select(out, base_srgb, view == 7u);
-    out = select(out, vec3<f32>(fract(st), 0.0), view == 9u);
-    out = select(out, shading_n * 0.5 + 0.5, view == 10u);
+    out = select(out, linear_to_srgb(lit), view == VIEW_LIT);
+    out = select(out, base_srgb, view == VIEW_BASE_COLOR);
+    out = select(out, vec3<f32>(fract(st), 0.0), view == VIEW_UV);
+    out = select(out, shading_n * 0.5 + 0.5, view == VIEW_SHADING_NORMAL);
     // shadow views: the sun's visibility over a grey model; the level sampled (grey: none);
     // the page under the pixel drawn this frame (orange) or cached (blue)
-    out = select(out, vec3<f32>(0.15 + 0.8 * sun.visibility) * flat, view == 11u);
+    out = select(out, vec3<f32>(0.15 + 0.8 * sun.visibility) * flat, view == VIEW_SHADOW);
     let hue = f32(sun.level) / f32(SHADOW_LEVELS) * 6.0;
     let ramp = clamp(abs(fract(vec3<f32>(hue, hue + 4.0, hue + 2.0) / 6.0) * 6.0 - 3.0) - 1.0,
                      vec3<f32>(0.0), vec3<f32>(1.0));  // a hue a level, 12 levels round
     let lvl_col = select(0.25 + 0.7 * ramp, vec3<f32>(0.5), sun.level >= SHADOW_LEVELS);
-    out = select(out, lvl_col * flat, view == 12u);
-    out = select(out, shadow_cache_color(p, sun.level) * flat, view == 13u);
+    out = select(out, lvl_col * flat, view == VIEW_SHADOW_LEVEL);
+    out = select(out, shadow_cache_color(p, sun.level) * flat, view == VIEW_SHADOW_CACHE);
     color[pixel] = pack_rgba(out);
 }

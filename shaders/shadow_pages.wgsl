@@ -101,10 +101,14 @@ fn cs_mark(@builtin(global_invocation_id) gid: vec3<u32>) {
     // the fallbacks' texels are 8x and more the pixel's: a pixel in 4 x 4 marks them (the
     // mark radius spans the others)
     let fallbacks = ((gid.x | gid.y) & 3u) == 0u;
-    for (var i = 0u; LIGHTS && i < shadow.views.y; i++) {
+    // (the count through a per-pixel select, as the sun's test below)
+    let light_count = select(0u, shadow.views.y, depth > 0.0);
+    for (var i = 0u; LIGHTS && i < light_count; i++) {
         mark_light(lights[i], p, dist, fallbacks);
     }
-    if shadow.sun.w == 0.0 {
+    // no sun: nothing of its marked (folded into a per-pixel test: a branch on a uniform
+    // alone costs lavapipe a compiled variant a dispatch, never freed)
+    if shadow.sun.w == 0.0 && depth > 0.0 {
         return;
     }
     let last = shadow.counts.x - 1u;

@@ -31,6 +31,7 @@ def test_no_import_cycle_and_nothing_imported_from_above() -> None:
     assert p.returncode == 0, p.stdout
 
 
+@pytest.mark.slow
 def test_check_imports_finds_a_cycle_and_an_upward_import() -> None:
     """The checker itself: a planted cycle and a planted upward import are both reported."""
     sys.path.insert(0, str(ROOT / "tools"))
@@ -62,6 +63,7 @@ def test_tessera_info_loads_no_builder_library(sphere_tess) -> None:
     assert not set(loaded) & {*BUILDER, "wgpu", *APPS}, loaded
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_the_core_api_loads_no_application_library(sphere_tess) -> None:
     loaded = _loaded(f"from renderer import Camera, Renderer, RenderOptions\n"

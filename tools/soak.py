@@ -3,7 +3,8 @@ are requested, uploaded and evicted all along; prints whether memory stays flat.
 
 A grid of rocks (each instance its own copy of the asset's pages, so the scene's pages are many
 times the pool), a camera that flies along the rows and back at varying height and distance,
-`--frames` frames (1,500 by default), each waited for. Every 50 frames it records the process's
+`--frames` frames (1,500 by default), each waited for; the sun's shadows on, with `--lights` a
+point light's and a spot's too. Every 50 frames it records the process's
 resident memory (RSS, from /proc), the Python heap's allocated blocks, the renderer's GPU buffers
 (bytes and count) and the streaming totals. At the end: the figures at frame 100 and at the end,
 the growth, the pages uploaded and evicted, and a verdict. Exit status 1 when the anonymous RSS
@@ -72,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(default 0.25)")
     p.add_argument("--max-growth-mb", type=float, default=32.0,
                    help="RSS growth after frame 100 that fails the soak (default 32)")
+    p.add_argument("--lights", action="store_true",
+                   help="add a point light and a spot over the rocks (their shadow maps too)")
     p.add_argument("--json", help="write the samples and the verdict to this file")
     args = p.parse_args(argv)
     w, h = (int(v) for v in args.size.lower().split("x"))
@@ -104,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
                         (k // side - (side - 1) / 2) * spacing]
         r.add_instance(a, world)
     assert sphere is not None
+    if args.lights:
+        from renderer.bench.suite import demo_lamps
+
+        r.set_lights(demo_lamps(*r.bounds()))
     cams = flight(args.frames, 3.0 * float(sphere[3]), side, float(sphere[3]))
     print(f"soak: {args.frames} frames at {w}x{h}; {args.rocks} rocks x {rock_pages} pages = "
           f"{args.rocks * rock_pages} pages through a pool of {pool} "

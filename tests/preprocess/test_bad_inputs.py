@@ -303,6 +303,7 @@ def test_a_bad_input_is_one_line_and_nothing_written(name, tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no output, no temporary
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["elf.obj", "cut-record.stl", "broken.gltf"])
 def test_a_bad_input_through_the_installed_command(name, tmp_path):
     """The same from a shell: no traceback, whatever Python prints at exit."""

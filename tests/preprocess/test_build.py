@@ -111,6 +111,7 @@ REFERENCE_CLUSTERS = {"stanford-bunny": 1142, "ogre": 2018, "igea": 4393}
 
 @pytest.mark.parametrize("name", ["stanford-bunny", "igea", "ogre", "beast", "homer",
                                   "rocker-arm", "cheburashka"])
+@pytest.mark.slow
 def test_real_mesh(name: str, shared_assets) -> None:
     path = shared_assets / f"{name}.obj"
     assert path.exists(), f"{path} missing: CI runs with ../shared beside the checkout"
@@ -131,10 +132,12 @@ def rock() -> Mesh:
 
 @pytest.mark.parametrize("make", [sphere, terrain, pieces, uv_sphere, rock],
                          ids=["sphere", "terrain", "pieces", "uv-seam", "rock"])
+@pytest.mark.slow
 def test_generated_mesh(make) -> None:
     build_and_check(make())
 
 
+@pytest.mark.slow
 def test_small_clusters_config() -> None:
     """A non-default config (small clusters and groups) still yields a valid DAG."""
     cfg = BuildConfig(max_triangles=64, max_vertices=96, group_size=8)
@@ -173,6 +176,7 @@ print(heaps())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's arenas")
 def test_many_workers_share_two_arenas() -> None:
     """With one worker a core, glibc gives each worker an arena that keeps the high-water mark of

@@ -693,6 +693,7 @@ def test_fast_off_reader_reads_pentagons(tmp_path):
 @pytest.mark.parametrize("name", ["beast.obj", "stanford-bunny.obj",
                                   "textured/spot/spot_quadrangulated.obj",
                                   "textured/spot/spot_control_mesh.obj"])
+@pytest.mark.slow
 def test_fast_reader_matches_trimesh_on_real_meshes(name, shared):
     assert_same_mesh(shared(name))
 

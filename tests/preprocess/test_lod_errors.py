@@ -44,6 +44,7 @@ def bumpy_dag():
     return build_dag(bumpy_sphere())
 
 
+@pytest.mark.slow
 def test_errors_are_honest_and_tight() -> None:
     """Per level, the largest stored geometric error against the largest distance found by 1024
     random samples per cluster (plus its vertices, then a dense grid on the triangles of each
@@ -297,6 +298,7 @@ def test_small_pieces_vanish_so_the_coarsest_level_is_small() -> None:
     check_all(dag, build_bvh(dag), thresholds=12)
 
 
+@pytest.mark.slow
 def test_coarse_levels_of_a_scan_hold_under_dense_checks(shared_assets) -> None:
     """Ogre's top levels (1,100-1,800 triangles standing for 124,000, some 90 of its edges long)
     against 1,024 random samples per cluster and a dense grid on the triangles of each cluster's
@@ -316,6 +318,7 @@ def test_coarse_levels_of_a_scan_hold_under_dense_checks(shared_assets) -> None:
     assert res["max_ratio"] <= 1.0, res
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["cheburashka", "homer"])
 def test_coarse_levels_keep_what_would_vanish(shared_assets, name) -> None:
     """Cheburashka's ears and homer's limbs: at the coarse levels (each one group, whole) the

@@ -39,6 +39,7 @@ def test_octahedral_normals_round_trip():
     assert np.abs(back - n).max() < 2e-4
 
 
+@pytest.mark.slow
 def test_every_cluster_decodes_to_its_triangles(built):
     _, cfg, dag, _, packed = built
     mesh = dag.mesh  # the input mesh, with the fresh wedges of the coarse levels
@@ -198,6 +199,7 @@ def test_source_group_checks_fail(built):
         check_source_groups(groups, bad)
 
 
+@pytest.mark.slow
 def test_build_is_the_same_with_one_thread_or_several():
     """The groups of a level run in parallel and the vertices are encoded in a background thread
     (`VertexEncoder`) while the DAG grows; none of it may change the result. One thread also

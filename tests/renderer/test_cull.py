@@ -192,6 +192,7 @@ def compare(gpu_counters: dict, gpu: dict[str, np.ndarray], cpu: CullResult) -> 
 # ------------------------------------------------------------------------------------ tests
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tau, sw_max_edge", [(1.0, 32.0), (0.5, 3.0), (4.0, 12.0)])
 def test_gpu_matches_numpy_twin(built: Built, renderer_for, tau: float,
                                 sw_max_edge: float) -> None:
@@ -282,6 +283,7 @@ def test_decisions_exactly_at_the_threshold(built: Built, renderer_for) -> None:
     assert checked >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", VIEWS)
 def test_persistent_and_per_level_traversals_agree(built: Built, renderer_for,
                                                    view: str) -> None:
@@ -383,6 +385,7 @@ def sphere_field(path: str, options: RenderOptions, side: int = 181
     return r, cam
 
 
+@pytest.mark.slow
 def test_a_traversal_cut_short_is_flagged(sphere_tess, gpu) -> None:
     """One persistent workgroup (64 lanes) for the 32,761 spheres: on a CPU adapter, lavapipe's
     65,535 loop iterations an invocation end its lanes' loops long before the work is done (it
@@ -404,6 +407,7 @@ def test_a_traversal_cut_short_is_flagged(sphere_tess, gpu) -> None:
         assert stats.counters == whole.render(cam).stats.counters
 
 
+@pytest.mark.slow
 def test_a_big_level_is_spread_so_that_no_lane_is_cut_short(sphere_tess, gpu) -> None:
     """lavapipe ends every loop of a shader invocation, silently, once its loops made 65,535
     iterations in all; a node item costs up to a few thousand (its groups' parts visited inline).

@@ -119,6 +119,7 @@ def check(res, want, what: str) -> float:
 # ------------------------------------------------------------------------------------------ camera
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fallback32", PATHS)
 def test_static_frames_have_zero_velocity(plane_tess, fallback32) -> None:
     r = renderer(plane_tess, fallback32=fallback32)
@@ -188,6 +189,7 @@ def test_resize_and_a_new_scene_forget_the_previous_camera(plane_tess) -> None:
 # --------------------------------------------------------------------------------------- instances
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fallback32", PATHS)
 def test_moved_instance_under_a_fixed_camera(plane_tess, fallback32) -> None:
     # two squares side by side, half scale; only the right one moves

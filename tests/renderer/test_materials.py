@@ -117,6 +117,7 @@ def test_textures_normal_maps_and_factors_match_the_reference(tmp_path, gpu):
     ("WaterBottle/WaterBottle.gltf", None),
     ("spot/spot_triangulated.obj", "spot/spot_texture.png"),
 ])
+@pytest.mark.slow
 def test_shared_textured_assets_match_the_reference(tmp_path, gpu, shared_assets, name,
                                                     texture):
     folder = shared_assets / "textured"
@@ -155,6 +156,7 @@ def sphere_halves_coloured(path):
     return path
 
 
+@pytest.mark.slow
 def test_materials_vertex_colours_and_their_borders(tmp_path, gpu):
     src = sphere_halves_coloured(tmp_path / "halves.glb")
     out = tmp_path / "halves.tess"
@@ -191,6 +193,7 @@ def test_materials_vertex_colours_and_their_borders(tmp_path, gpu):
         assert len(levels) >= 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sw_max_edge", [np.inf, 0.0], ids=["software", "hardware"])
 def test_double_sided_materials_draw_back_faces(tmp_path, gpu, sw_max_edge):
     # an open sheet seen from behind: a double-sided material shows its back (normal flipped,

@@ -68,6 +68,7 @@ def test_hzb_equals_its_numpy_twin(sphere_tess, size) -> None:
     assert mips[-1].shape == (1, 1) and mips[0].shape == ((size[1] + 1) // 2, (size[0] + 1) // 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("persistent", [False, True])
 def test_instance_decisions_match_the_numpy_twin(sphere_tess, persistent) -> None:
     from renderer.oracles.cpu_cull import occlusion_visible_box
@@ -126,6 +127,7 @@ def test_cluster_sphere_decisions_match_the_numpy_twin(sphere_tess) -> None:
 
 @pytest.mark.parametrize("options", [{}, {"persistent": True}, {"fallback32": True}],
                          ids=["per-level", "persistent", "fallback32"])
+@pytest.mark.slow
 def test_no_missing_pixel_along_a_camera_path(sphere_tess, options) -> None:
     on, off = field(sphere_tess, **options), field(sphere_tess, occlusion=False, **options)
     removed = []
@@ -145,6 +147,7 @@ def test_no_missing_pixel_along_a_camera_path(sphere_tess, options) -> None:
     assert removed[1] > 1.4 and min(removed[1:7]) > 1.05, removed
 
 
+@pytest.mark.slow
 def test_post_pass_draws_what_the_old_hzb_hid(sphere_tess) -> None:
     r = field(sphere_tess)
     cams = path_cameras()
@@ -168,6 +171,7 @@ def test_full_occluded_list_falls_back_to_drawing(sphere_tess) -> None:
     assert np.array_equal(res.instance, ref.instance)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("persistent", [False, True])
 def test_ground_level_view_of_a_32x32_field_rasterizes_4x_fewer_triangles(sphere_tess,
                                                                            persistent) -> None:

@@ -57,6 +57,7 @@ def frames(path, *, streaming: bool) -> list:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kib", [16, 17, 64, 256])
 @pytest.mark.parametrize("streaming", [False, True], ids=["resident", "streaming"])
 def test_page_size_renders_like_the_default(builds, kib, streaming):

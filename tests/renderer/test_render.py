@@ -229,6 +229,7 @@ def coverage_agreement(a: np.ndarray, b: np.ndarray) -> float:
 # ---------------------------------------------------------------------------------- 1. vs reference
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["bunny", "rock100k"])
 def test_matches_reference_at_one_pixel(which, request, gpu) -> None:
     built: Built = request.getfixturevalue(which)
@@ -296,6 +297,7 @@ def tessera_triangles(res: RenderResult, dec: Decoded) -> np.ndarray:
     # tenths of a percent of the pixels (checked exactly below)
     ("bunny", 1.0, 1e9, 0.995),
 ])
+@pytest.mark.slow
 def test_finest_level_draws_the_original_triangles(which, zoom, sw_max_edge, min_agree,
                                                    request, gpu) -> None:
     built: Built = request.getfixturevalue(which)
@@ -347,6 +349,7 @@ def test_finest_level_draws_the_original_triangles(which, zoom, sw_max_edge, min
     ("rock100k", 1.0, 1.0, 0.995),  # the whole rock: ~1 px triangles
     ("bunny", 1.0, TINY_TAU, 0.995),  # the whole bunny at level 0: sub-pixel triangles
 ])
+@pytest.mark.slow
 def test_software_and_hardware_rasterizers_agree(which, zoom, tau, floor, request) -> None:
     built: Built = request.getfixturevalue(which)
     sw, asset = renderer_for(built, sw_max_edge=1e9)  # all software (no near-plane cluster)
@@ -397,6 +400,7 @@ def pixel_camera() -> Camera:
     return Camera(eye=np.array([0.0, 0.0, 1000.0]), target=np.zeros(3), fov_y=fov, near=1.0)
 
 
+@pytest.mark.slow
 def test_software_lanes_draw_every_triangle_of_a_long_run(tmp_path, gpu) -> None:
     """Lavapipe (llvmpipe) ends every loop of a shader invocation, silently, once its loops made
     65,535 iterations together (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS): a SW lane that loops over
@@ -428,6 +432,7 @@ def test_software_lanes_draw_every_triangle_of_a_long_run(tmp_path, gpu) -> None
 # -------------------------------------------------------------------------------------- 4. fallback
 
 
+@pytest.mark.slow
 def test_fallback32_draws_the_same_image(bunny) -> None:
     # sw_max_edge = 6 px: a mix of SW and HW clusters in both views, so both rasterizers'
     # 32-bit paths (depth pass, then id pass) are exercised
@@ -451,6 +456,7 @@ def test_fallback32_draws_the_same_image(bunny) -> None:
               f"({int(hw.sum())} by hardware)")
 
 
+@pytest.mark.slow
 def test_sw_raster_packing_draws_the_same_image(bunny) -> None:
     # the SW raster's packing (lanes per cluster, clusters per workgroup) only changes which lane
     # draws a triangle: every pixel keeps the same largest (depth, payload), so the images are
@@ -473,6 +479,7 @@ def test_sw_raster_packing_draws_the_same_image(bunny) -> None:
 # ------------------------------------------------------------------------------------------ 5. work
 
 
+@pytest.mark.slow
 def test_triangles_scale_with_resolution(rock1m) -> None:
     r, _ = renderer_for(rock1m, size=256)
     cam = full_view(r, fill=1.6)
@@ -495,6 +502,7 @@ def test_triangles_scale_with_resolution(rock1m) -> None:
     assert 1.4 <= ratio <= 3.0
 
 
+@pytest.mark.slow
 def test_far_instances_cost_little(rock1m) -> None:
     near, _ = renderer_for(rock1m)
     cam = full_view(near, fill=1.6)
@@ -526,6 +534,7 @@ def test_far_instances_cost_little(rock1m) -> None:
     assert extra < 0.10
 
 
+@pytest.mark.slow
 def test_triangles_per_pixel_stay_bounded(rock1m) -> None:
     r, _ = renderer_for(rock1m)
     cam = full_view(r, fill=2.0)  # the rock fills most of the view
@@ -553,6 +562,7 @@ def chroma(color: np.ndarray) -> np.ndarray:
     return c / np.maximum(c.sum(axis=-1, keepdims=True), 1.0)
 
 
+@pytest.mark.slow
 def test_debug_views(bunny) -> None:
     # two bunnies side by side, seen at twice the framing zoom; sw_max_edge = 6 px gives a mix
     # of SW and HW clusters, tau = 1 px a mix of levels

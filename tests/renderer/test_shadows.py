@@ -172,6 +172,7 @@ def rock_on_ground(tmp_path_factory) -> dict:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tau, floor", [(1e-6, 0.99), (1.0, 0.98)])
 def test_a_rock_on_the_ground_against_the_brute_force_sun(gpu, rock_on_ground, tau, floor):
     """Against renderer.oracles.shadow_reference (every original triangle drawn from the sun by
@@ -247,6 +248,7 @@ def test_a_thin_wall_standing_on_the_ground_under_a_low_sun(gpu, box_scene, tmp_
     assert (behind[leak] <= reach[leak]).all()
 
 
+@pytest.mark.slow
 def test_a_still_frame_draws_no_page_and_a_move_draws_only_its_own(gpu, box_scene):
     boxes = [(-3.0, 1.0, -3.0), (3.0, 1.0, -3.0), (-3.0, 1.0, 2.0), (2.0, 1.0, 2.0)]
     cam = Camera(eye=(0.0, 12.0, 6.0), target=(0.0, 0.0, 0.0), fov_y=60.0, near=0.05)
@@ -298,6 +300,7 @@ def test_each_pixel_marks_the_level_of_its_footprint(gpu, box_scene):
         max(v - 1, 0) for v in expect}
 
 
+@pytest.mark.slow
 def test_a_pool_too_small_shades_from_coarser_levels_without_holes(gpu, box_scene):
     # close to the ground, 512 x 512: about twice the pages the least pool holds
     cam = Camera(eye=(0.8, 0.6, 2.2), target=(-0.8, 0.5, 0.0), fov_y=60.0, near=0.01)
@@ -313,6 +316,7 @@ def test_a_pool_too_small_shades_from_coarser_levels_without_holes(gpu, box_scen
     assert (small.shadow[deep] > 0.5).mean() <= 0.02
 
 
+@pytest.mark.slow
 def test_streamed_pages_cast_from_coarser_geometry_until_loaded(gpu, box_scene, sphere_tess):
     """A streaming scene: the first frame has only root pages (coarse casters), the converged
     one matches the scene fully resident; never a caster missing."""
@@ -396,6 +400,7 @@ def _render_shadow_fraction(box_scene, env: dict | None = None, options: str = f
     return backend, float(frac)
 
 
+@pytest.mark.slow
 def test_the_opengl_backend_draws_the_same_shadows(gpu, box_scene):
     res = _scene(gpu, box_scene).render(CAMERA)
     ground = res.instance == 0
@@ -405,6 +410,7 @@ def test_the_opengl_backend_draws_the_same_shadows(gpu, box_scene):
     assert abs(here - there) <= 0.002
 
 
+@pytest.mark.slow
 def test_the_opengl_backend_draws_the_same_local_light_shadows(gpu, box_scene, tmp_path):
     lights = (Light("point", LAMP, intensity=6.0),
               Light("spot", (1.5, 3.0, 1.0), intensity=8.0, direction=(-0.5, -1.0, -0.3)))
@@ -504,6 +510,7 @@ def _segment_blocked(points: np.ndarray, lo: np.ndarray, hi: np.ndarray, light) 
     return (far >= np.maximum(near, 1e-4)) & (near <= 1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["point", "spot"])
 def test_a_local_light_over_a_box_matches_the_analytic_shadow(gpu, box_scene, kind):
     light = Light(kind, LAMP, intensity=6.0, direction=(0.45, -1.0, 0.35),
@@ -539,6 +546,7 @@ def test_a_local_light_over_a_box_matches_the_analytic_shadow(gpu, box_scene, ki
         assert np.percentile(inner, 90) / np.percentile(inner, 10) < 1.25
 
 
+@pytest.mark.slow
 def test_a_local_light_s_pages_are_cached_and_a_move_draws_only_its_own(gpu, box_scene):
     boxes = [(-3.0, 1.0, -3.0), (3.0, 1.0, -3.0), (-3.0, 1.0, 2.0), (2.0, 1.0, 2.0)]
     cam = Camera(eye=(0.0, 8.0, 5.0), target=(0.0, 0.0, 0.0), fov_y=60.0, near=0.05)
@@ -564,6 +572,7 @@ def test_a_local_light_s_pages_are_cached_and_a_move_draws_only_its_own(gpu, box
     assert again["drawn"] == again["marked"] > 0
 
 
+@pytest.mark.slow
 def test_local_lights_beside_the_sun_share_a_pool_too_small_without_holes(gpu, box_scene):
     """The sun and two point lights in the least pool (32 pages): pages run short, coarser
     levels and mips serve; where the sun's shadow is deep with the full pool, it stays."""
@@ -625,6 +634,7 @@ def test_no_sun_lights_the_scene_with_its_ambient_and_lamps(gpu, box_scene):
     assert np.array_equal(r.render(CAMERA).color, dark.color)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tau, floor", [(1e-6, 0.99), (1.0, 0.98)])
 def test_a_rock_on_the_ground_against_the_brute_force_point_light(gpu, rock_on_ground, tau,
                                                                    floor):
@@ -675,6 +685,7 @@ def test_a_rock_on_the_ground_against_the_brute_force_point_light(gpu, rock_on_g
     assert (~ours & contact).mean() <= 0.002
 
 
+@pytest.mark.slow
 def test_a_light_s_huge_range_still_casts(gpu, box_scene):
     """A face's far plane stops at the scene (a near plane at 1/2000 of a range of 10^7 would
     clip every caster); a range that ends short of a receiver leaves it unlit."""
@@ -689,3 +700,31 @@ def test_a_light_s_huge_range_still_casts(gpu, box_scene):
     bare = _scene(gpu, box_scene, sun=None).render(CAMERA)
     far = ground & (np.linalg.norm(_world_points(res, CAMERA) - LAMP, axis=-1) > 2.0)
     assert np.array_equal(short.color[far], bare.color[far])
+
+
+def _anonymous_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no RssAnon in /proc/self/status")
+
+
+@pytest.mark.slow
+def test_frames_with_shadows_and_lights_leak_no_native_memory(gpu, box_scene):
+    """lavapipe compiles a variant of a shader for each dispatch whose branch or loop a uniform
+    alone decides, and never frees it (~1 MB a frame with the sun's test and the lights' loop
+    so written: tools/soak.py). Forty frames after a warm-up, the sun, a point light and a spot,
+    each frame moving the camera (the passes run): the process's anonymous memory stays put."""
+    lights = (Light("point", LAMP, intensity=6.0),
+              Light("spot", (1.5, 3.0, 1.0), intensity=8.0, direction=(-0.5, -1.0, -0.3)))
+    r = _scene(gpu, box_scene, size=64, lights=lights)
+    cams = [Camera(eye=(3.0 + 0.01 * k, 6.0, 7.0), target=(-0.8, 0.4, 0.0), fov_y=50.0,
+                   near=0.05) for k in range(60)]
+    for cam in cams[:20]:
+        r.render(cam)
+    before = _anonymous_rss_mb()
+    for cam in cams[20:]:
+        r.render(cam)
+    grown = _anonymous_rss_mb() - before
+    print(f"anonymous RSS grew {grown:.1f} MB over 40 frames")
+    assert grown < 12.0

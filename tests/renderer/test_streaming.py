@@ -343,6 +343,7 @@ def _check_resident_cuts(dag, asset, s: PageStreamer, resident: np.ndarray, view
     return mixed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mesh", ["rock", "homer"])
 def test_resident_cut_is_crack_free(rock, mesh, tmp_path, shared_assets) -> None:
     if mesh == "rock":

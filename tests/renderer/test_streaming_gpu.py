@@ -67,6 +67,7 @@ def drawn_clusters(r: Renderer, instance: int = 0) -> np.ndarray:
     return np.sort(cluster_records(r.scene, rows[:, 1])["cluster"].astype(np.int64))
 
 
+@pytest.mark.slow
 def test_every_frame_is_a_crack_free_cut_and_converges(rock) -> None:
     from preprocess.verify import check_cut
 
@@ -126,6 +127,7 @@ def test_residency_aware_rule_matches_the_gpu(rock) -> None:
     assert checked >= 5
 
 
+@pytest.mark.slow
 def test_camera_path_over_a_scene_three_times_the_pool(rock) -> None:
     from scipy.ndimage import binary_dilation
 

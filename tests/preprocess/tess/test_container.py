@@ -258,6 +258,7 @@ def _open_and_verify(path: Path) -> None:
         t.verify_all()
 
 
+@pytest.mark.slow
 def test_every_corrupted_byte_is_detected(tmp_path: Path) -> None:
     kw = _sample(page_size=200, n_pages=3)
     good = tmp_path / "good.tess"

@@ -110,6 +110,7 @@ def test_paths_and_camera_refused_before_the_gpu(sphere_tess, args, message, tmp
     assert not list(tmp_path.glob("*.*"))
 
 
+@pytest.mark.slow
 def test_a_shadow_pool_past_the_adapter_is_one_line(sphere_tess, gpu, tmp_path, capsys) -> None:
     out = tmp_path / "out.png"
     assert _main(["render", sphere_tess, "--shadow-pool-mb", "1e7", "-o", out]) == 2
@@ -275,6 +276,7 @@ def _coverage(args: list, tmp_path, capsys, name: str) -> np.ndarray:
     return np.load(arrays)["instance"] >= 0
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_edge_values_render_a_picture(sphere_tess, tmp_path, capsys) -> None:
     # a scene 1e-7 across is framed like a unit one (the near plane follows the scene's size)
@@ -330,6 +332,7 @@ def test_a_baseline_that_cannot_run_is_a_line_in_the_table(monkeypatch) -> None:
     assert why == "cannot run on this adapter: float32-filterable missing"
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_no_xdg_runtime_dir_no_loader_error(tmp_path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR",

@@ -57,6 +57,7 @@ def test_render_explicit_camera_looking_away_draws_nothing(sphere_tess, tmp_path
     assert "instances   0 of 1 in view" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_render_of_a_frame_cut_short_writes_nothing(sphere_tess, tmp_path, capsys, monkeypatch,
                                                     gpu):
@@ -94,6 +95,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_ctrl_c_during_a_run_is_one_line_and_130(sphere_tess, tmp_path):
     """SIGINT while `tessera bench` draws its frames (a run far longer than the test waits):
@@ -115,6 +117,7 @@ def test_ctrl_c_during_a_run_is_one_line_and_130(sphere_tess, tmp_path):
     assert err.splitlines()[-1:] == ["tessera: interrupted"] and "Traceback" not in err, err
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_ctrl_c_once_the_png_is_written_is_no_traceback(sphere_tess, tmp_path):
     """SIGINT 10 ms after the PNG appears, while `tessera render` ends (its summary, then the
@@ -185,6 +188,7 @@ def test_bench_prints_medians_beside_brute_force(sphere_tess, tmp_path, capsys):
     assert figures["brute_frame_ms"] > 0 and figures["speedup"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_bench_suite_quick_json_plots_and_compare(sphere_tess, tmp_path, capsys):
     # the suite's one-minute version on a small asset: every scenario runs, the JSON holds the

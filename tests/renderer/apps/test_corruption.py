@@ -112,6 +112,7 @@ def test_info_and_verify_refuse_every_region(clean, tmp_path, capsys):
             assert "bad.tess" in message, (name, message)
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_render_refuses_or_draws_the_clean_image(clean, tmp_path, capsys, gpu):
     outputs = {}

@@ -241,6 +241,7 @@ def startup() -> float:
     ("SIGTERM", "write"),
     ("SIGINT", "-m 0.3"),  # python -m: CPython's own exit status after an exec'd interrupt
 ])
+@pytest.mark.slow
 def test_a_signal_at_any_moment_ends_in_one_line_and_nothing_written(sig, when, tmp_path,
                                                                      startup):
     out = tmp_path / "x.tess"
@@ -300,6 +301,7 @@ def test_a_signal_waits_while_the_main_thread_is_where_locks_are_taken(monkeypat
                 stop.check()
 
 
+@pytest.mark.slow
 def test_a_killed_writers_temporary_file_goes_with_the_next_write(tmp_path, capsys):
     out = tmp_path / "x.tess"
     proc = _start(out, fsync_delay=30.0)
@@ -335,6 +337,7 @@ def test_only_dead_writers_temporary_files_are_removed(tmp_path):
     ["-m", "renderer.apps.preprocess_cli"],
     ["-m", "renderer.apps.cli", "preprocess"],
 ])
+@pytest.mark.slow
 def test_a_signal_once_the_file_is_there_changes_nothing(program, tmp_path):
     """SIGINT as soon as the finished file appears: the work is done and the command ends with
     status 0 and nothing on stderr, the file whole. Before `end_quietly`, 1 in 4 tries here met
@@ -365,6 +368,7 @@ def test_signal_handlers_are_restored(tmp_path, capsys):
 # ------------------------------------------------------------------ the first run (finding 5)
 
 
+@pytest.mark.slow
 def test_first_run_says_it_compiles_then_stops_cleanly(tmp_path):
     folder = tmp_path / "out"
     folder.mkdir()
@@ -413,6 +417,7 @@ def _edge_fan(blades: int) -> Mesh:
     return mesh_from_arrays(positions, faces, name="edge-fan")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("blades", "levels"), [(200, 1), (1000, 5)])
 def test_edge_fan_errors_count_the_dropped_blades(blades, levels):
     """Blades are dropped level after level, down to 100; the error of every level holds the

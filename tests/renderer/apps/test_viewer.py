@@ -80,6 +80,7 @@ def test_frame_scene_looks_at_the_whole_scene() -> None:
         np.radians(30)))
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_window_screenshot_matches_headless_render(sphere_tess, tmp_path, run_viewer) -> None:
     from renderer.frame import Renderer

@@ -94,6 +94,7 @@ def test_unknown_and_missing_files(tmp_path, finish) -> None:
     assert "no such file" in job.error
 
 
+@pytest.mark.slow
 def test_cancel_stops_a_preprocess_and_leaves_nothing(tmp_path) -> None:
     big = write_sphere(tmp_path / "big.obj", subdivisions=7)  # 327,680 triangles
     job = LoadJob(big).start()
@@ -176,6 +177,7 @@ def test_scene_file_camera_is_used_and_grid_copies_the_scene(sphere_tess, tmp_pa
     assert scales == [0.5, 1.0]
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_panel_actions_by_fed_mouse_events(sphere_tess, ready_app, imgui_panel) -> None:
     from renderer.options import DEBUG_VIEWS
@@ -223,6 +225,7 @@ def test_panel_actions_by_fed_mouse_events(sphere_tess, ready_app, imgui_panel) 
         ui.close()
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_panel_shows_progress_and_cancel_works(tmp_path, imgui_panel, finish) -> None:
     from renderer.apps.viewer_app import ViewerApp
@@ -247,6 +250,7 @@ def test_panel_shows_progress_and_cancel_works(tmp_path, imgui_panel, finish) ->
 # ---------------------------------------------------------------------------- the window
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_window_opens_a_scene_file_preprocessing_its_mesh(sphere_tess, tmp_path,
                                                           run_viewer) -> None:
@@ -268,6 +272,7 @@ def test_window_opens_a_scene_file_preprocessing_its_mesh(sphere_tess, tmp_path,
     assert os.path.getmtime(tmp_path / "ball.tess") > os.path.getmtime(mesh)
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_window_reports_a_failed_preprocess_and_exits_2(tmp_path, run_viewer) -> None:
     bad = tmp_path / "bad.obj"
