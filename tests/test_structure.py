@@ -25,6 +25,7 @@ def _loaded(code: str) -> list[str]:
     return json.loads(out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_no_import_cycle_and_nothing_imported_from_above() -> None:
     p = subprocess.run([sys.executable, str(ROOT / "tools" / "check_imports.py")],
                        capture_output=True, text=True)

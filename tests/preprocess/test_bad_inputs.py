@@ -346,6 +346,7 @@ def _facing_z(mesh) -> np.ndarray:
     return np.cross(p[t[:, 1]] - p[t[:, 0]], p[t[:, 2]] - p[t[:, 0]])[:, 2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["ascii", "binary_little_endian", "binary_big_endian"])
 @pytest.mark.parametrize("one_row", [True, False])
 def test_triangle_strip_ply(fmt, one_row, tmp_path, capsys):

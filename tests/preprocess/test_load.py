@@ -890,6 +890,7 @@ def test_real_beast_quads_uvs_seams(shared):
     assert 33_963 < len(creased.wedge_position) < 1.2 * 33_963
 
 
+@pytest.mark.slow
 def test_real_igea(shared):
     mesh = load_mesh(shared("igea.obj"))
     assert (mesh.triangle_count, mesh.vertex_count) == (268_686, 134_345)
@@ -947,6 +948,7 @@ def test_rock_triangle_count_within_5_percent():
         assert make_rock(triangles, seed=1).triangle_count == 20 * n * n
 
 
+@pytest.mark.slow
 def test_terrain_has_open_border_and_uvs():
     res = 24
     mesh = make_terrain(resolution=res, seed=1)

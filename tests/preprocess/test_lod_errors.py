@@ -195,6 +195,7 @@ def test_uvs_in_the_collapse_cost_keep_the_texture_in_place() -> None:
         assert abs(total1 - total0) <= 0.05 * total0 and inside1 >= 1.5 * inside0, counts
 
 
+@pytest.mark.slow
 def test_errors_with_shading_are_honest_and_never_decrease(bumpy_dag) -> None:
     """The shading term adds to the distance: errors stay above the measured distance, and
     grow along every child -> parent edge."""
@@ -251,6 +252,7 @@ def test_the_pages_hold_the_prefiltered_normals(tmp_path) -> None:
     assert checked == res.dag.cluster_count
 
 
+@pytest.mark.slow
 def test_verify_reports_the_tightness_per_level(tmp_path) -> None:
     """`preprocess --verify` prints, per level, the stored error over the measured distance:
     never below 1 (honest), and near it when the shading term is off."""
@@ -263,6 +265,7 @@ def test_verify_reports_the_tightness_per_level(tmp_path) -> None:
     assert len(line) == 1 and f"{ratios[0]:.2f}" in line[0]
 
 
+@pytest.mark.slow
 def test_small_pieces_vanish_so_the_coarsest_level_is_small() -> None:
     """A sphere with 300 small separate shells around it (open quads of two triangles, as game
     assets have them: each is at its own minimum already): the coarsest level still gets to at

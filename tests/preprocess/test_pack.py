@@ -71,6 +71,7 @@ def test_every_cluster_decodes_to_its_triangles(built):
     assert (seen == 1).all(), "every cluster is stored exactly once"
 
 
+@pytest.mark.slow
 def test_pages_hold_groups_coarse_to_fine(built):
     _, cfg, dag, _, packed = built
     levels = []

@@ -181,6 +181,7 @@ def test_valid_cuts_pass(dag: LodDag, cut: list[int]) -> None:
     assert fig["border_edges"] > 0
 
 
+@pytest.mark.slow
 def test_select_cut_follows_the_rule(dag: LodDag, bvh: Bvh) -> None:
     assert select_cut(dag, 0.1).tolist() == [0, 1, 2, 3]
     assert select_cut(dag, 0.315).tolist() == [2, 3, 4]

@@ -303,6 +303,7 @@ def test_persistent_and_per_level_traversals_agree(built: Built, renderer_for,
             assert len(v1["sw"]) + len(v1["hw"]) > 0
 
 
+@pytest.mark.slow
 def test_cut_of_an_instance_in_view_covers_its_surface_once(built: Built, renderer_for) -> None:
     r = renderer_for(persistent=True, sw_max_edge=32.0)
     dag = built.dags[ROCK]

@@ -136,6 +136,7 @@ def test_static_frames_have_zero_velocity(plane_tess, fallback32) -> None:
     assert "depth_targets" in r.render(camera(0.2, -0.2)).stats.passes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fallback32", PATHS)
 def test_sideways_camera_motion(plane_tess, fallback32) -> None:
     r = renderer(plane_tess, fallback32=fallback32)
@@ -148,6 +149,7 @@ def test_sideways_camera_motion(plane_tess, fallback32) -> None:
     check(r.render(camera()), (f * dx / D, -f * dy / D), "sideways back")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fallback32", PATHS)
 def test_forward_camera_motion(plane_tess, fallback32) -> None:
     # the velocity grows with the distance from the image centre: each pixel's own point counts
@@ -248,6 +250,7 @@ def test_moves_between_frames_keep_the_first_previous_transform(plane_tess) -> N
     check(r.render(cam), (f * 0.05 / D, 0.0), "two moves in one frame")
 
 
+@pytest.mark.slow
 def test_an_instance_moved_before_its_first_frame_has_no_motion(plane_tess) -> None:
     r = renderer(plane_tess)
     cam = camera()

@@ -95,6 +95,7 @@ def textured_plane(path, *, double_sided=False):
     return path
 
 
+@pytest.mark.slow
 def test_textures_normal_maps_and_factors_match_the_reference(tmp_path, gpu):
     src = textured_plane(tmp_path / "sheet.glb")
     build_file(src, tmp_path / "sheet.tess")

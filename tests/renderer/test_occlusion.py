@@ -55,6 +55,7 @@ def path_cameras() -> list[Camera]:
 
 
 # 8 mips (dispatches of 3, 3, 2 levels: hzb.wgsl) and 9 mips with odd sizes at most levels
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [SIZE, (301, 97)])
 def test_hzb_equals_its_numpy_twin(sphere_tess, size) -> None:
     r = field(sphere_tess, size=size)

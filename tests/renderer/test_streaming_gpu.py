@@ -96,6 +96,7 @@ def test_every_frame_is_a_crack_free_cut_and_converges(rock) -> None:
     assert frames > 2  # it did stream (the first frames drew coarser cuts)
 
 
+@pytest.mark.slow
 def test_residency_aware_rule_matches_the_gpu(rock) -> None:
     """The GPU draws exactly `select_resident_cut` for the effective groups it saw."""
     from preprocess.verify import projected_error
@@ -211,6 +212,7 @@ def test_render_command_streams_until_the_view_is_loaded(rock, tmp_path) -> None
     assert np.array_equal(np.load(a)["triangle"], np.load(b)["triangle"])
 
 
+@pytest.mark.slow
 def test_viewer_panel_shows_the_pool(rock, imgui_panel, finish) -> None:
     from renderer.apps.viewer_app import ViewerApp
 

@@ -328,6 +328,7 @@ def test_wrong_magic(tmp_path: Path) -> None:
         read_tess(path)
 
 
+@pytest.mark.slow
 def test_truncated_and_extended(tmp_path: Path) -> None:
     path = tmp_path / "a.tess"
     write_tess(path, **_sample(700, 3))

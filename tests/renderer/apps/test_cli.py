@@ -21,6 +21,7 @@ def terrain_obj(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_preprocess_writes_beside_input_and_info_agrees(terrain_obj, capsys):
     assert preprocess_cli.main([str(terrain_obj)]) == 0
     out = capsys.readouterr().out

@@ -213,6 +213,7 @@ def _binding_limit(gpu) -> int:
     return binding_limit(gpu.device)[0]
 
 
+@pytest.mark.slow
 def test_size_past_the_adapter_limit_names_it_and_allocates_nothing(gpu, monkeypatch) -> None:
     import renderer.frame
     from renderer.frame import Renderer
@@ -240,6 +241,7 @@ def test_cli_size_past_the_adapter_limit(sphere_tess, gpu, tmp_path, capsys) -> 
     assert not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_instances_past_the_adapter_limit(sphere_tess, gpu, tmp_path, capsys) -> None:
     from renderer.frame import Renderer

@@ -27,6 +27,7 @@ def sphere_tess(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_render_writes_png_arrays_and_stats(sphere_tess, tmp_path, capsys):
     png = tmp_path / "out.png"
@@ -172,6 +173,7 @@ def test_errors_are_one_line_exit_2(sphere_tess, args, message, capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_bench_prints_medians_beside_brute_force(sphere_tess, tmp_path, capsys):
     js = tmp_path / "bench.json"

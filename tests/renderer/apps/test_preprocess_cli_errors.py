@@ -454,6 +454,7 @@ def _scaled(mesh: Mesh, s: float) -> Mesh:
                 wedge_normal=mesh.wedge_normal, name=f"{mesh.name}-x{s:g}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", [1e-30, 1e-36])
 def test_a_tiny_sphere_keeps_its_bvh(scale):
     dag, bvh, _ = build_asset(_scaled(geodesic_sphere(10), scale))

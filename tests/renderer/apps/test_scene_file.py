@@ -98,6 +98,7 @@ def test_unreadable_files(tmp_path) -> None:
         load_scene_file(tmp_path / "bad.json")
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_render_scene_file_equals_the_api(sphere_tess, tmp_path) -> None:
     from renderer.apps import cli

@@ -14,6 +14,7 @@ from renderer.apps import cli as tessera_cli
 pytestmark = pytest.mark.gpu
 
 
+@pytest.mark.slow
 def test_a_gltf_scene_renders_as_authored_and_as_merged(tmp_path, gltf_street):
     src = gltf_street.write(tmp_path / "street.glb")
     cam = ["--eye", "4.5,2.5,-1", "--target", "1,1,-5", "--size", "160x120"]
@@ -41,6 +42,7 @@ def test_a_gltf_scene_renders_as_authored_and_as_merged(tmp_path, gltf_street):
     assert before == {p.name: p.stat().st_mtime for p in tmp_path.glob("street.*.tess")}
 
 
+@pytest.mark.slow
 def test_a_gltf_scene_s_own_lamps_light_it(tmp_path, gltf_street, capsys):
     """KHR_lights_punctual spot and point lights are drawn: a scene lit only by a lamp beside
     its posts has no sun in its scene file, its lamp in world space; the lamp's side of the

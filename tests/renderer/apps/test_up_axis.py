@@ -131,6 +131,7 @@ def silhouette(npz: Path) -> tuple[int, int]:
     return int(rows.max() - rows.min() + 1), int(cols.max() - cols.min() + 1)
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_render_up_z_shows_the_box_upright(tmp_path, capsys) -> None:
     obj = write_tall_box(tmp_path / "box.obj")

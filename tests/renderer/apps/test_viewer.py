@@ -110,6 +110,7 @@ def test_window_screenshot_matches_headless_render(sphere_tess, tmp_path, run_vi
     assert (panel > 8).mean() > 0.5
 
 
+@pytest.mark.slow
 def test_missing_file_is_one_line_exit_2(tmp_path, run_viewer) -> None:
     out = run_viewer([str(tmp_path / "nope.tess"), "--frames", "1"])
     assert out.returncode == 2

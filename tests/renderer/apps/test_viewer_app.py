@@ -283,6 +283,7 @@ def test_window_reports_a_failed_preprocess_and_exits_2(tmp_path, run_viewer) ->
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.obj"]
 
 
+@pytest.mark.slow
 def test_window_rejects_a_broken_scene_file_before_opening(tmp_path, run_viewer) -> None:
     scene = tmp_path / "scene.json"
     scene.write_text('{"assets": {"a": "a.tess"}, "instances": [{"asset": "b"}]}')

@@ -208,6 +208,7 @@ def edges_shared_twice(mesh) -> bool:
     lambda: hard_edges.cad_part(4),
     lambda: hard_edges.cad_part(4, normals=True),
 ], ids=["box", "star", "l", "gear", "sphere", "rock", "cad", "cad-flat"])
+@pytest.mark.slow
 def test_models_are_closed_wound_outward_and_welded(make) -> None:
     mesh = make()
     p = mesh.positions.astype(np.float64)
@@ -270,6 +271,7 @@ def test_tessera_bench_rejects_an_unknown_quality_model_in_one_line(capsys) -> N
 # ------------------------------------------------------------------------------------- on a GPU
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_measure_quality_on_a_small_model(tmp_path) -> None:
     from preprocess.build import build_file
