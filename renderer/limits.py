@@ -104,7 +104,14 @@ MIN_FOV = 1.0
 MAX_FOV = 179.0
 
 # -- dispatch
-WORKGROUP = 64  # lanes of the culling workgroups
+WORKGROUP = 64  # lanes of the culling workgroups, and of the shadow pages' list passes
+PIXEL_TILE = 8  # a pixel pass's workgroup is PIXEL_TILE^2 lanes (resolve, hzb, depth_targets)
+# the shadow mark pass's: 16^2 lanes (on CPU adapters a workgroup costs microseconds whatever it
+# does: fewer, larger ones)
+MARK_TILE = 16
+SW_WORKGROUP = 128  # the software rasterizer's lanes: a cluster's triangles at most, one a lane
+assert SW_WORKGROUP == MAX_CLUSTER_TRIANGLES
+CLEAR_LANES = 256  # lanes clearing a shadow page
 MAX_DISPATCH = 65535  # workgroups per dimension of one dispatch (WebGPU's guaranteed minimum)
 # what WebGPU guarantees one storage binding may hold (128 MiB), for adapters that report no
 # limit; the page buffer (or the streaming pool) is one binding
@@ -174,6 +181,10 @@ WGSL_CONSTANTS = {
     "ID_EMPTY": ID_EMPTY,
     "HZB_MAX_MIPS": HZB_MAX_MIPS,
     "WORKGROUP": WORKGROUP,
+    "PIXEL_TILE": PIXEL_TILE,
+    "MARK_TILE": MARK_TILE,
+    "SW_WORKGROUP": SW_WORKGROUP,
+    "CLEAR_LANES": CLEAR_LANES,
     "MAX_DISPATCH": MAX_DISPATCH,
     "FLAG_OCCLUSION": FLAG_OCCLUSION,
     "MAX_CLUSTER_TRIANGLES": MAX_CLUSTER_TRIANGLES,

@@ -334,7 +334,7 @@ fn visit(item: u32, ii: u32) {
 
 var<workgroup> wg_done: u32;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WORKGROUP)
 fn cs_persistent(@builtin(local_invocation_index) lid: u32) {
     var slot = NONE;
     // lavapipe may end this loop early (see cut_short): harmless unless the lane holds a claimed
@@ -372,7 +372,7 @@ fn cs_persistent(@builtin(local_invocation_index) lid: u32) {
 // the items of one level (what the previous one pushed: prepare.wgsl's `cs_level_begin` sets
 // the range and sizes this dispatch), each lane taking every (lanes)-th item: at most
 // LEVEL_ITEMS of them
-@compute @workgroup_size(64)
+@compute @workgroup_size(WORKGROUP)
 fn cs_level(@builtin(global_invocation_id) gid: vec3<u32>,
             @builtin(num_workgroups) nwg: vec3<u32>) {
     let end = atomicLoad(&state[S_LEVEL_END]);
@@ -396,7 +396,7 @@ fn cs_level(@builtin(global_invocation_id) gid: vec3<u32>,
 // The post pass's first step (POST pipeline), one lane per entry of the occluded list: deferred
 // nodes go back into the queue (the traversal that follows tests them against this frame's HZB),
 // deferred clusters are tested here and drawn if visible.
-@compute @workgroup_size(64)
+@compute @workgroup_size(WORKGROUP)
 fn cs_post_seed(@builtin(global_invocation_id) gid: vec3<u32>,
                 @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * WORKGROUP;

@@ -26,7 +26,7 @@ fn same_matrix(a: mat4x4<f32>, b: mat4x4<f32>) -> bool {
     return all(a[0] == b[0]) && all(a[1] == b[1]) && all(a[2] == b[2]) && all(a[3] == b[3]);
 }
 
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size(PIXEL_TILE, PIXEL_TILE)
 fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = u32(frame.viewport.x);
     let h = u32(frame.viewport.y);

@@ -51,7 +51,7 @@ fn store(k: u32, x: u32, y: u32, v: u32) {
     }
 }
 
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size(PIXEL_TILE, PIXEL_TILE)
 fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let n = 1u << (LEVELS - 1u);  // side of this lane's block at level MIP
     // level MIP: an n x n block (row-major in t), PAST_EDGE where past the edge

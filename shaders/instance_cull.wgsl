@@ -32,7 +32,7 @@ fn push_root(inst: Instance, vi: u32, root: u32) {
     push(root, vi, false);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WORKGROUP)
 fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
     if i >= frame.instance_count {

@@ -60,10 +60,10 @@ fn screen_vertex(s: ClusterStreams, v: u32, step: f32, world: mat4x4<f32>, rv: R
 override SW_LANES: u32 = 128u;
 override SW_ROUNDS: u32 = 1u;
 
-@compute @workgroup_size(128)
+@compute @workgroup_size(SW_WORKGROUP)
 fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let last = min(state[S_SW_COUNT], frame.visible_capacity / 2u);
-    let per_round = 128u / SW_LANES;
+    let per_round = SW_WORKGROUP / SW_LANES;
     let first = state[S_SW_FIRST] + (wid.x + wid.y * MAX_DISPATCH) * SW_ROUNDS * per_round
         + lid / SW_LANES;
     let lane = lid % SW_LANES;

@@ -217,7 +217,7 @@ fn shadow_cache_color(p: vec3<f32>, v: u32) -> vec3<f32> {
     return select(vec3<f32>(0.3, 0.55, 0.95), vec3<f32>(0.95, 0.55, 0.2), drawn);
 }
 
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size(PIXEL_TILE, PIXEL_TILE)
 fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = u32(frame.viewport.x);
     let h = u32(frame.viewport.y);

@@ -48,13 +48,13 @@ fn alloc(v: u32, local: u32) {
     table_store(e, vec4<u32>(phys, shadow_tag(v, pg.x, pg.y), flags, 0u));
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WORKGROUP)
 fn cs_main(@builtin(local_invocation_index) lid: u32) {
     for (var i = 0u; i < shadow.views.x; i++) {
         let v = shadow_views[i].table.w;
         let n = atomicLoad(&shadow_pool_state[MARKED_COUNT + v]);
         let base = shadow_views[v].table.x;
-        for (var k = lid; k < n; k += 64u) {
+        for (var k = lid; k < n; k += WORKGROUP) {
             alloc(v, shadow_marked[base + k]);
         }
         storageBarrier();  // this view's pops before the next view's

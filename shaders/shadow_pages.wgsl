@@ -83,7 +83,7 @@ fn mark_light(l: Light, p: vec3<f32>, dist: f32, fallbacks: bool) {
 }
 
 // 16 x 16 lanes a workgroup: on CPU adapters a workgroup costs microseconds whatever it does
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(MARK_TILE, MARK_TILE)
 fn cs_mark(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = u32(frame.viewport.x);
     if gid.x >= w || gid.y >= u32(frame.viewport.y) {
@@ -137,7 +137,7 @@ fn cs_begin() {
     }
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WORKGROUP)
 fn cs_free(@builtin(global_invocation_id) gid: vec3<u32>) {
     let phys = gid.x;
     if phys >= shadow.counts.y || shadow_owner[phys] == 0u {

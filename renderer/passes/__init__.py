@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import wgpu
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, bind_group
+from renderer.limits import PIXEL_TILE
 
 if TYPE_CHECKING:
     from renderer.frame import FrameResources
@@ -65,7 +66,7 @@ class Pass:
 
 class PixelPass(Pass):
     """A pass of one lane per pixel, in 8 x 8 workgroups (`cs_main` with
-    `@workgroup_size(8, 8)`): `self.pipeline` dispatched over the frame."""
+    `@workgroup_size(PIXEL_TILE, PIXEL_TILE)`): `self.pipeline` dispatched over the frame."""
 
     pipeline: wgpu.GPUComputePipeline
 
@@ -74,5 +75,5 @@ class PixelPass(Pass):
                                         timestamp_writes=frame.timestamps(self.label))
         cp.set_pipeline(self.pipeline)
         cp.set_bind_group(0, self.group(frame))
-        cp.dispatch_workgroups((frame.width + 7) // 8, (frame.height + 7) // 8)
+        cp.dispatch_workgroups(-(-frame.width // PIXEL_TILE), -(-frame.height // PIXEL_TILE))
         cp.end()

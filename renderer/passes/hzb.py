@@ -5,7 +5,7 @@ mips."""
 from __future__ import annotations
 
 from renderer.gpu import STORAGE, UNIFORM, Binding, bind_group_layout, shader_module
-from renderer.limits import HZB_MAX_MIPS
+from renderer.limits import HZB_MAX_MIPS, PIXEL_TILE
 from renderer.passes import Pass, vis_bindings
 
 
@@ -57,5 +57,5 @@ class HZB(Pass):
             levels = min(LEVELS_PER_DISPATCH, count - mip)
             w, h = frame.hzb_levels[mip + levels - 1]  # a lane per texel of the coarsest
             cp.set_pipeline(self._pipe(mip, levels))
-            cp.dispatch_workgroups((w + 7) // 8, (h + 7) // 8)
+            cp.dispatch_workgroups(-(-w // PIXEL_TILE), -(-h // PIXEL_TILE))
         cp.end()

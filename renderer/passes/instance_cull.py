@@ -4,7 +4,7 @@ BVH queue, occluded ones the post pass."""
 from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
-from renderer.limits import SHADOW_VIEWS
+from renderer.limits import SHADOW_VIEWS, WORKGROUP
 from renderer.passes import Pass
 
 BINDINGS = (
@@ -49,6 +49,6 @@ class InstanceCull(Pass):
                                         timestamp_writes=frame.timestamps(self.label))
         cp.set_pipeline(self.pipeline)
         cp.set_bind_group(0, self.group(frame))
-        groups = (n + 63) // 64
+        groups = -(-n // WORKGROUP)
         cp.dispatch_workgroups(min(groups, 65535), (groups + 65534) // 65535)
         cp.end()

@@ -1,4 +1,4 @@
-"""Software rasterizer: workgroups of 128 lanes over the visible SW clusters
+"""Software rasterizer: workgroups of SW_WORKGROUP (128) lanes over the visible SW clusters
 (shaders/raster_sw.wgsl); `lanes` lanes per cluster, `rounds` rounds of 128 / lanes clusters."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import wgpu
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
 from renderer.layout import ARGS
-from renderer.limits import SHADOW_VIEWS
+from renderer.limits import SHADOW_VIEWS, SW_WORKGROUP
 from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
 
 COMPUTE = wgpu.ShaderStage.COMPUTE
@@ -31,13 +31,13 @@ def shadow_raster_bindings(reader: tuple[Binding, ...], stages: int = COMPUTE,
 class RasterSW(Pass):
     label = "raster_sw"
 
-    def __init__(self, device, *, vis64: bool, lanes: int = 128, rounds: int = 1,
+    def __init__(self, device, *, vis64: bool, lanes: int = SW_WORKGROUP, rounds: int = 1,
                  shadow: bool = False) -> None:
         super().__init__()
-        if lanes not in (1, 2, 4, 8, 16, 32, 64, 128) or rounds < 1:
-            raise ValueError(f"SW raster: lanes must be a power of two up to 128 and rounds >= 1 "
-                             f"(got {lanes}, {rounds})")
-        self.clusters_per_workgroup = 128 // lanes * rounds
+        if lanes not in [1 << k for k in range(SW_WORKGROUP.bit_length())] or rounds < 1:
+            raise ValueError(f"SW raster: lanes must be a power of two up to {SW_WORKGROUP} and "
+                             f"rounds >= 1 (got {lanes}, {rounds})")
+        self.clusters_per_workgroup = SW_WORKGROUP // lanes * rounds
         self.lanes, self.rounds = lanes, rounds
         self.bindings = (
             *cluster_reader_bindings(),

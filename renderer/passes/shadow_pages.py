@@ -5,7 +5,7 @@ first), listed and cleared for drawing."""
 from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
-from renderer.limits import MAX_LIGHTS, SHADOW_VIEWS
+from renderer.limits import MARK_TILE, MAX_LIGHTS, SHADOW_VIEWS, WORKGROUP
 from renderer.passes import Pass, vis_bindings
 
 ENTRIES = ("cs_begin", "cs_mark", "cs_free")
@@ -95,11 +95,11 @@ class ShadowPages(Pass):
         cp = encoder.begin_compute_pass(label="shadow_mark",
                                         timestamp_writes=frame.timestamps("shadow_mark"))
         run(cp, "cs_begin", (1, 1))
-        run(cp, "cs_mark", ((frame.width + 15) // 16, (frame.height + 15) // 16))
+        run(cp, "cs_mark", (-(-frame.width // MARK_TILE), -(-frame.height // MARK_TILE)))
         cp.end()
         cp = encoder.begin_compute_pass(label="shadow_free",
                                         timestamp_writes=frame.timestamps("shadow_free"))
-        run(cp, "cs_free", ((frame.shadow_pages + 63) // 64, 1))
+        run(cp, "cs_free", (-(-frame.shadow_pages // WORKGROUP), 1))
         cp.end()
         cp = encoder.begin_compute_pass(label="shadow_alloc",
                                         timestamp_writes=frame.timestamps("shadow_alloc"))
