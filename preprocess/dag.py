@@ -45,11 +45,11 @@ from preprocess.tess.limits import ROOT_ERROR
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
 from preprocess.simplify import (
-    _build_grid,
-    _measure_point,
-    _nearest,
-    _point_triangle_d2_of,
-    _simplify_sampled,
+    build_triangle_grid,
+    measure_point,
+    nearest_triangle,
+    point_triangle_d2_of,
+    simplify_sampled,
     edge_length2,
     surface_walk,
 )
@@ -373,7 +373,7 @@ def _dropped_distance(pos: np.ndarray, new_local: np.ndarray, local_wp: np.ndarr
     count = 0
     if k == 0:
         return 0.0, hi[:0].copy(), hr[:0].copy(), -1
-    G, gp, boff, btri = _build_grid(pos, out_pt)
+    G, gp, boff, btri = build_triangle_grid(pos, out_pt)
     stamp = np.full(k, -1, np.int32)
     hint = -1
     total = carried.shape[0] + n
@@ -392,7 +392,7 @@ def _dropped_distance(pos: np.ndarray, new_local: np.ndarray, local_wp: np.ndarr
             py = np.float64(pos[v, 1])
             pz = np.float64(pos[v, 2])
         enough = hd[0] if count == keep else -1.0
-        d2, t = _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, q, enough)
+        d2, t = nearest_triangle(px, py, pz, hint, G, gp, boff, btri, stamp, q, enough)
         if t < 0:
             continue
         hint = t
@@ -465,7 +465,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
     if m > target:
         for attempt in range(3 if permissive else 2):
             (new_local, X, d, slack, normal, fresh, shade, near, in_pt, owner, _,
-             _) = _simplify_sampled(pos, local, local_wp, attr, lock, target, attempt > 0,
+             _) = simplify_sampled(pos, local, local_wp, attr, lock, target, attempt > 0,
                                         attempt > 1, color_start, normal_weight, uv_start,
                                         spacing)
             if new_local.shape[0] <= stuck_ratio * m:
@@ -653,11 +653,11 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np
             if d2 < corner_d2:
                 corner, corner_d2 = v, d2
         start = vt_tri[vt_off[corner]]
-        s2 = _point_triangle_d2_of(px, py, pz, positions, ptri[start, 0], ptri[start, 1],
+        s2 = point_triangle_d2_of(px, py, pz, positions, ptri[start, 0], ptri[start, 1],
                                    ptri[start, 2])
         prev = last[owner[i]]  # or where the last walk from the same output triangle ended
         if prev >= 0:
-            p2 = _point_triangle_d2_of(px, py, pz, positions, ptri[prev, 0], ptri[prev, 1],
+            p2 = point_triangle_d2_of(px, py, pz, positions, ptri[prev, 0], ptri[prev, 1],
                                        ptri[prev, 2])
             if p2 < s2:
                 start, s2 = prev, p2
@@ -719,7 +719,7 @@ def _farthest_by_cluster(positions: np.ndarray, tris: np.ndarray, spheres: np.nd
     original's level-0 clusters pass: one search a cluster instead of one a position. floor: a
     distance some original position is known to have (the farthest removed position's): the
     search starts at it, so that clusters pass from the first (the maximum is the same)."""
-    G, gp, boff, btri = _build_grid(positions, tris)
+    G, gp, boff, btri = build_triangle_grid(positions, tris)
     stamp = np.full(max(tris.shape[0], 1), -1, np.int32)
     worst2 = floor * floor
     hint = -1
@@ -728,7 +728,7 @@ def _farthest_by_cluster(positions: np.ndarray, tris: np.ndarray, spheres: np.nd
         r = np.float64(spheres[c, 3])
         slack = np.sqrt(worst2) - r
         if slack > 0.0:
-            d2, t = _nearest(np.float64(spheres[c, 0]), np.float64(spheres[c, 1]),
+            d2, t = nearest_triangle(np.float64(spheres[c, 0]), np.float64(spheres[c, 1]),
                              np.float64(spheres[c, 2]), hint, G, gp, boff, btri, stamp, q,
                              slack * slack)
             q += 1
@@ -738,7 +738,7 @@ def _farthest_by_cluster(positions: np.ndarray, tris: np.ndarray, spheres: np.nd
                     continue
         for i in range(off[c], off[c + 1]):
             p = ids[i]
-            worst2, hint = _measure_point(np.float64(positions[p, 0]),
+            worst2, hint = measure_point(np.float64(positions[p, 0]),
                                           np.float64(positions[p, 1]),
                                           np.float64(positions[p, 2]), hint, G, gp, boff, btri,
                                           stamp, q, worst2)

@@ -1439,10 +1439,10 @@ _OFF_TRAILING_COMMENT = re.compile(rb"(?m)^[ \t]*[^#\s][^#\r\n]*#")
 
 def _comment_line(raw: bytes, pattern: re.Pattern) -> int | None:
     """The 1-based line of the first match of `pattern` in `raw` (None: none)."""
-    from preprocess.readers import _line_number
+    from preprocess.readers import line_number
 
     found = pattern.search(raw)
-    return None if found is None else _line_number(raw, found.start())
+    return None if found is None else line_number(raw, found.start())
 
 
 def _obj_comment(raw: bytes) -> str | None:

@@ -296,7 +296,7 @@ def check_text(raw: Raw, label: str, kind: str) -> None:
     _check_text(raw, label, kind)
 
 
-def _line_number(raw: Raw, offset: int) -> int:
+def line_number(raw: Raw, offset: int) -> int:
     """The 1-based number of the line holding byte ``offset``."""
     return int(np.count_nonzero(np.frombuffer(raw, dtype=np.uint8)[:offset] == 10)) + 1
 
@@ -306,7 +306,7 @@ def _cut_last_line(raw: Raw) -> tuple[int, bytes] | None:
     if len(raw) == 0 or raw[-1:] in (b"\n", b"\r"):
         return None
     start = raw.rfind(b"\n") + 1
-    return _line_number(raw, start), bytes(raw[start:])
+    return line_number(raw, start), bytes(raw[start:])
 
 
 def _truncated(label: str, number: int, text: bytes, what: str) -> MeshError:
@@ -979,7 +979,7 @@ def _obj_check_lines(raw: Raw, label: str, v_width: int) -> None:
         short = _OBJ_SHORT_V.search(raw)
         if short is not None:
             count = len(short.group().split()) - 1
-            raise MeshError(f"{label}: line {_line_number(raw, short.start())}: a vertex with "
+            raise MeshError(f"{label}: line {line_number(raw, short.start())}: a vertex with "
                             f"{count} coordinate{'s' if count > 1 else ''} (3 needed)")
 
 
@@ -1246,7 +1246,7 @@ def _table_checked(raw: Raw, start: int, max_lines: int, skip_blank: bool, label
     if status != _OK:
         _check_text(raw, label, kind, start)
         cut = _cut_last_line(raw)
-        if cut is not None and cut[0] == _line_number(raw, start) + status - 1:
+        if cut is not None and cut[0] == line_number(raw, start) + status - 1:
             raise _truncated(label, *cut, "not a row of numbers")
         return None, -1
     if nhard and not _fix_hard(vals, hard_i[:nhard], hard_s[:nhard], hard_e[:nhard], raw):

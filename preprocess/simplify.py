@@ -6,7 +6,7 @@ locked, so neighbouring groups still meet without cracks. The LOD error the runt
 a cut must be an upper bound of the real distance to the original, not a quadric estimate (a
 quadric's planes extend to infinity and under-estimate at folds and corners): the DAG builder
 takes this module's collapses, prefiltered normals, dense samples with their distances to the
-group's input (`_simplify_sampled`) and shading term (`_shading`), and bounds the distance to the
+group's input (`simplify_sampled`) and shading term (`_shading`), and bounds the distance to the
 original surface from them (`preprocess.dag._original_distance`, with `surface_walk`).
 
 How. A Garland-Heckbert half-edge collapser in the style of meshoptimizer:
@@ -614,7 +614,7 @@ def _simplify_core(
     Normal prefiltering: each input wedge starts with its normal times a third of the area of
     its triangles; a collapse adds each of u's wedges into the wedge of v it maps to. So a
     surviving wedge carries the area-weighted normal of the surface collapsed into it (over the
-    levels, of the original surface: `_simplify_sampled` turns it into the coarse normal).
+    levels, of the original surface: `simplify_sampled` turns it into the coarse normal).
 
     permissive: seams and creases may be crossed (see `_classify`); a collapse that moves a
     position holding several wedges costs its squared length more than its quadric error, so
@@ -920,7 +920,7 @@ def _point_triangle_d2(px, py, pz, G, t):
 
 
 @_jit_inline
-def _point_triangle_d2_of(px, py, pz, P, a, b, c):
+def point_triangle_d2_of(px, py, pz, P, a, b, c):
     """Exact squared distance from p to the triangle (P[a], P[b], P[c]) (as `_point_triangle_d2`,
     without a precomputed record)."""
     return _point_triangle_d2_at(px, py, pz, P, a, b, c)[0]
@@ -1016,7 +1016,7 @@ def _hash_cell(ix, iy, iz, mask):
 
 
 @_jit
-def _build_grid(positions, pt):
+def build_triangle_grid(positions, pt):
     """Hash grid over triangles pt (m, 3) of positions (n, 3). Returns (G (m, _G_SIZE) float64
     triangle records, gp (8,) float64: origin, 1 / cell size, dims, boff (buckets + 1,) int64
     bucket offsets, btri (entries,) int32 triangles per bucket). Every triangle is listed in the
@@ -1160,7 +1160,7 @@ def _cell_of(x, o, inv, dim):
 
 
 @_jit
-def _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, qid, enough):
+def nearest_triangle(px, py, pz, hint, G, gp, boff, btri, stamp, qid, enough):
     """(squared distance, triangle) of the grid triangle nearest to p. hint: a triangle to try
     first (-1: none), which makes coherent queries cheap. The search stops as soon as it finds a
     squared distance <= enough (then the result is an upper bound, not the minimum)."""
@@ -1264,13 +1264,13 @@ def _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, qid, enough):
 
 @_jit
 def _distances(points, positions, pt):
-    G, gp, boff, btri = _build_grid(positions, pt)
+    G, gp, boff, btri = build_triangle_grid(positions, pt)
     p = points.shape[0]
     out = np.empty(p, np.float64)
     stamp = np.full(max(pt.shape[0], 1), -1, np.int32)
     hint = -1
     for i in range(p):
-        d2, hint = _nearest(
+        d2, hint = nearest_triangle(
             points[i, 0], points[i, 1], points[i, 2], hint, G, gp, boff, btri, stamp, i, -1.0
         )
         out[i] = np.sqrt(d2)
@@ -1279,23 +1279,23 @@ def _distances(points, positions, pt):
 
 @_jit
 def _farthest(points, positions, pt):
-    G, gp, boff, btri = _build_grid(positions, pt)
+    G, gp, boff, btri = build_triangle_grid(positions, pt)
     stamp = np.full(max(pt.shape[0], 1), -1, np.int32)
     worst = 0.0
     hint = -1
     for i in range(points.shape[0]):
-        worst, hint = _measure_point(np.float64(points[i, 0]), np.float64(points[i, 1]),
+        worst, hint = measure_point(np.float64(points[i, 0]), np.float64(points[i, 1]),
                                      np.float64(points[i, 2]), hint, G, gp, boff, btri, stamp,
                                      i, worst)
     return np.sqrt(worst)
 
 
 @_jit
-def _measure_point(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst):
+def measure_point(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst):
     # a sample only matters when it is farther than the worst so far: the search stops at the
     # first triangle that is at least that close (the Hausdorff early break), so the result stays
     # the exact maximum over the samples
-    d2, hint = _nearest(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst)
+    d2, hint = nearest_triangle(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst)
     return max(d2, worst), hint
 
 
@@ -1359,7 +1359,7 @@ def _measure(positions, in_pt, out_pt, modified, src, edge_samples, face_samples
     each output triangle was, tried first (the nearest input triangle is usually close to it)."""
     if not modified.any():
         return 0.0
-    G, gp, boff, btri = _build_grid(positions, in_pt)
+    G, gp, boff, btri = build_triangle_grid(positions, in_pt)
     stamp = np.full(max(in_pt.shape[0], 1), -1, np.int32)
     here = _edge_sides(out_pt, in_pt)
     worst = 0.0
@@ -1391,7 +1391,7 @@ def _measure(positions, in_pt, out_pt, modified, src, edge_samples, face_samples
                 px = wa * ax + wb * bx + wc * cx
                 py = wa * ay + wb * by + wc * cy
                 pz = wa * az + wb * bz + wc * cz
-                worst, hint = _measure_point(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst)
+                worst, hint = measure_point(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst)
                 qid += 1
             if phase == 0:
                 continue
@@ -1406,7 +1406,7 @@ def _measure(positions, in_pt, out_pt, modified, src, edge_samples, face_samples
                     px = w0 * np.float64(positions[i0, 0]) + w1 * np.float64(positions[i1, 0])
                     py = w0 * np.float64(positions[i0, 1]) + w1 * np.float64(positions[i1, 1])
                     pz = w0 * np.float64(positions[i0, 2]) + w1 * np.float64(positions[i1, 2])
-                    worst, hint = _measure_point(
+                    worst, hint = measure_point(
                         px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst
                     )
                     qid += 1
@@ -1460,7 +1460,7 @@ def _measure(positions, in_pt, out_pt, modified, src, edge_samples, face_samples
             gx = (c0x + c1x + c2x) / 3.0
             gy = (c0y + c1y + c2y) / 3.0
             gz = (c0z + c1z + c2z) / 3.0
-            dg2, tc = _nearest(gx, gy, gz, h, G, gp, boff, btri, stamp, qid, -1.0)
+            dg2, tc = nearest_triangle(gx, gy, gz, h, G, gp, boff, btri, stamp, qid, -1.0)
             qid += 1
             hint = tc
             # the distance to the input is 1-Lipschitz: d(x) <= d(centroid) + |x - centroid|
@@ -1602,7 +1602,7 @@ def _simplify_measured(pos, tri, wpos, attr, lock, target, max_err_sq, persist, 
     return out_w, bound + slack
 
 
-# Samples for the errors against the original surface (`_simplify_sampled`): denser than the
+# Samples for the errors against the original surface (`simplify_sampled`): denser than the
 # seeds above, since their maximum is the error itself (times preprocess.dag.SAMPLED_FACTOR);
 # then the triangles whose samples come within _REFINE_NEAR of the maximum are sampled again (at
 # most _REFINE_TRIANGLES of them, those nearest it) at the barycentric points of a 10-step grid
@@ -1697,7 +1697,7 @@ def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_sample
     row_tri = np.empty(k, np.int32)
     if count == 0:
         return X, d, owner, near_tri, row_tri
-    G, gp, boff, btri = _build_grid(positions, in_pt)
+    G, gp, boff, btri = build_triangle_grid(positions, in_pt)
     stamp = np.full(max(in_pt.shape[0], 1), -1, np.int32)
     k = 0
     row = 0
@@ -1754,8 +1754,8 @@ def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_sample
             # distance so far: the maximum and the triangles the refinement picks stay the same
             exact = i < first + face_samples.shape[0] or i >= edges_end
             enough = -1.0 if exact else (_REFINE_NEAR * worst) ** 2
-            d2, hint = _nearest(X[i, 0], X[i, 1], X[i, 2], hint, G, gp, boff, btri, stamp, i,
-                                enough)
+            d2, hint = nearest_triangle(X[i, 0], X[i, 1], X[i, 2], hint, G, gp, boff, btri,
+                                        stamp, i, enough)
             d[i] = np.sqrt(d2)
             worst = max(worst, d[i])
             owner[i] = row
@@ -1788,8 +1788,8 @@ def _sample_distances(positions, in_pt, out_pt, sampled, moved, src, edge_sample
             for j in range(3):
                 X2[k, j] = (w[s, 0] * corners[r, j] + w[s, 1] * corners[r, 3 + j]
                             + w[s, 2] * corners[r, 6 + j])
-            dd, hint = _nearest(X2[k, 0], X2[k, 1], X2[k, 2], hint, G, gp, boff, btri, stamp,
-                                count + k, -1.0)
+            dd, hint = nearest_triangle(X2[k, 0], X2[k, 1], X2[k, 2], hint, G, gp, boff, btri,
+                                        stamp, count + k, -1.0)
             d2s[k] = np.sqrt(dd)
             owner2[k] = r
             near2[k] = hint
@@ -1887,7 +1887,7 @@ def _weights(positions, pt, t, px, py, pz):
 
 
 @_jit
-def _simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive, color_start,
+def simplify_sampled(pos, tri, wpos, attr, lock, target, persist, permissive, color_start,
                       normal_weight=0.0, uv_start=-1, spacing=0.0):
     """The collapses of `simplify` (normal_weight: see `_simplify_core`), the prefiltered normals
     (and vertex colours: the four columns of `attr` from `color_start`, none where it is

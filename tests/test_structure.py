@@ -48,6 +48,11 @@ def test_check_imports_finds_a_cycle_and_an_upward_import() -> None:
     problems = check_imports.upward(g)
     assert any(p.startswith("preprocess.tess.pages imports preprocess.pack") for p in problems)
     assert any(p.startswith("renderer.scene imports preprocess.mesh") for p in problems)
+    planted = {"preprocess.planted": "from preprocess.simplify import _twin, surface_walk\n"
+                                     "from .mesh import _x\nfrom numpy import _y\n"}
+    assert check_imports.private_imports(planted) == [
+        "preprocess.planted imports the private preprocess.simplify._twin",
+        "preprocess.planted imports the private .mesh._x"]
 
 
 def test_reading_a_tess_file_needs_numpy_only(sphere_tess) -> None:

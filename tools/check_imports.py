@@ -1,6 +1,7 @@
 """The project's import structure, checked: no import cycles among its modules (imports inside
-functions included, `if TYPE_CHECKING:` blocks excluded) and no import that runs back up the
-layers. Exit status 1 with one line per problem.
+functions included, `if TYPE_CHECKING:` blocks excluded), no import that runs back up the
+layers, and no private name (`_x`) imported from another module. Exit status 1 with one line per
+problem.
 
 The layers, bottom to top (a module may import its own layer and those below):
 
@@ -155,14 +156,36 @@ def upward(g: dict[str, set[str]]) -> list[str]:
     return out
 
 
+def private_imports(sources: dict[str, str] | None = None) -> list[str]:
+    """`from project.module import _name` in a project module (`sources`: module name -> its
+    text; default every project file): a private name used across modules (it is the other
+    module's own business; give it a public name)."""
+    if sources is None:
+        sources = {module_name(p): p.read_text() for pkg in PACKAGES
+                   for p in (ROOT / pkg).rglob("*.py")}
+    out = []
+    for mod, text in sorted(sources.items()):
+        for node in ast.walk(ast.parse(text, mod)):
+            if not isinstance(node, ast.ImportFrom) or not (
+                    node.level or (node.module or "").split(".")[0] in PACKAGES):
+                continue
+            source = "." * node.level + (node.module or "")
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    out.append(f"{mod} imports the private {source}.{a.name}")
+    return out
+
+
 def main() -> int:
     g = graph()
-    problems = [f"import cycle: {' -> '.join(c)}" for c in cycles(g)] + upward(g)
+    problems = ([f"import cycle: {' -> '.join(c)}" for c in cycles(g)] + upward(g)
+                + private_imports())
     for p in problems:
         print(p)
     if not problems:
         edges = sum(len(v) for v in g.values())
-        print(f"{len(g)} modules, {edges} imports: no cycle, nothing imported from above")
+        print(f"{len(g)} modules, {edges} imports: no cycle, nothing imported from above, no "
+              f"private name imported from another module")
     return 1 if problems else 0
 
 
