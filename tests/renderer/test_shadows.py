@@ -198,16 +198,22 @@ def test_a_rock_on_the_ground_against_the_brute_force_sun(gpu, rock_on_ground, t
                                        (meshes[1], ground)],
                               _world_points(res, cam)[cov], res.normal[cov])
     facing = cov & ((res.normal @ sun_direction(*sun_at)) > 0.1)
-    keep = facing & _interior(lit)
-    ours = res.shadow < 0.5
+    _judge(res.shadow < 0.5, lit, facing, res.instance == 1, floor, f"tau {tau:g}, the sun")
+
+
+def _judge(ours: np.ndarray, lit: np.ndarray, considered: np.ndarray, ground: np.ndarray,
+           floor: float, what: str) -> None:
+    """Shadowed here (`ours`) against lit in the truth, over the `considered` pixels off a
+    one-pixel band along the truth's edges: agreement at least `floor`, acne (lit in the truth,
+    shadowed here) at most 0.1%, and the ground under the rock, where it meets it, never lit."""
+    keep = considered & _interior(lit)
     agree = (ours == ~lit)[keep].mean()
-    acne = (ours & lit & keep).sum() / facing.sum()
-    # under the rock, where it meets the ground: shadowed in the truth, never lit here
-    contact = keep & ~lit & (res.instance == 1)
-    print(f"tau {tau:g}: {facing.sum()} px face the sun, {(~lit & facing).sum()} in the "
+    acne = (ours & lit & keep).sum() / considered.sum()
+    contact = keep & ~lit & ground
+    print(f"{what}: {considered.sum()} px considered, {(~lit & considered).sum()} in the "
           f"truth's shadow; agree {agree:.4%}, acne {acne:.4%}, lit under the rock "
           f"{(~ours & contact).sum()} of {contact.sum()}")
-    assert (~lit & facing).sum() > 600 and contact.sum() > 300
+    assert (~lit & considered).sum() > 600 and contact.sum() > 300
     assert agree >= floor
     assert acne <= 0.001
     assert (~ours & contact).mean() <= 0.002
@@ -671,18 +677,7 @@ def test_a_rock_on_the_ground_against_the_brute_force_point_light(gpu, rock_on_g
                                                     (meshes[1], ground)],
                                     _world_points(res, cam)[cov], res.normal[cov])
     reached = cov & (term > 0.05)  # where the light reaches (its side)
-    keep = reached & _interior(lit)
-    ours = vis < 0.5
-    agree = (ours == ~lit)[keep].mean()
-    acne = (ours & lit & keep).sum() / reached.sum()
-    contact = keep & ~lit & (res.instance == 1)
-    print(f"tau {tau:g}: {reached.sum()} px reached, {(~lit & reached).sum()} in the truth's "
-          f"shadow; agree {agree:.4%}, acne {acne:.4%}, lit under the rock "
-          f"{(~ours & contact).sum()} of {contact.sum()}; {res.stats.shadow}")
-    assert (~lit & reached).sum() > 600 and contact.sum() > 300
-    assert agree >= floor
-    assert acne <= 0.001
-    assert (~ours & contact).mean() <= 0.002
+    _judge(vis < 0.5, lit, reached, res.instance == 1, floor, f"tau {tau:g}, a point light")
 
 
 @pytest.mark.slow
