@@ -44,15 +44,14 @@ from preprocess.tess.limits import ROOT_ERROR
 
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
-from preprocess.simplify import (
+from preprocess.distance import (
     build_triangle_grid,
     measure_point,
     nearest_triangle,
     point_triangle_d2_of,
-    simplify_sampled,
-    edge_length2,
     surface_walk,
 )
+from preprocess.simplify import edge_length2, simplify_sampled
 from preprocess.topology import edge_neighbours, find, vertex_triangles
 
 # a group's error is this times the largest distance to the original surface found over its
@@ -619,7 +618,7 @@ def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np
     Each point x has two upper bounds of its distance to the original surface: d(x) + below[t]
     (the triangle inequality through the nearest input point, on t), exact at level 1 where
     below is 0, and the distance to the original triangle a
-    walk over the original surface ends on (`simplify.surface_walk`), the true distance unless
+    walk over the original surface ends on (`distance.surface_walk`), the true distance unless
     the walk stops in a fold, whatever the level. The points go in decreasing order of the first
     bound, so that the loop ends at the first one that cannot raise the maximum: the fewest
     walks (at coarse levels, where that bound is loose, a tenth of the points or less). A walk
@@ -712,7 +711,7 @@ def _farthest_by_cluster(positions: np.ndarray, tris: np.ndarray, spheres: np.nd
                          floor: float = 0.0) -> float:
     """The largest distance of the positions of rows first..last-1 (rows off[c]:off[c + 1] of
     ids, each row inside the sphere spheres[c] (c, 4)) to the triangles tris (k, 3) (position
-    ids). As `simplify._farthest` over those positions (a point's search stops at the first
+    ids). As `distance.farthest_distance` over those positions (a point's search stops at the first
     triangle within the largest distance so far), but a row whose sphere lies within that
     distance (its centre within it less the radius of some triangle) is passed over whole: none
     of its positions can raise the maximum, which stays exact. At coarse levels most of the

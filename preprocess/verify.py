@@ -926,7 +926,7 @@ def _farthest_lost(dag: LodDag, ptri: np.ndarray) -> float:
     w = _uniform_weights(rng, len(pick))
     points = np.concatenate([pos, np.einsum("pk,pkd->pd", w, pos[orig[pick]])])
     try:  # the Hausdorff early break: most points cost one triangle test
-        from preprocess.simplify import farthest_distance
+        from preprocess.distance import farthest_distance
     except ImportError:
         return float(np.max(_distance_to_mesh(points, dag.mesh.positions, ptri)))
     return farthest_distance(points, dag.mesh.positions, ptri.astype(np.int32))
@@ -1043,7 +1043,7 @@ def _distance_to_mesh(points: np.ndarray, positions: np.ndarray,
 def _mesh_distance_function():
     """The distance function to use: the simplifier's when it exists, else the exact fallback."""
     try:
-        from preprocess.simplify import max_distance_to_mesh
+        from preprocess.distance import max_distance_to_mesh
     except ImportError:
         return _distance_to_mesh
     return max_distance_to_mesh
@@ -1064,7 +1064,7 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
     tolerance: default 1e-5 of the mesh's bounding-box diagonal: float32 rounding of positions,
     sample points and stored errors (the preprocessor measures against the same float32 positions).
     distance: f(points (p, 3), positions (n, 3), pos_triangles (m, 3)) -> (p,) float64 distances;
-    default `preprocess.simplify.max_distance_to_mesh`, or an exact KD-tree search when that is
+    default `preprocess.distance.max_distance_to_mesh`, or an exact KD-tree search when that is
     missing. refine: the triangles of each cluster's `refine` farthest samples are sampled again,
     densely (see `_measured_distances`).
 

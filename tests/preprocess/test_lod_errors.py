@@ -12,7 +12,7 @@ import pytest
 from preprocess.config import BuildConfig
 from preprocess.dag import build_dag
 from preprocess.load import mesh_from_arrays
-from preprocess.simplify import max_distance_to_mesh
+from preprocess.distance import max_distance_to_mesh
 from preprocess.verify import check_honest_error, error_tightness, level_cut
 
 

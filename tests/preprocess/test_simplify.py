@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from preprocess.simplify import farthest_distance, max_distance_to_mesh, simplify
+from preprocess.distance import farthest_distance, max_distance_to_mesh
+from preprocess.simplify import simplify
 
 # ------------------------------------------------------------------------------------------------
 # Small meshes
