@@ -144,7 +144,8 @@ def _sun(text: str) -> tuple[float, float] | None:
     except ValueError:
         sun = ()
     if len(sun) != 2:
-        raise argparse.ArgumentTypeError(f"expected AZIMUTH,ELEVATION in degrees, not {text!r}")
+        raise argparse.ArgumentTypeError(f"expected AZIMUTH,ELEVATION in degrees, or none, not "
+                                         f"{text!r}")
     try:
         check_sun(sun, "the sun")
     except ValueError as e:

@@ -51,6 +51,22 @@ def test_render_writes_png_arrays_and_stats(sphere_tess, tmp_path, capsys):
 
 
 @pytest.mark.gpu
+def test_render_without_a_sun(sphere_tess, tmp_path, capsys):
+    """`--sun none`: the ambient term alone lights it (no lights here), and says so."""
+    arrays = {}
+    for sun in ("none", "60,40"):
+        npz = tmp_path / f"{sun}.npz"
+        assert tessera_cli.main(["render", str(sphere_tess), "-o", str(tmp_path / "s.png"),
+                                 "--size", "48x48", "--sun", sun, "--arrays", str(npz)]) == 0
+        arrays[sun] = np.load(npz)
+    assert "shadows     no sun:" in capsys.readouterr().out
+    covered = arrays["none"]["instance"] >= 0
+    dark, sunny = (arrays[k]["color"][..., :3][covered].mean() for k in ("none", "60,40"))
+    assert covered.sum() > 200 and dark < 0.7 * sunny
+    assert (arrays["none"]["shadow"][covered] == 0).all()
+
+
+@pytest.mark.gpu
 def test_render_explicit_camera_looking_away_draws_nothing(sphere_tess, tmp_path, capsys):
     png = tmp_path / "away.png"
     assert tessera_cli.main(["render", str(sphere_tess), "-o", str(png), "--size", "32x32",
