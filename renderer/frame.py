@@ -3,8 +3,9 @@
     instance cull -> BVH/cluster cull (persistent or per level) -> raster args
     -> SW raster + HW raster (64-bit visibility buffer; or depth then ids without 64-bit atomics)
     -> [post pass: HZB, re-cull what the old HZB hid, raster] -> HZB for the next frame
-    -> [shadows: the sun's pages marked from the visibility buffer, allocated, cleared, drawn by
-    the same instance cull, traversal and rasterizers; none on a still, cached frame]
+    -> [shadows: the sun's and the lights' pages marked from the visibility buffer, allocated,
+    cleared, drawn by the same instance cull, traversal and rasterizers; none on a still, cached
+    frame]
     -> depth targets (velocity) -> resolve -> statistics, timestamps (and page requests) copied
     for readback
 
@@ -29,7 +30,7 @@ from renderer.camera import Camera, frustum_planes
 from renderer.device import GpuContext, create_context
 from renderer.gpu import buffer
 from renderer.layout import ARGS_WORDS, FRAME_DTYPE, INSTANCE_DTYPE, STATE, STATE_WORDS, STAT_NAMES
-from renderer.lights import Light, check_lights, faces_of
+from renderer.lights import Light, check_lights, faces_wanted
 from renderer.limits import (
     MAX_LOCAL_FACES,
     DEFAULT_BINDING_LIMIT,
@@ -278,7 +279,7 @@ class Renderer:
         shadow pool while MAX_LOCAL_FACES last (a RuntimeWarning names those past it, lit without
         a shadow); every shadow page is drawn again."""
         lights = tuple(check_lights(lights))
-        want = sum(faces_of(list(lights), 1 << 30))
+        want = faces_wanted(lights)
         if want > MAX_LOCAL_FACES:
             warnings.warn(f"the lights need {want} shadow faces (a spot 1, a point light 6); "
                           f"the first {MAX_LOCAL_FACES} are drawn, the lights past them cast "
@@ -290,8 +291,8 @@ class Renderer:
         self.shadow_pages.set_lights(bool(lights))
 
     def set_shadows(self, enabled: bool) -> None:
-        """Draw the sun's shadows (from the next frame) or not; the sun lights the lit view
-        either way. The shadow pool (`RenderOptions.shadow_pool_mb`) is allocated when shadows
+        """Draw the sun's and the lights' shadows (from the next frame) or not; they light the lit
+        view either way. The shadow pool (`RenderOptions.shadow_pool_mb`) is allocated when shadows
         are first switched on."""
         self.shadows = bool(enabled)
         o = self.options
@@ -308,7 +309,7 @@ class Renderer:
         o = self.options
         old = self.shadow_map
         pool = pool_mb if pool_mb is not None else old.pages * SHADOW_PAGE_BYTES / 2**20
-        faces = min(sum(faces_of(list(self.lights), 1 << 30)), MAX_LOCAL_FACES)
+        faces = min(faces_wanted(self.lights), MAX_LOCAL_FACES)
         self.shadow_map = ShadowMap(self.device, pool, binding_limit(self.device)[0],
                                     o.shadow_visible_capacity if self.shadows else 2, faces)
         self.frame.buffers.update(self.shadow_map.buffers)

@@ -20,7 +20,8 @@ import numpy as np
 from renderer.layout import LIGHT_DTYPE
 from renderer.limits import MAX_LIGHTS
 
-__all__ = ["Light", "check_lights", "face_frames", "faces_of", "light_records"]
+__all__ = ["Light", "check_lights", "face_frames", "faces_of", "faces_wanted", "light_records",
+           "view_axes"]
 
 MAX_SPOT_FACE = 60.0  # degrees: a spot's outer cone up to this casts through one face
 # a face's window reaches past its cone (a cube face past 45 degrees) by this share of its
@@ -106,8 +107,15 @@ def faces_of(lights: list[Light], budget: int) -> list[int]:
     return out
 
 
-def _axes(forward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(right, up) of a face looking along `forward` (unit): right = forward x up."""
+def faces_wanted(lights) -> int:
+    """The shadow faces the lights would take with no budget (`faces_of`)."""
+    return sum(light.faces for light in lights if light.shadows)
+
+
+def view_axes(forward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(right, up) of a view looking along `forward` (unit), right = forward x up, up towards +Y
+    (+Z when looking nearly straight up or down): a light face's, and the sun's light space
+    (`renderer.shadows.light_basis`)."""
     ref = np.array([0.0, 1.0, 0.0]) if abs(forward[1]) < 0.99 else np.array([0.0, 0.0, 1.0])
     right = np.cross(forward, ref)
     right /= np.linalg.norm(right)
@@ -133,7 +141,7 @@ def face_frames(light: Light, far: float) -> list[dict]:
     near = far * NEAR_SHARE
     out = []
     for f in forwards:
-        r, u = _axes(f)
+        r, u = view_axes(f)
         a = 1.0 / tan_half
         m = np.zeros((4, 4))
         m[0, :3], m[1, :3], m[3, :3] = a * r, a * u, f

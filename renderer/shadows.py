@@ -27,7 +27,7 @@ from renderer.layout import (
     SHADOW_VIEW_DTYPE,
     STATE_WORDS,
 )
-from renderer.lights import Light, face_frames, faces_of, light_records
+from renderer.lights import Light, face_frames, faces_of, light_records, view_axes
 from renderer.limits import (
     COARSEST_SPAN,
     HPM_STRIDE,
@@ -95,11 +95,9 @@ def pool_pages(pool_mb: float) -> int:
 
 
 def light_basis(sun: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(u, v): the light space's x and y axes, with u x v = sun (a camera's right, up and back)."""
-    ref = np.array([0.0, 1.0, 0.0]) if abs(sun[1]) < 0.99 else np.array([0.0, 0.0, 1.0])
-    u = np.cross(ref, sun)
-    u /= np.linalg.norm(u)
-    return u, np.cross(sun, u)
+    """(u, v): the light space's x and y axes, with u x v = sun (a camera's right, up and back:
+    the axes of a view looking away from the sun)."""
+    return view_axes(-np.asarray(sun, np.float64))
 
 
 class ShadowFrame:

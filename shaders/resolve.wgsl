@@ -45,11 +45,25 @@ fn shadow_page(v: u32, px: i32, py: i32) -> u32 {
     return ent.x;
 }
 
-// 1 where texel (x, y) of physical page `phys` is no nearer the sun than `depth`
-fn shadow_lit(phys: u32, x: i32, y: i32, depth: f32) -> f32 {
+// the pages of the 2 x 2 texels from texel b of view v (all there, or NO_PAGE somewhere): a
+// neighbour page is looked up only where the filter straddles a page border
+fn filter_pages(v: u32, b: vec2<i32>) -> vec4<u32> {
+    let lo = b >> vec2<u32>(SHADOW_PAGE_SHIFT);
+    let hi = (b + 1) >> vec2<u32>(SHADOW_PAGE_SHIFT);
+    let first = shadow_page(v, lo.x, lo.y);
+    if all(hi == lo) {
+        return vec4<u32>(first);
+    }
+    return vec4<u32>(first, shadow_page(v, hi.x, lo.y), shadow_page(v, lo.x, hi.y),
+                     shadow_page(v, hi.x, hi.y));
+}
+
+// the stored depth of texel `tap` of a 2 x 2 filter from texel b (its `pages`: filter_pages)
+fn filter_depth(pages: vec4<u32>, b: vec2<i32>, tap: vec2<i32>) -> f32 {
+    let side = (tap >> vec2<u32>(SHADOW_PAGE_SHIFT)) != (b >> vec2<u32>(SHADOW_PAGE_SHIFT));
+    let phys = select(select(pages.x, pages.y, side.x), select(pages.z, pages.w, side.x), side.y);
     let m = i32(SHADOW_PAGE) - 1;
-    return select(0.0, 1.0, bitcast<f32>(shadow_map[pool_word(phys, u32(x & m), u32(y & m))])
-                            >= depth);
+    return bitcast<f32>(shadow_map[pool_word(phys, u32(tap.x & m), u32(tap.y & m))]);
 }
 
 struct SunShadow {
@@ -67,16 +81,8 @@ fn sun_shadow(p: vec3<f32>, n: vec3<f32>, dist: f32) -> SunShadow {
         let t = shadow_texel(v, p + n * push);
         let s = t.xy - 0.5;
         let b = vec2<i32>(floor(s));
-        // the (at most 2 x 2) pages the filter's texels lie in: all there, or a coarser level;
-        // a neighbour page is looked up only where the filter straddles a page border
-        let lo = b >> vec2<u32>(SHADOW_PAGE_SHIFT);
-        let hi = (b + 1) >> vec2<u32>(SHADOW_PAGE_SHIFT);
-        let first_page = shadow_page(v, lo.x, lo.y);
-        var pages = vec4<u32>(first_page);
-        if any(hi != lo) {
-            pages = vec4<u32>(first_page, shadow_page(v, hi.x, lo.y), shadow_page(v, lo.x, hi.y),
-                              shadow_page(v, hi.x, hi.y));
-        }
+        // the (at most 2 x 2) pages the filter's texels lie in: all there, or a coarser level
+        let pages = filter_pages(v, b);
         if any(pages == vec4<u32>(NO_PAGE)) {
             continue;
         }
@@ -96,28 +102,13 @@ fn sun_shadow(p: vec3<f32>, n: vec3<f32>, dist: f32) -> SunShadow {
                 let tap = vec2<i32>(b.x + i, b.y + j);
                 let at = dot(slope, vec2<f32>(tap) + 0.5 - t.xy);
                 let depth = t.z + at - unit * shadow.depth.w - abs(at) * 0.25;
-                let side = (tap >> vec2<u32>(SHADOW_PAGE_SHIFT)) != lo;  // which of the pages
-                let phys = select(select(pages.x, pages.y, side.x), select(pages.z, pages.w,
-                                                                           side.x), side.y);
-                sum += wx[i] * wy[j] * shadow_lit(phys, tap.x, tap.y, depth);
+                // 1 where the stored texel is no nearer the sun than the receiver
+                sum += wx[i] * wy[j] * select(0.0, 1.0, filter_depth(pages, b, tap) >= depth);
             }
         }
         return SunShadow(sum, v);
     }
     return SunShadow(1.0, SHADOW_LEVELS);
-}
-
-// the pages of the 2 x 2 texels from texel b of view v (all there, or NO_PAGE somewhere): a
-// neighbour page is looked up only where the filter straddles a page border
-fn filter_pages(v: u32, b: vec2<i32>) -> vec4<u32> {
-    let lo = b >> vec2<u32>(SHADOW_PAGE_SHIFT);
-    let hi = (b + 1) >> vec2<u32>(SHADOW_PAGE_SHIFT);
-    let first = shadow_page(v, lo.x, lo.y);
-    if all(hi == lo) {
-        return vec4<u32>(first);
-    }
-    return vec4<u32>(first, shadow_page(v, hi.x, lo.y), shadow_page(v, lo.x, hi.y),
-                     shadow_page(v, hi.x, hi.y));
 }
 
 // A spot or point light's shadow at p (normal n, unit direction to the light l, distance `dist`
@@ -149,21 +140,15 @@ fn light_shadow(light: Light, p: vec3<f32>, n: vec3<f32>, l: vec3<f32>, dist: f3
         }
         let z = (shadow_views[v].view_proj * vec4<f32>(q, 1.0)).w;
         let reach = z - texel * (1.5 + slope);
-        let lo = b >> vec2<u32>(SHADOW_PAGE_SHIFT);
         let f = s - floor(s);
         let wx = array<f32, 2>(1.0 - f.x, f.x);
         let wy = array<f32, 2>(1.0 - f.y, f.y);
-        let mask = i32(SHADOW_PAGE) - 1;
         var sum = 0.0;
         for (var j = 0; j < 2; j++) {
             for (var i = 0; i < 2; i++) {
                 let tap = vec2<i32>(b.x + i, b.y + j);
-                let side = (tap >> vec2<u32>(SHADOW_PAGE_SHIFT)) != lo;
-                let phys = select(select(pages.x, pages.y, side.x), select(pages.z, pages.w,
-                                                                           side.x), side.y);
-                let stored = bitcast<f32>(shadow_map[pool_word(phys, u32(tap.x & mask),
-                                                               u32(tap.y & mask))]);
-                sum += wx[i] * wy[j] * select(0.0, 1.0, face_distance(v, stored) >= reach);
+                let stored = face_distance(v, filter_depth(pages, b, tap));
+                sum += wx[i] * wy[j] * select(0.0, 1.0, stored >= reach);
             }
         }
         return sum;

@@ -56,6 +56,21 @@ fn mark_pages(v: u32, p: vec3<f32>) {
     }
 }
 
+// the pages under point p of view `base + m`, and with `fallbacks` those FALLBACK_STEP views
+// coarser and of the coarsest, `base + last` (a sun's level, or a light face's mip)
+fn mark_with_fallbacks(base: u32, m: u32, last: u32, p: vec3<f32>, fallbacks: bool) {
+    mark_pages(base + m, p);
+    if fallbacks {
+        let fallback = min(m + FALLBACK_STEP, last);
+        if fallback != m {
+            mark_pages(base + fallback, p);
+        }
+        if fallback != last {
+            mark_pages(base + last, p);
+        }
+    }
+}
+
 // the pages of a spot or point light's face under point p (a lane in 16 also marks the
 // fallbacks)
 fn mark_light(l: Light, p: vec3<f32>, dist: f32, fallbacks: bool) {
@@ -69,17 +84,7 @@ fn mark_light(l: Light, p: vec3<f32>, dist: f32, fallbacks: bool) {
     if z <= shadow_views[v0].texel.z || any(c < vec2<f32>(0.0)) || any(c > vec2<f32>(1.0)) {
         return;  // nearer than its near plane, or outside a spot's window
     }
-    let m = face_mip(v0, z, dist);
-    mark_pages(v0 + m, p);
-    if fallbacks {
-        let fallback = min(m + FALLBACK_STEP, LOCAL_MIPS - 1u);
-        if fallback != m {
-            mark_pages(v0 + fallback, p);
-        }
-        if fallback != LOCAL_MIPS - 1u {
-            mark_pages(v0 + LOCAL_MIPS - 1u, p);
-        }
-    }
+    mark_with_fallbacks(v0, face_mip(v0, z, dist), LOCAL_MIPS - 1u, p, fallbacks);
 }
 
 // 16 x 16 lanes a workgroup: on CPU adapters a workgroup costs microseconds whatever it does
@@ -111,18 +116,7 @@ fn cs_mark(@builtin(global_invocation_id) gid: vec3<u32>) {
     if shadow.sun.w == 0.0 && depth > 0.0 {
         return;
     }
-    let last = shadow.counts.x - 1u;
-    let v = shadow_level(dist);
-    mark_pages(v, p);
-    if fallbacks {
-        let fallback = min(v + FALLBACK_STEP, last);
-        if fallback != v {
-            mark_pages(fallback, p);
-        }
-        if last != fallback {
-            mark_pages(last, p);
-        }
-    }
+    mark_with_fallbacks(0u, shadow_level(dist), shadow.counts.x - 1u, p, fallbacks);
 }
 
 @compute @workgroup_size(1)
