@@ -3,7 +3,9 @@
 Builds `.tess` files from several assets through the `preprocess` command (the bytes are hashed,
 the build's `seconds` meta aside) and renders them through the public API over several views,
 debug views, traversals, the 32-bit visibility path, occlusion off, instancing and streaming;
-every image array of every frame is hashed. Run it before and after a change:
+every image array of every frame is hashed; and builds the LOD DAG and BVH of the seven shared
+scans in memory and hashes every array of both (the DAG signatures: they hold through a format
+change, which changes the files' bytes on purpose). Run it before and after a change:
 
     .venv/bin/python tools/check_identical.py --write before.json
     .venv/bin/python tools/check_identical.py --compare before.json
@@ -14,6 +16,7 @@ Exit status 1 when anything differs (each difference is printed).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -88,6 +91,39 @@ def build_all(out: Path) -> dict[str, str]:
     return digests
 
 
+SCANS = ("stanford-bunny", "beast", "cheburashka", "homer", "igea", "ogre", "rocker-arm")
+
+
+def _hash_arrays(h, obj) -> None:
+    for field in dataclasses.fields(obj):
+        value = getattr(obj, field.name)
+        h.update(field.name.encode())
+        if isinstance(value, np.ndarray):
+            h.update(str(value.dtype).encode() + str(value.shape).encode())
+            h.update(np.ascontiguousarray(value).tobytes())
+        elif dataclasses.is_dataclass(value):
+            _hash_arrays(h, value)
+        elif value is not None and not isinstance(value, (list, dict)):
+            h.update(repr(value).encode())
+
+
+def dag_all() -> dict[str, str]:
+    """scan -> digest of its DAG and BVH built in memory (every array, the input mesh's too)."""
+    from preprocess.build import build_asset
+    from preprocess.load import load_mesh
+
+    digests = {}
+    for name in SCANS:
+        dag, bvh, _ = build_asset(load_mesh(SHARED / f"{name}.obj"))
+        h = hashlib.sha256()
+        _hash_arrays(h, dag)
+        digests[name + ".dag"] = h.hexdigest()[:20]
+        h = hashlib.sha256()
+        _hash_arrays(h, bvh)
+        digests[name + ".bvh"] = h.hexdigest()[:20]
+    return digests
+
+
 def render_all(out: Path) -> dict[str, str]:
     from renderer import Camera, Renderer, RenderOptions
 
@@ -120,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--compare", help="compare with the fingerprints in this JSON file")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        found = {"files": build_all(Path(tmp)), "images": render_all(Path(tmp))}
+        found = {"files": build_all(Path(tmp)), "images": render_all(Path(tmp)),
+                 "dags": dag_all()}
     if args.write:
         Path(args.write).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
         n = sum(len(v) for v in found.values())
@@ -128,9 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     expected = json.loads(Path(args.compare).read_text())
     bad = 0
-    for part in ("files", "images"):
-        for key in sorted(set(expected[part]) | set(found[part])):
-            a, b = expected[part].get(key), found[part].get(key)
+    for part in found:
+        for key in sorted(set(expected.get(part, {})) | set(found[part])):
+            a, b = expected.get(part, {}).get(key), found[part].get(key)
             if a != b:
                 bad += 1
                 print(f"differs: {part} {key}: {a} -> {b}")
