@@ -47,7 +47,7 @@ class BuildConfig:
     min_root_triangles: int = 4
     threads: int = 0  # numba threads; 0 = all cores
     crease_angle: float = DEFAULT_CREASE_DEGREES  # degrees, for computed normals; 180: all smooth
-    # a group's error also holds its shading term times this (preprocess.simplify._shading: the
+    # a group's error also holds its shading term times this (preprocess.measure.shading_term: the
     # angle between coarse and finer normals, radians, times the coarse triangle's size):
     # 0 counts geometry only; more keeps finer levels where normals change. None: automatic,
     # `shading_weight_for`. On the `make demo` scene at tau 1 (BENCHMARKS.md, the PBR image):

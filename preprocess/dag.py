@@ -4,9 +4,9 @@ one root group remains. See `preprocess.lod` for the data and the cut rule it gu
 
 Errors are measured against the original surface, not summed level after level: a group's
 geometric error is the largest distance of its simplified surface to the original mesh, found
-over dense sample points (`_original_distance`), or, where more, the largest distance of a
+over dense sample points (`original_distance`), or, where more, the largest distance of a
 position the simplification removed to the simplified surface (surface dropped with nothing in
-its place, `_dropped_distance`; the farthest of them are carried up and measured again at every
+its place, `dropped_distance`; the farthest of them are carried up and measured again at every
 level above), both times SAMPLED_FACTOR (a group that is the whole of its level: every original
 position, exact, times DROPPED_FACTOR); its LOD error is the larger of that and the shading term
 times the shading weight; both at least its members', so that errors never decrease from child to
@@ -44,30 +44,20 @@ from preprocess.tess.limits import ROOT_ERROR
 
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
-from preprocess.distance import (
-    build_triangle_grid,
-    measure_point,
-    nearest_triangle,
-    point_triangle_d2_of,
-    surface_walk,
+from preprocess.measure import (
+    DROPPED_FACTOR,
+    SAMPLE_SPACING,
+    WITNESSES,
+    cluster_positions,
+    dropped_distance,
+    edge_length2,
+    farthest_by_cluster,
+    group_errors,
+    original_distance,
+    simplify_sampled,
 )
-from preprocess.simplify import edge_length2, simplify_sampled
 from preprocess.topology import edge_neighbours, find, vertex_triangles
 
-# a group's error is this times the largest distance to the original surface found over its
-# sample points (`_original_distance`): the margin for the farthest point falling between
-# samples (the dense-sampling checks of preprocess.verify hold it to the true distance; at 1.1
-# a dense second round found points 1.04x the stored error on igea and ogre)
-SAMPLED_FACTOR = 1.15
-# the longest walk over the original surface from a sample's start to its nearest triangle
-WALK_STEPS = 256
-# a simplified triangle longer than 3 x this many of the original's mean edges is also sampled
-# on a grid of points at most this many edges apart (`simplify._SPACING_STEPS`): ogre's coarsest
-# level (triangles 90 of its edges long) kept 0.94x the distance of a dense check without it
-SAMPLE_SPACING = 8.0
-# original positions removed below that each cluster carries upward and measures again at every
-# level (the farthest from it): a removed tip recedes further as the levels above simplify
-WITNESSES = 32
 # a group that is the whole of its level (the coarse levels, and those of a one-cluster root)
 # whose removed positions lie more than KEEP_RATIO times further from its result than its result
 # from its input has let surface vanish (an ear, a nose, a tip): it is simplified again with the
@@ -76,17 +66,12 @@ WITNESSES = 32
 # level: 0.063 -> 0.031 at 122 triangles where 118; more in BENCHMARKS.md, "2026-11-26, later"
 KEEP_RATIO = 1.15
 KEEP_TRIES = 4
-# a whole level's group measures the distance of every original position to its result
-# (`_Builder.simplify_group`): exact there, so its margin is only for the original surface
-# between them (dense points on every original triangle: at least 1.027x, homer's level 7), not
-# SAMPLED_FACTOR's for removed positions that were not carried up (6% short on rocker-arm)
-DROPPED_FACTOR = 1.05
 # at or below the coarsest level's target, a whole level's result whose geometric error is more
 # than LOSS_RATIO times its own surface's (its samples' distance to the original) has lost
 # surface that no hold kept (an ear at 40 triangles): it is not taken, the level below it is the
 # root. Far copies draw a few more triangles; no level stores an error its surface does not show
 LOSS_RATIO = 1.1
-# a whole level's measure of every original position (`_farthest_by_cluster`) is split into
+# a whole level's measure of every original position (`farthest_by_cluster`) is split into
 # ranges of level-0 clusters holding at least this many positions, one a worker (the coarse
 # levels are single groups: the other cores are idle there)
 MEASURE_CHUNK = 16384
@@ -319,125 +304,108 @@ def _gather_level(store: np.ndarray, tri_off: np.ndarray, clusters: np.ndarray,
     return pos_tris, tri_cluster
 
 
-@nb.njit(cache=True, nogil=True)
-def _heap_down(hd: np.ndarray, hi: np.ndarray, hr: np.ndarray, n: int) -> None:
-    """Restore the min-heap order of hd[:n] (with hi, hr alongside) below its root."""
-    i = 0
-    while True:
-        small = i
-        for c in (2 * i + 1, 2 * i + 2):
-            if c < n and hd[c] < hd[small]:
-                small = c
-        if small == i:
-            return
-        hd[i], hd[small] = hd[small], hd[i]
-        hi[i], hi[small] = hi[small], hi[i]
-        hr[i], hr[small] = hr[small], hr[i]
-        i = small
-
 
 @nb.njit(cache=True, nogil=True)
-def _dropped_distance(pos: np.ndarray, new_local: np.ndarray, local_wp: np.ndarray,
-                      pos_ids: np.ndarray, positions: np.ndarray, carried: np.ndarray,
-                      keep: int) -> tuple[float, np.ndarray, np.ndarray]:
-    """Largest distance to the simplified triangles of the original positions that are not on
-    them: those this simplification removed, and those the members carry (`carried`: removed
-    below, ids into positions); pos (n, 3) float32 the group's positions (pos_ids: their ids in
-    positions), new_local (k, 3) int32 wedge ids after, local_wp (w,) int32 each wedge's position.
-    Returns (that distance, the `keep` farthest of those positions (their ids), the output
-    triangle (row of new_local) nearest each): what the new clusters carry upward; and the id
-    of the farthest of them (-1 if none).
+def _carried_by(members: np.ndarray, wit: np.ndarray, wit_off: np.ndarray) -> np.ndarray:
+    """The original positions the members carry (rows wit_off[c]:wit_off[c + 1] of wit)."""
+    ncarried = 0
+    for c in members:
+        ncarried += wit_off[c + 1] - wit_off[c]
+    carried = np.empty(ncarried, np.int32)
+    ncarried = 0
+    for c in members:
+        for i in range(wit_off[c], wit_off[c + 1]):
+            carried[ncarried] = wit[i]
+            ncarried += 1
+    return carried
 
-    The sampled error measures one way, from the output to the original, which sees every moved
-    triangle but not surface dropped with nothing in its place: a border vertex collapsed along
-    its border takes its ear with it (200 blades fanned around one edge lost 98.5% of their area
-    at error 0), and the last levels of a closed mesh shrink it. The removed positions are
-    original vertices, so this is the other way, original to output, at those points. A tip
-    removed at one level recedes further as the levels above simplify around it (cheburashka's
-    coarsest level held 0.70 of the distance of its farthest original vertex): so the farthest
-    positions are carried and measured again at every level above (a search stops at the first
-    triangle within the `keep`-th largest distance so far: only those kept are exact)."""
-    n = pos.shape[0]
+
+@nb.njit(cache=True, nogil=True)
+def _kept_by_cluster(kept: np.ndarray, kept_row: np.ndarray, order: np.ndarray,
+                     offsets: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each kept position goes up with the new cluster of its nearest output triangle (kept_row:
+    rows of the output; order, offsets: the new clusters' triangles): (ids, cluster offsets)."""
+    nclusters = offsets.shape[0] - 1
+    cluster_of = np.empty(k, np.int32)
+    for c in range(nclusters):
+        for i in range(offsets[c], offsets[c + 1]):
+            cluster_of[order[i]] = c
+    kept_off = np.zeros(nclusters + 1, np.int64)
+    for i in range(kept.shape[0]):
+        kept_off[cluster_of[kept_row[i]] + 1] += 1
+    for c in range(nclusters):
+        kept_off[c + 1] += kept_off[c]
+    fill = kept_off[:nclusters].copy()
+    kept_ids = np.empty(kept.shape[0], np.int32)
+    for i in range(kept.shape[0]):
+        c = cluster_of[kept_row[i]]
+        kept_ids[fill[c]] = kept[i]
+        fill[c] += 1
+    return kept_ids, kept_off
+
+
+@nb.njit(cache=True, nogil=True)
+def _renumber(new_local: np.ndarray, order: np.ndarray, wedges: np.ndarray, fresh: np.ndarray,
+              normal: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The output in cluster order: (local wedge ids, global wedge ids or -1 - j for the j-th
+    fresh wedge (numbered in order of first use), each fresh wedge's source wedge and
+    attributes)."""
     k = new_local.shape[0]
-    out_pt = np.empty((k, 3), np.int32)
-    used = np.zeros(n, np.bool_)
+    fresh_id = np.full(wedges.shape[0], -1, np.int32)
+    q = 0
     for t in range(k):
         for c in range(3):
-            out_pt[t, c] = local_wp[new_local[t, c]]
-            used[out_pt[t, c]] = True
-    keep = max(keep, 1)
-    hd = np.zeros(keep, np.float64)  # a min-heap of the farthest: squared distance, id, triangle
-    hi = np.zeros(keep, np.int32)
-    hr = np.zeros(keep, np.int32)
-    count = 0
-    if k == 0:
-        return 0.0, hi[:0].copy(), hr[:0].copy(), -1
-    G, gp, boff, btri = build_triangle_grid(pos, out_pt)
-    stamp = np.full(k, -1, np.int32)
-    hint = -1
-    total = carried.shape[0] + n
-    for q in range(total):  # the carried first: the farthest, so that the heap fills high
-        if q < carried.shape[0]:
-            p = carried[q]
-            px = np.float64(positions[p, 0])
-            py = np.float64(positions[p, 1])
-            pz = np.float64(positions[p, 2])
-        else:
-            v = q - carried.shape[0]
-            if used[v]:
-                continue
-            p = pos_ids[v]
-            px = np.float64(pos[v, 0])
-            py = np.float64(pos[v, 1])
-            pz = np.float64(pos[v, 2])
-        enough = hd[0] if count == keep else -1.0
-        d2, t = nearest_triangle(px, py, pz, hint, G, gp, boff, btri, stamp, q, enough)
-        if t < 0:
-            continue
-        hint = t
-        if count < keep:  # push, sifting up
-            i = count
-            count += 1
-            while i > 0 and hd[(i - 1) // 2] > d2:
-                j = (i - 1) // 2
-                hd[i], hi[i], hr[i] = hd[j], hi[j], hr[j]
-                i = j
-            hd[i], hi[i], hr[i] = d2, p, t
-        elif d2 > hd[0]:
-            hd[0], hi[0], hr[0] = d2, p, t
-            _heap_down(hd, hi, hr, count)
-    worst = 0.0
-    worst_id = -1
-    for i in range(count):
-        if hd[i] >= worst:
-            worst = hd[i]
-            worst_id = hi[i]
-    return np.sqrt(worst), hi[:count].copy(), hr[:count].copy(), worst_id
+            w = new_local[t, c]
+            if fresh[w] and fresh_id[w] < 0:
+                fresh_id[w] = q
+                q += 1
+    fresh_src = np.empty(q, np.int32)
+    fresh_attr = np.empty((q, normal.shape[1]), np.float32)
+    for w in range(wedges.shape[0]):
+        if fresh_id[w] >= 0:
+            fresh_src[fresh_id[w]] = wedges[w]
+            for j in range(normal.shape[1]):
+                fresh_attr[fresh_id[w], j] = normal[w, j]
+    ordered = np.empty((k, 3), np.int32)
+    out = np.empty((k, 3), np.int32)
+    for t in range(k):
+        for c in range(3):
+            w = new_local[order[t], c]
+            ordered[t, c] = w
+            out[t, c] = -1 - fresh_id[w] if fresh_id[w] >= 0 else wedges[w]
+    return ordered, out, fresh_src, fresh_attr
 
 
 @nb.njit(cache=True, nogil=True)
 def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos: np.ndarray,
-               positions: np.ndarray, attrs: np.ndarray, locked: np.ndarray, wslot: np.ndarray,
-               pslot: np.ndarray, ratio: float, stuck_ratio: float,
-               max_triangles: int, max_vertices: int, permissive: bool, below: np.ndarray,
-               ptri: np.ndarray, nbr: np.ndarray, vt_off: np.ndarray, vt_tri: np.ndarray,
-               color_start: int, wit: np.ndarray, wit_off: np.ndarray, witnesses: int,
-               normal_weight: float, uv_start: int, spacing: float):
+               positions: np.ndarray, attrs: np.ndarray, locked: np.ndarray, below: np.ndarray,
+               scratch: tuple, original: tuple, carried_rows: tuple, params: tuple):
     """Merge, simplify and re-split one group, all in numba so that the worker threads never
-    wait for the GIL. Returns (ok, new triangles cluster after cluster: global wedge ids, or
-    -1 - j for the j-th fresh wedge, fresh wedges: (their source wedge (q,) int32, their
-    prefiltered normal (q, 3) float32), sample points (s, 3) of the changed triangles, their
-    distances (s,) to the group's input, the slack, the largest distance of a removed position to
-    the output (`_dropped_distance`), the shading term (`simplify._shading`), cluster offsets,
-    cluster bounds, the original positions each new cluster carries upward (ids, cluster
-    offsets): at most `witnesses` per cluster, from the members' (rows wit_off[c]:wit_off[c + 1]
-    of wit) and the removed ones, the farthest); ok is False when the group cannot get below
-    stuck_ratio of its triangles (it is then terminal for this level). Attempts: cheap
-    collapses; dearer ones; then, with `permissive`, across seams and creases, and last the
-    smallest pieces that touch no other group may vanish (`_drop_small_pieces`). spacing: the
-    farthest apart the samples of a long output triangle may lie (`SAMPLE_SPACING`)."""
+    wait for the GIL. below: each member's geometric error; scratch: (wedge slots, position
+    slots) for `_localize`; original: the original surface (position triangles, edge
+    neighbours, vertex-triangle offsets and triangles); carried_rows: (wit, wit_off, witnesses):
+    the original positions each cluster carries, rows wit_off[c]:wit_off[c + 1] of wit, and how
+    many a new cluster may carry; params: (ratio, stuck_ratio, max_triangles, max_vertices,
+    permissive, color_start, normal_weight, uv_start, spacing).
+
+    Returns (ok, new triangles cluster after cluster: global wedge ids, or -1 - j for the j-th
+    fresh wedge, fresh wedges: (their source wedge (q,) int32, their prefiltered normal (q, 3)
+    float32), the largest distance of the samples to the original (`original_distance`), the
+    slack, the largest distance of a removed position to the output (`dropped_distance`), the
+    shading term (`measure.shading_term`), cluster offsets, cluster bounds, the original
+    positions each new cluster carries upward (ids, cluster offsets): at most `witnesses` per
+    cluster, from the members' and the removed ones, the farthest; the farthest of them); ok
+    is False when the group cannot get below stuck_ratio of its triangles (it is then terminal
+    for this level). Attempts: cheap collapses; dearer ones; then, with `permissive`, across
+    seams and creases, and last the smallest pieces that touch no other group may vanish
+    (`_drop_small_pieces`). spacing: the farthest apart the samples of a long output triangle
+    may lie (`SAMPLE_SPACING`)."""
+    (ratio, stuck_ratio, max_triangles, max_vertices, permissive, color_start, normal_weight,
+     uv_start, spacing) = params
+    ptri, nbr, vt_off, vt_tri = original
+    wit, wit_off, witnesses = carried_rows
     tris = _gather(store, tri_off, members)
-    local, wedges, local_wp, pos_ids = _localize(tris, wpos, wslot, pslot)
+    local, wedges, local_wp, pos_ids = _localize(tris, wpos, scratch[0], scratch[1])
     m = tris.shape[0]
     n = pos_ids.shape[0]
     pos = np.empty((n, 3), np.float32)
@@ -465,8 +433,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
         for attempt in range(3 if permissive else 2):
             (new_local, X, d, slack, normal, fresh, shade, near, in_pt, owner, _,
              _) = simplify_sampled(pos, local, local_wp, attr, lock, target, attempt > 0,
-                                        attempt > 1, color_start, normal_weight, uv_start,
-                                        spacing)
+                                   attempt > 1, color_start, normal_weight, uv_start, spacing)
             if new_local.shape[0] <= stuck_ratio * m:
                 break
         if permissive and new_local.shape[0] > stuck_ratio * m:
@@ -485,61 +452,16 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
         for _ in range(tri_off[members[i] + 1] - tri_off[members[i]]):
             tri_below[t] = below[i]
             t += 1
-    own = _original_distance(X, d, tri_below, near, owner, in_pt, pos_ids, positions, ptri,
-                             nbr, vt_off, vt_tri)
+    own = original_distance(X, d, tri_below, near, owner, in_pt, pos_ids, positions, ptri,
+                            nbr, vt_off, vt_tri)
     order, offsets = cluster_triangles(pos, new_local, local_wp, max_triangles, max_vertices)
     nclusters = offsets.shape[0] - 1
-    ncarried = 0
-    for c in members:
-        ncarried += wit_off[c + 1] - wit_off[c]
-    carried = np.empty(ncarried, np.int32)
-    ncarried = 0
-    for c in members:
-        for i in range(wit_off[c], wit_off[c + 1]):
-            carried[ncarried] = wit[i]
-            ncarried += 1
-    dropped, kept, kept_row, farthest = _dropped_distance(pos, new_local, local_wp, pos_ids,
-                                                          positions, carried,
-                                                          witnesses * nclusters)
-    # each kept position goes up with the new cluster of its nearest triangle
-    cluster_of = np.empty(k, np.int32)
-    for c in range(nclusters):
-        for i in range(offsets[c], offsets[c + 1]):
-            cluster_of[order[i]] = c
-    kept_off = np.zeros(nclusters + 1, np.int64)
-    for i in range(kept.shape[0]):
-        kept_off[cluster_of[kept_row[i]] + 1] += 1
-    for c in range(nclusters):
-        kept_off[c + 1] += kept_off[c]
-    fill = kept_off[:nclusters].copy()
-    kept_ids = np.empty(kept.shape[0], np.int32)
-    for i in range(kept.shape[0]):
-        c = cluster_of[kept_row[i]]
-        kept_ids[fill[c]] = kept[i]
-        fill[c] += 1
-    # fresh wedges used by the output, numbered in order of first use
-    fresh_id = np.full(wedges.shape[0], -1, np.int32)
-    q = 0
-    for t in range(k):
-        for c in range(3):
-            w = new_local[t, c]
-            if fresh[w] and fresh_id[w] < 0:
-                fresh_id[w] = q
-                q += 1
-    fresh_src = np.empty(q, np.int32)
-    fresh_attr = np.empty((q, attrs.shape[1]), np.float32)
-    for w in range(wedges.shape[0]):
-        if fresh_id[w] >= 0:
-            fresh_src[fresh_id[w]] = wedges[w]
-            for j in range(attrs.shape[1]):
-                fresh_attr[fresh_id[w], j] = normal[w, j]
-    ordered = np.empty((k, 3), np.int32)
-    out = np.empty((k, 3), np.int32)
-    for t in range(k):
-        for c in range(3):
-            w = new_local[order[t], c]
-            ordered[t, c] = w
-            out[t, c] = -1 - fresh_id[w] if fresh_id[w] >= 0 else wedges[w]
+    dropped, kept, kept_row, farthest = dropped_distance(pos, new_local, local_wp, pos_ids,
+                                                         positions,
+                                                         _carried_by(members, wit, wit_off),
+                                                         witnesses * nclusters)
+    kept_ids, kept_off = _kept_by_cluster(kept, kept_row, order, offsets, k)
+    ordered, out, fresh_src, fresh_attr = _renumber(new_local, order, wedges, fresh, normal)
     return (True, out, fresh_src, fresh_attr, own, slack, dropped, shade, offsets,
             _cluster_bounds(pos, ordered, local_wp, offsets), kept_ids, kept_off, farthest)
 
@@ -551,7 +473,7 @@ def _drop_small_pieces(pos: np.ndarray, tris: np.ndarray, local_wp: np.ndarray,
     among those with no locked position (so no other group shares them: nothing can crack),
     until at most `goal` triangles are left; the largest piece always stays. What a piece that
     vanishes costs is in the error: its positions' distance to what is left
-    (`_dropped_distance`), at least its size. Many-shelled assets (a game model's small
+    (`dropped_distance`), at least its size. Many-shelled assets (a game model's small
     separate parts) otherwise stop simplifying where each shell reached its own minimum."""
     k = tris.shape[0]
     n = pos.shape[0]
@@ -603,146 +525,6 @@ def _drop_small_pieces(pos: np.ndarray, tris: np.ndarray, local_wp: np.ndarray,
                 out[i, c] = tris[t, c]
             i += 1
     return out
-
-
-@nb.njit(cache=True, nogil=True)
-def _original_distance(X: np.ndarray, d: np.ndarray, below: np.ndarray, near: np.ndarray,
-                       owner: np.ndarray, in_pt: np.ndarray, pos_ids: np.ndarray,
-                       positions: np.ndarray, ptri: np.ndarray, nbr: np.ndarray,
-                       vt_off: np.ndarray, vt_tri: np.ndarray) -> float:
-    """The largest distance to the original mesh over the sample points X (s, 3) of a
-    simplified group, whose distances to the group's input surface are d (s,) (at input
-    triangles near (s,) of in_pt, local position ids: pos_ids maps them to the original's), each
-    input triangle t lying within below[t] of the original (its cluster's geometric error).
-
-    Each point x has two upper bounds of its distance to the original surface: d(x) + below[t]
-    (the triangle inequality through the nearest input point, on t), exact at level 1 where
-    below is 0, and the distance to the original triangle a
-    walk over the original surface ends on (`distance.surface_walk`), the true distance unless
-    the walk stops in a fold, whatever the level. The points go in decreasing order of the first
-    bound, so that the loop ends at the first one that cannot raise the maximum: the fewest
-    walks (at coarse levels, where that bound is loose, a tenth of the points or less). A walk
-    starts at a triangle around the corner of x's nearest input triangle nearest to x (every
-    input vertex is an original one) or, where that is nearer x, at the triangle the last walk
-    from a point of the same output triangle (owner (s,): each sample's row) ended on (coarse
-    triangles span dozens of original ones: igea's level-11 job took 1,111 walks of 56 steps
-    from the corners, 573 with both starts), and is not walked when that triangle is already no
-    farther than the maximum. The smaller bound counts. (The samples include
-    `simplify._sample_distances`' second, dense round on the triangles nearest the maximum
-    distance to the input.) A walk that would raise the maximum is checked by walks from the
-    nearest input triangle's other corners."""
-    if below.shape[0] == 0 or below.max() == 0.0:
-        return d.max() if d.shape[0] else 0.0
-    n = X.shape[0]
-    bound = np.empty(n, np.float64)
-    for i in range(n):
-        bound[i] = d[i] + below[near[i]]
-    last = np.full(owner.max() + 1 if n else 0, -1, np.int32)  # each row's last walk's end
-    best = 0.0
-    for i in np.argsort(-bound, kind="mergesort"):
-        if bound[i] <= best:
-            break  # no point left can raise the maximum
-        px, py, pz = X[i, 0], X[i, 1], X[i, 2]
-        corner = -1
-        corner_d2 = np.inf
-        for c in range(3):
-            v = pos_ids[in_pt[near[i], c]]
-            d2 = ((positions[v, 0] - px) ** 2 + (positions[v, 1] - py) ** 2
-                  + (positions[v, 2] - pz) ** 2)
-            if d2 < corner_d2:
-                corner, corner_d2 = v, d2
-        start = vt_tri[vt_off[corner]]
-        s2 = point_triangle_d2_of(px, py, pz, positions, ptri[start, 0], ptri[start, 1],
-                                   ptri[start, 2])
-        prev = last[owner[i]]  # or where the last walk from the same output triangle ended
-        if prev >= 0:
-            p2 = point_triangle_d2_of(px, py, pz, positions, ptri[prev, 0], ptri[prev, 1],
-                                       ptri[prev, 2])
-            if p2 < s2:
-                start, s2 = prev, p2
-        if s2 <= best * best:
-            continue  # the walk's first triangle is near enough already: it cannot raise it
-        w2, end = surface_walk(px, py, pz, start, positions, ptri, nbr, vt_off, vt_tri,
-                               WALK_STEPS)
-        last[owner[i]] = end
-        if min(bound[i], np.sqrt(w2)) > best:
-            # it would raise the maximum: a walk can stop in a fold (thin parts, coarse levels),
-            # so walks from the corners of its nearest input triangle get a say too
-            for c in range(3):
-                other = vt_tri[vt_off[pos_ids[in_pt[near[i], c]]]]
-                if other != start:
-                    o2, _ = surface_walk(px, py, pz, other, positions, ptri, nbr, vt_off,
-                                         vt_tri, WALK_STEPS)
-                    w2 = min(w2, o2)
-        best = max(best, min(bound[i], np.sqrt(w2)))
-    return best
-
-
-@nb.njit(cache=True, nogil=True)
-def _cluster_positions(store: np.ndarray, tri_off: np.ndarray, clusters: int, wpos: np.ndarray,
-                       n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct positions of each of the first `clusters` clusters (rows off[c]:off[c + 1]
-    of ids), then one more row: the positions no triangle of theirs uses (none, for a mesh
-    whose positions are all used). A position shared by clusters is listed in the first."""
-    seen = np.zeros(n, np.bool_)
-    ids = np.empty(n, np.int32)
-    off = np.zeros(clusters + 2, np.int64)
-    k = 0
-    for c in range(clusters):
-        for t in range(tri_off[c], tri_off[c + 1]):
-            for j in range(3):
-                p = wpos[store[t, j]]
-                if not seen[p]:
-                    seen[p] = True
-                    ids[k] = p
-                    k += 1
-        off[c + 1] = k
-    for p in range(n):
-        if not seen[p]:
-            ids[k] = p
-            k += 1
-    off[clusters + 1] = k
-    return off, ids
-
-
-@nb.njit(cache=True, nogil=True)
-def _farthest_by_cluster(positions: np.ndarray, tris: np.ndarray, spheres: np.ndarray,
-                         off: np.ndarray, ids: np.ndarray, first: int, last: int,
-                         floor: float = 0.0) -> float:
-    """The largest distance of the positions of rows first..last-1 (rows off[c]:off[c + 1] of
-    ids, each row inside the sphere spheres[c] (c, 4)) to the triangles tris (k, 3) (position
-    ids). As `distance.farthest_distance` over those positions (a point's search stops at the first
-    triangle within the largest distance so far), but a row whose sphere lies within that
-    distance (its centre within it less the radius of some triangle) is passed over whole: none
-    of its positions can raise the maximum, which stays exact. At coarse levels most of the
-    original's level-0 clusters pass: one search a cluster instead of one a position. floor: a
-    distance some original position is known to have (the farthest removed position's): the
-    search starts at it, so that clusters pass from the first (the maximum is the same)."""
-    G, gp, boff, btri = build_triangle_grid(positions, tris)
-    stamp = np.full(max(tris.shape[0], 1), -1, np.int32)
-    worst2 = floor * floor
-    hint = -1
-    q = 0
-    for c in range(first, last):
-        r = np.float64(spheres[c, 3])
-        slack = np.sqrt(worst2) - r
-        if slack > 0.0:
-            d2, t = nearest_triangle(np.float64(spheres[c, 0]), np.float64(spheres[c, 1]),
-                             np.float64(spheres[c, 2]), hint, G, gp, boff, btri, stamp, q,
-                             slack * slack)
-            q += 1
-            if t >= 0:
-                hint = t
-                if d2 <= slack * slack:
-                    continue
-        for i in range(off[c], off[c + 1]):
-            p = ids[i]
-            worst2, hint = measure_point(np.float64(positions[p, 0]),
-                                          np.float64(positions[p, 1]),
-                                          np.float64(positions[p, 2]), hint, G, gp, boff, btri,
-                                          stamp, q, worst2)
-            q += 1
-    return np.sqrt(worst2)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -910,7 +692,7 @@ class _Builder:
         # input of the next level lies within, for the triangle inequality of its measurement
         self.geo_error = _Rows((), np.float64)
         self.bounds = _Rows((4,), np.float32)
-        # per cluster, original positions not on it that it answers for (`_dropped_distance`):
+        # per cluster, original positions not on it that it answers for (`dropped_distance`):
         # rows witness_off[c]:witness_off[c + 1] of witness
         self.witness = _Rows((), np.int32)
         self.witness_off = _Rows((), np.int64, m // 32 + 64)
@@ -993,7 +775,7 @@ class _Builder:
     def simplify_group(self, members: np.ndarray, locked: np.ndarray,
                        permissive: bool = False, whole: bool = False) -> _Simplified | None:
         """Merge, simplify and re-split one group (its own error against the original surface:
-        `_original_distance`, `_dropped_distance`), or None when it cannot shrink enough.
+        `original_distance`, `dropped_distance`), or None when it cannot shrink enough.
         permissive: if it cannot otherwise, it may cross seams and creases. whole: the group is
         the whole of its level; where surface vanished it is simplified again, holding what
         vanished (KEEP_RATIO)."""
@@ -1009,19 +791,14 @@ class _Builder:
             (ok, new_tris, fresh_src, fresh_attr, own, slack, dropped, shade, offsets,
              bounds, witness, witness_off, farthest) = _group_job(
                 self.store.view, self.tri_off.view, members, wpos, self.positions, attrs,
-                lock, *scratch, cfg.simplify_ratio, cfg.stuck_ratio,
-                cfg.max_triangles, cfg.max_vertices, permissive,
-                self.geo_error.view[members], *self.original, self.color_start,
-                self.witness.view, self.witness_off.view, WITNESSES,
-                cfg.normal_cost * self.shading_weight, self.uv_start, self.spacing)
+                lock, self.geo_error.view[members], scratch, self.original,
+                (self.witness.view, self.witness_off.view, WITNESSES),
+                (cfg.simplify_ratio, cfg.stuck_ratio, cfg.max_triangles, cfg.max_vertices,
+                 permissive, self.color_start, cfg.normal_cost * self.shading_weight,
+                 self.uv_start, self.spacing))
             if not ok:
                 return None
-            # both with the samples' margin: the dropped distance is measured at the positions
-            # this group removes, not at those removed below whose surface it moves further
-            # (without it the coarsest levels of closed scans held 0.91-0.98 of the two-sided
-            # distance)
-            surface = own * SAMPLED_FACTOR + 2.0 * slack
-            geo = max(surface, dropped * SAMPLED_FACTOR + 2.0 * slack)
+            surface, geo = group_errors(own, dropped, slack)
             return (_Simplified(new_tris, geo, self.shading_weight * shade, offsets, bounds,
                                 fresh_src, fresh_attr, witness, witness_off, surface),
                     own, dropped, farthest)
@@ -1066,12 +843,12 @@ class _Builder:
         spheres = np.concatenate([self.bounds.view[:clusters],
                                   [[0.0, 0.0, 0.0, np.inf]]]).astype(np.float32)
         self._level0_rows = (spheres, self.pool.submit(
-            _cluster_positions, self.store.view, self.tri_off.view, clusters, self.wpos,
+            cluster_positions, self.store.view, self.tri_off.view, clusters, self.wpos,
             len(self.positions)))
 
     def _farthest_original(self, result: _Simplified, floor: float) -> float:
         """The largest distance of an original position to a group's simplified triangles
-        (`_farthest_by_cluster`, over the level-0 clusters' positions): the clusters in
+        (`farthest_by_cluster`, over the level-0 clusters' positions): the clusters in
         contiguous ranges of at least MEASURE_CHUNK positions, one a worker, this thread taking
         the first and any range no worker has started (so that a worker waiting here never waits
         on a job queued behind it); the maximum is exact whatever the split. floor: a distance
@@ -1086,11 +863,11 @@ class _Builder:
         parts = max(1, min(self.threads, len(self.positions) // MEASURE_CHUNK))
         cuts = [rows * i // parts for i in range(parts + 1)]
         args = (self.positions, tris, spheres, off, ids)
-        futures = [self.pool.submit(_farthest_by_cluster, *args, a, b, floor)
+        futures = [self.pool.submit(farthest_by_cluster, *args, a, b, floor)
                    for a, b in itertools.pairwise(cuts[1:])]
-        best = _farthest_by_cluster(*args, cuts[0], cuts[1], floor)
+        best = farthest_by_cluster(*args, cuts[0], cuts[1], floor)
         for (a, b), f in zip(itertools.pairwise(cuts[1:]), futures, strict=True):
-            best = max(best, _farthest_by_cluster(*args, a, b, floor) if f.cancel()
+            best = max(best, farthest_by_cluster(*args, a, b, floor) if f.cancel()
                        else f.result())
         return float(best)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
@@ -357,28 +358,11 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     bounds = enc.bounds
     has_uv = mesh.wedge_uv is not None
     has_color = mesh.wedge_color is not None
-    vertex_offset, pos_min, mode = enc.vertex_offset, enc.pos_min, enc.mode
+    vertex_offset, mode = enc.vertex_offset, enc.mode
     nv = np.diff(vertex_offset)
     nt = np.diff(dag.cluster_tri_offset)
-    # materials: one for the whole cluster in its mode bits, or a byte per triangle
-    tri_material = mesh.triangle_materials(dag.triangles)
-    if len(tri_material) and int(tri_material.max()) >= MAX_MATERIALS:
-        raise ValueError(f"{int(tri_material.max()) + 1} materials; at most {MAX_MATERIALS}")
-    tstart = np.asarray(dag.cluster_tri_offset[:-1], np.int64)
-    mixed = np.zeros(dag.cluster_count, bool)
-    if len(tri_material):
-        lo = np.minimum.reduceat(tri_material, tstart)
-        hi = np.maximum.reduceat(tri_material, tstart)
-        mixed = lo != hi
-    else:
-        lo = np.zeros(dag.cluster_count, np.int32)
-    double = np.array([m.double_sided for m in mesh.materials] or [False], bool)
-    masked = np.array([m.alpha_mode == "MASK" for m in mesh.materials] or [False], bool)
-    any_masked = (np.maximum.reduceat(masked[tri_material].astype(np.int8), tstart).astype(bool)
-                  if len(tri_material) else np.zeros(dag.cluster_count, bool))
-    tri_double = double[tri_material] if len(tri_material) else np.zeros(0, bool)
-    any_double = (np.maximum.reduceat(tri_double.astype(np.int8), tstart).astype(bool)
-                  if len(tri_material) else np.zeros(dag.cluster_count, bool))
+    mat = _cluster_materials(dag)
+    mixed = mat.mixed
     uv_float = has_uv and _uvs_need_floats(mesh, cfg.max_texture_size)
     pos_bytes = _align4(np.where(mode == 0, 6, 12) * nv)
     uv_words = (2 if uv_float else 1) if has_uv else 0  # u32 words a vertex
@@ -399,31 +383,13 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
                       MAX_PAGE_CLUSTERS))
     order = np.lexsort((cluster_slot, cluster_page))
     page_start = np.searchsorted(cluster_page[order], np.arange(npages + 1))
-    in_page = [order[page_start[p] : page_start[p + 1]] for p in range(npages)]
     assert (np.diff(page_start) > 0).all(), "an empty page"
     pages = np.zeros((npages, cfg.page_size), np.uint8)
-    records = np.zeros(dag.cluster_count, CLUSTER_DTYPE)
+    records = np.zeros(dag.cluster_count, CLUSTER_DTYPE)  # the stream offsets come below
     max_level = int(dag.group_level.max())
     root_level = max_level - cfg.root_page_levels + 1
     page_flags = np.zeros(npages, np.uint32)
-    records["self_sphere"] = dag.cluster_self_sphere
-    records["bounds"] = dag.cluster_bounds
-    records["self_error"] = dag.cluster_self_error
-    records["parent_error"] = dag.cluster_parent_error
-    records["group"] = dag.cluster_group
-    records["cluster"] = np.arange(dag.cluster_count)
-    records["pos_min"] = pos_min
-    records["mode"] = (mode | (MODE_HAS_UV if has_uv else 0) | (MODE_HAS_COLOR if has_color else 0)
-                       | np.where(mixed, MODE_HAS_MATERIAL,
-                                  lo.astype(np.int64) << MODE_MATERIAL_SHIFT)
-                       | np.where(any_double, MODE_DOUBLE_SIDED, 0)
-                       | np.where(any_masked, MODE_ALPHA_MASK, 0)
-                       | (MODE_UV_FLOAT if uv_float else 0))
-    records["vertex_count"] = nv
-    records["triangle_count"] = nt
-    records["level"] = dag.cluster_level
-    src = dag.cluster_source_group.astype(np.int64)
-    records["source_group"] = np.where(src >= 0, src, NO_GROUP)
+    _fill_records(records, dag, enc, mat, uv_float)
     # per page (clusters in slot order): the byte offsets of every cluster's streams after the
     # header and the records, the header, the records
     count = np.diff(page_start)
@@ -449,6 +415,102 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     _place_records(pages, records[order].view(np.uint8).reshape(len(order), record), page_of,
                    rank, header)
 
+    _write_cluster_data(pages, dag, enc, records, cluster_page, mat, uv_float)
+    nodes, groups, part_arr = _hierarchy_sections(dag, bvh, step, parts, group_first_part,
+                                                  group_part_count)
+    meta = _asset_meta(dag, step, bounds, uv_float)
+    material_sections = encode_materials(mesh.materials, mesh.textures,
+                                         max_texture_size=cfg.max_texture_size)
+    tex = material_sections["textures"]
+    meta["textures"] = [[int(w), int(h)] for w, h in zip(tex["width"], tex["height"],
+                                                         strict=True)]
+    meta["texture_bytes"] = int(material_sections["texels"].nbytes) if len(tex) else 0
+    sections = {
+        **material_sections,
+        "bvh_nodes": nodes,
+        "groups": groups,
+        "group_parts": part_arr,
+    }
+    return PackedAsset(meta=meta, sections=sections, pages=pages, page_flags=page_flags)
+
+
+class _Materials(NamedTuple):
+    """Per cluster: whether its triangles' materials differ (then it stores a byte per
+    triangle), the smallest (its material otherwise), whether any is double-sided or cut out
+    by alpha; per triangle of the DAG: its material and whether that is double-sided."""
+
+    mixed: np.ndarray
+    lo: np.ndarray
+    any_double: np.ndarray
+    any_masked: np.ndarray
+    tri_material: np.ndarray
+    tri_double: np.ndarray
+
+
+def _cluster_materials(dag: LodDag) -> _Materials:
+    """The materials of the DAG's clusters: one for the whole cluster in its mode bits, or a
+    byte per triangle."""
+    mesh = dag.mesh
+    tri_material = mesh.triangle_materials(dag.triangles)
+    if len(tri_material) and int(tri_material.max()) >= MAX_MATERIALS:
+        raise ValueError(f"{int(tri_material.max()) + 1} materials; at most {MAX_MATERIALS}")
+    tstart = np.asarray(dag.cluster_tri_offset[:-1], np.int64)
+    mixed = np.zeros(dag.cluster_count, bool)
+    if len(tri_material):
+        lo = np.minimum.reduceat(tri_material, tstart)
+        hi = np.maximum.reduceat(tri_material, tstart)
+        mixed = lo != hi
+    else:
+        lo = np.zeros(dag.cluster_count, np.int32)
+    double = np.array([m.double_sided for m in mesh.materials] or [False], bool)
+    masked = np.array([m.alpha_mode == "MASK" for m in mesh.materials] or [False], bool)
+    any_masked = (np.maximum.reduceat(masked[tri_material].astype(np.int8), tstart).astype(bool)
+                  if len(tri_material) else np.zeros(dag.cluster_count, bool))
+    tri_double = double[tri_material] if len(tri_material) else np.zeros(0, bool)
+    any_double = (np.maximum.reduceat(tri_double.astype(np.int8), tstart).astype(bool)
+                  if len(tri_material) else np.zeros(dag.cluster_count, bool))
+    return _Materials(mixed, lo, any_double, any_masked, tri_material, tri_double)
+
+
+def _fill_records(records: np.ndarray, dag: LodDag, enc: EncodedVertices, mat: _Materials,
+                  uv_float: bool) -> None:
+    """The cluster records' fields but the stream offsets: spheres, errors, ids, the position
+    grid origin, the mode bits (position encoding, uvs, colours, materials), counts, level,
+    source group."""
+    mesh = dag.mesh
+    records["self_sphere"] = dag.cluster_self_sphere
+    records["bounds"] = dag.cluster_bounds
+    records["self_error"] = dag.cluster_self_error
+    records["group"] = dag.cluster_group
+    records["cluster"] = np.arange(dag.cluster_count)
+    records["pos_min"] = enc.pos_min
+    records["mode"] = (enc.mode | (MODE_HAS_UV if mesh.wedge_uv is not None else 0)
+                       | (MODE_HAS_COLOR if mesh.wedge_color is not None else 0)
+                       | np.where(mat.mixed, MODE_HAS_MATERIAL,
+                                  mat.lo.astype(np.int64) << MODE_MATERIAL_SHIFT)
+                       | np.where(mat.any_double, MODE_DOUBLE_SIDED, 0)
+                       | np.where(mat.any_masked, MODE_ALPHA_MASK, 0)
+                       | (MODE_UV_FLOAT if uv_float else 0))
+    records["vertex_count"] = np.diff(enc.vertex_offset)
+    records["triangle_count"] = np.diff(dag.cluster_tri_offset)
+    records["level"] = dag.cluster_level
+    src = dag.cluster_source_group.astype(np.int64)
+    records["source_group"] = np.where(src >= 0, src, NO_GROUP)
+
+
+def _write_cluster_data(pages: np.ndarray, dag: LodDag, enc: EncodedVertices,
+                        records: np.ndarray, cluster_page: np.ndarray, mat: _Materials,
+                        uv_float: bool) -> None:
+    """Each cluster's streams into its page at the offsets of its record: positions, normals,
+    uvs, colours (after the uvs or normals), indices, and where its materials differ a material
+    byte per triangle (after the indices)."""
+    mesh = dag.mesh
+    has_uv = mesh.wedge_uv is not None
+    has_color = mesh.wedge_color is not None
+    uv_words = (2 if uv_float else 1) if has_uv else 0  # u32 words a vertex
+    vertex_offset, pos_min, mode = enc.vertex_offset, enc.pos_min, enc.mode
+    nv = np.diff(vertex_offset)
+    nt = np.diff(dag.cluster_tri_offset)
     offsets = [records[k].astype(np.int64) for k in ("position_offset", "normal_offset",
                                                       "uv_offset", "index_offset")]
     tri_offset = np.asarray(dag.cluster_tri_offset, np.int64)
@@ -472,11 +534,17 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
             _write_words(pages, cluster_page, offsets[1] + nv * 4 * (1 + uv_words),
                          vertex_offset, _rgba8_srgb(mesh.wedge_color[run.vertices])[:, None],
                          run.first, run.end)
-    if mixed.any():  # after the indices
+    if mat.mixed.any():  # after the indices
         _write_material_bytes(pages, cluster_page, offsets[3] + _align4(nt * 3), tri_offset,
-                              (tri_material | np.where(tri_double, MATERIAL_BYTE_DOUBLE_SIDED,
-                                                       0)).astype(np.uint8), mixed)
+                              (mat.tri_material
+                               | np.where(mat.tri_double, MATERIAL_BYTE_DOUBLE_SIDED, 0)
+                               ).astype(np.uint8), mat.mixed)
 
+
+def _hierarchy_sections(dag: LodDag, bvh: Bvh, step: float, parts: np.ndarray,
+                        group_first_part: np.ndarray, group_part_count: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The always-resident sections: (bvh_nodes, groups, group_parts)."""
     nodes = np.zeros(len(bvh.node_depth), NODE_DTYPE)
     nodes["sphere"] = bvh.node_sphere
     box = np.asarray(bvh.node_box, np.float64)
@@ -497,24 +565,19 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     part_arr = np.zeros(len(parts), PART_DTYPE)
     for i, name in enumerate(("page", "first_cluster", "cluster_count", "group")):
         part_arr[name] = parts[:, i]
-    # page dependencies: pages of the groups that generated the clusters stored in each page
-    deps: list[np.ndarray] = []
-    for members in in_page:
-        src = dag.cluster_source_group[np.array(members)]
-        src = src[src >= 0]
-        parts_src = [part_arr["page"][group_first_part[g] : group_first_part[g]
-                                      + group_part_count[g]] for g in np.unique(src)]
-        deps.append(np.unique(np.concatenate(parts_src)) if parts_src else np.zeros(0, np.int64))
-    dep_offset = np.zeros(npages + 1, np.uint32)
-    dep_offset[1:] = np.cumsum([len(d) for d in deps])
-    page_deps = np.concatenate(deps).astype(np.uint32) if npages else np.zeros(0, np.uint32)
+    return nodes, groups, part_arr
 
+
+def _asset_meta(dag: LodDag, step: float, bounds: np.ndarray, uv_float: bool) -> dict:
+    """The asset's meta (the textures' sizes are added beside the material sections)."""
+    mesh = dag.mesh
+    has_uv = mesh.wedge_uv is not None
     meta = {
         "name": mesh.name,
         "step": step,
         "quantization_error": float(np.sqrt(3) / 2 * step),
         "has_uv": bool(has_uv),
-        "has_color": bool(has_color),
+        "has_color": mesh.wedge_color is not None,
         "uv_float": bool(uv_float),
         "materials": [m.name for m in mesh.materials] or ["default"],
         "uv_min": mesh.wedge_uv.min(axis=0).tolist() if has_uv else [0.0, 0.0],
@@ -529,21 +592,7 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
         "root_group": int(dag.root_group),
         "root_error": ROOT_ERROR,
     }
-    material_sections = encode_materials(mesh.materials, mesh.textures,
-                                         max_texture_size=cfg.max_texture_size)
-    tex = material_sections["textures"]
-    meta["textures"] = [[int(w), int(h)] for w, h in zip(tex["width"], tex["height"],
-                                                         strict=True)]
-    meta["texture_bytes"] = int(material_sections["texels"].nbytes) if len(tex) else 0
-    sections = {
-        **material_sections,
-        "bvh_nodes": nodes,
-        "groups": groups,
-        "group_parts": part_arr,
-        "page_deps": page_deps,
-        "page_dep_offset": dep_offset,
-    }
-    return PackedAsset(meta=meta, sections=sections, pages=pages, page_flags=page_flags)
+    return meta
 
 
 def _rgba8_srgb(c: np.ndarray) -> np.ndarray:

@@ -926,7 +926,7 @@ def _farthest_lost(dag: LodDag, ptri: np.ndarray) -> float:
     w = _uniform_weights(rng, len(pick))
     points = np.concatenate([pos, np.einsum("pk,pkd->pd", w, pos[orig[pick]])])
     try:  # the Hausdorff early break: most points cost one triangle test
-        from preprocess.distance import farthest_distance
+        from preprocess.grid import farthest_distance
     except ImportError:
         return float(np.max(_distance_to_mesh(points, dag.mesh.positions, ptri)))
     return farthest_distance(points, dag.mesh.positions, ptri.astype(np.int32))
@@ -1043,7 +1043,7 @@ def _distance_to_mesh(points: np.ndarray, positions: np.ndarray,
 def _mesh_distance_function():
     """The distance function to use: the simplifier's when it exists, else the exact fallback."""
     try:
-        from preprocess.distance import max_distance_to_mesh
+        from preprocess.grid import max_distance_to_mesh
     except ImportError:
         return _distance_to_mesh
     return max_distance_to_mesh

@@ -33,7 +33,7 @@ Header (`HEADER_DTYPE`, 128 bytes):
     off  type     field               meaning
     ---  -------  ------------------  ----------------------------------------------------------
     0    u8[8]    magic               b"TESS\\x00\\r\\n\\x1a" (catches text-mode/transfer damage)
-    8    u32      version             2 (TESS_VERSION)
+    8    u32      version             3 (TESS_VERSION)
     12   u32      header_size         128
     16   u32      flags               0 (no flags defined)
     20   u32      page_size           bytes of data per page
@@ -80,6 +80,9 @@ layout change there bumps it; the reader refuses every other version with a one-
     1  the first layout
     2  cluster records name their source group (the group whose simplification produced them;
        `CLUSTER_DTYPE.source_group`, formerly padding): streaming derives group parents from it
+    3  what no reader used is gone: the cluster records' `parent_error` (92 bytes a record, not
+       96: the group's error is in `groups`) and the `page_deps`/`page_dep_offset` sections
+       (streaming derives what it needs from `source_group`)
 
 Files are written atomically (temporary file in the same directory, fsync, `os.replace`), so a
 crash never leaves a partial `.tess` at the destination path. The temporary file is
@@ -99,7 +102,7 @@ import secrets
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
@@ -125,7 +128,7 @@ __all__ = [
 ]
 
 TESS_MAGIC = b"TESS\x00\r\n\x1a"  # 8 bytes, PNG-style
-TESS_VERSION = 2  # see the version list in the module docstring
+TESS_VERSION = 3  # see the version list in the module docstring
 
 SECTION_ALIGN = 16  # sections (and meta, directory, page table) start on 16-byte boundaries
 PAGE_ALIGN = 4096  # pages start on 4096-byte boundaries (mmap / OS page friendly)
@@ -309,12 +312,45 @@ def write_tess(
             `path` (never the temporary file) and its `strerror` the system's reason.
     """
     path = Path(path)
-    # ---- validate everything before touching the disk
+    # validate everything before touching the disk
     meta_bytes = _meta_json(meta)
     if not isinstance(sections, Mapping):
         raise TypeError(f"sections must be a dict, not {type(sections).__name__}")
     prepared = [_prepare_section(n, a) for n, a in sections.items()]
+    flags = _checked_pages(pages, page_flags)
+    lay = _layout(prepared, meta_bytes, *(int(s) for s in pages.shape))
+    P, page_size = lay.page_count, lay.page_size
 
+    table = np.zeros(P, PAGE_ENTRY_DTYPE)
+    table["offset"] = lay.pages_offset + np.arange(P, dtype=np.uint64) * np.uint64(lay.stride)
+    table["size"] = page_size
+    table["flags"] = flags
+    table["crc32"] = [_crc(np.ascontiguousarray(pages[i])) for i in range(P)]
+    header = _header(lay, meta_bytes, table)
+
+    def body(put: Callable[[Any], None], pad_to: Callable[[int], None]) -> None:
+        put(header.tobytes())
+        put(meta_bytes)
+        pad_to(lay.dir_offset)
+        put(lay.dir_bytes)
+        for i, (_, arr, _) in enumerate(prepared):
+            pad_to(int(lay.directory[i]["offset"]))
+            put(_as_bytes(arr))
+        pad_to(lay.page_table_offset)
+        put(table.tobytes())
+        pad_to(lay.pages_offset)
+        page_pad = bytes(lay.stride - page_size)
+        for i in range(P):
+            put(np.ascontiguousarray(pages[i]))
+            if page_pad:
+                put(page_pad)
+
+    _write_atomically(path, body, lay.file_size, before_replace)
+    return lay.file_size
+
+
+def _checked_pages(pages: np.ndarray, page_flags: np.ndarray) -> np.ndarray:
+    """The page flags as uint32, once pages and flags are found to be what `write_tess` takes."""
     if not isinstance(pages, np.ndarray) or pages.dtype != np.uint8 or pages.ndim != 2:
         desc = f"{pages.dtype} {pages.shape}" if isinstance(pages, np.ndarray) else type(pages)
         raise TypeError(f"pages must be a (P, page_size) uint8 array, not {desc}")
@@ -330,11 +366,27 @@ def write_tess(
         )
     if P and (int(flags_in.min()) < 0 or int(flags_in.max()) > _U32_MAX):
         raise ValueError("page_flags values must fit in uint32")
-    flags = flags_in.astype(np.uint32)
+    return flags_in.astype(np.uint32)
 
-    # ---- layout
-    meta_offset = HEADER_SIZE
-    dir_offset = _align(meta_offset + len(meta_bytes), SECTION_ALIGN)
+
+class _Layout(NamedTuple):
+    """Where everything of a file goes (`_layout`)."""
+
+    page_count: int
+    page_size: int
+    directory: np.ndarray  # SECTION_ENTRY_DTYPE, offsets filled in
+    dir_bytes: bytes  # the directory and the dtype descriptions
+    dir_offset: int
+    page_table_offset: int
+    pages_offset: int
+    stride: int  # page_size rounded up to PAGE_ALIGN
+    file_size: int
+
+
+def _layout(prepared: list, meta_bytes: bytes, P: int, page_size: int) -> _Layout:
+    """The file's layout: header, meta, directory (entries, then the dtype descriptions), the
+    sections (each SECTION_ALIGN-aligned), the page table, the pages (PAGE_ALIGN-aligned)."""
+    dir_offset = _align(HEADER_SIZE + len(meta_bytes), SECTION_ALIGN)
     n_sec = len(prepared)
     directory = np.zeros(n_sec, SECTION_ENTRY_DTYPE)
     descr_blob = bytearray()
@@ -358,36 +410,38 @@ def write_tess(
     table_end = page_table_offset + P * PAGE_ENTRY_DTYPE.itemsize
     stride = _align(page_size, PAGE_ALIGN)
     pages_offset = _align(table_end, PAGE_ALIGN) if P else table_end
-    file_size = pages_offset + P * stride
+    return _Layout(P, page_size, directory, directory.tobytes() + bytes(descr_blob), dir_offset,
+                   page_table_offset, pages_offset, stride, pages_offset + P * stride)
 
-    table = np.zeros(P, PAGE_ENTRY_DTYPE)
-    table["offset"] = pages_offset + np.arange(P, dtype=np.uint64) * np.uint64(stride)
-    table["size"] = page_size
-    table["flags"] = flags
-    table["crc32"] = [_crc(np.ascontiguousarray(pages[i])) for i in range(P)]
-    dir_bytes = directory.tobytes() + bytes(descr_blob)
 
+def _header(lay: _Layout, meta_bytes: bytes, table: np.ndarray) -> np.ndarray:
+    """The file header (HEADER_DTYPE) with its checksums."""
     header = np.zeros((), HEADER_DTYPE)
     header["magic"] = TESS_MAGIC
     header["version"] = TESS_VERSION
     header["header_size"] = HEADER_SIZE
-    header["page_size"] = page_size
-    header["page_count"] = P
-    header["section_count"] = n_sec
-    header["meta_offset"] = meta_offset
+    header["page_size"] = lay.page_size
+    header["page_count"] = lay.page_count
+    header["section_count"] = len(lay.directory)
+    header["meta_offset"] = HEADER_SIZE
     header["meta_size"] = len(meta_bytes)
-    header["dir_offset"] = dir_offset
-    header["dir_size"] = dir_size
-    header["page_table_offset"] = page_table_offset
-    header["pages_offset"] = pages_offset
-    header["file_size"] = file_size
+    header["dir_offset"] = lay.dir_offset
+    header["dir_size"] = len(lay.dir_bytes)
+    header["page_table_offset"] = lay.page_table_offset
+    header["pages_offset"] = lay.pages_offset
+    header["file_size"] = lay.file_size
     header["meta_crc"] = _crc(meta_bytes)
-    header["dir_crc"] = _crc(dir_bytes)
+    header["dir_crc"] = _crc(lay.dir_bytes)
     header["page_table_crc"] = _crc(table.tobytes())
     header["header_crc"] = _crc(header.tobytes())  # computed with the field still zero
+    return header
 
-    # ---- write
-    directory_path = path.parent
+
+def _write_atomically(path: Path, body: Callable, file_size: int,
+                      before_replace: Callable[[], None] | None) -> None:
+    """Write a file of file_size bytes through body(put, pad_to) into a temporary file beside
+    `path`, fsync it, call before_replace, rename it over `path` and fsync the folder; on any
+    failure remove the temporary file (OSErrors name `path`)."""
     _remove_stale_temps(path)
     tmp = _temp_path(path)
     fd = -1
@@ -405,22 +459,8 @@ def write_tess(
                 if offset > written:
                     put(bytes(offset - written))
 
-            put(header.tobytes())
-            put(meta_bytes)
-            pad_to(dir_offset)
-            put(dir_bytes)
-            for i, (_, arr, _) in enumerate(prepared):
-                pad_to(int(directory[i]["offset"]))
-                put(_as_bytes(arr))
-            pad_to(page_table_offset)
-            put(table.tobytes())
-            pad_to(pages_offset)
-            page_pad = bytes(stride - page_size)
-            for i in range(P):
-                put(np.ascontiguousarray(pages[i]))
-                if page_pad:
-                    put(page_pad)
-            if written != file_size:  # a bug in the layout code above, never user error
+            body(put, pad_to)
+            if written != file_size:  # a bug in the layout code, never user error
                 raise AssertionError(f"wrote {written} bytes, layout says {file_size}")
             f.flush()
             os.fsync(f.fileno())
@@ -436,8 +476,7 @@ def write_tess(
         if isinstance(exc, OSError):
             raise _naming(exc, path) from exc
         raise
-    _fsync_dir(directory_path)
-    return file_size
+    _fsync_dir(path.parent)
 
 
 def check_writable(path: str | os.PathLike) -> None:
@@ -579,6 +618,25 @@ class TessFile:
         raise TessFormatError(f"{self.path}: {what}")
 
     def _parse(self, size: int) -> None:
+        h = self._parse_header(size)
+        self._covered: list[tuple[int, int, str]] = [(0, HEADER_SIZE, "the header")]
+        self.meta: dict[str, Any] = self._parse_meta(h)
+        self.sections = self._parse_sections(h)
+        table = self._parse_page_table(h)
+        self._check_padding()
+
+        def frozen(a: np.ndarray) -> np.ndarray:
+            a = np.ascontiguousarray(a)
+            a.flags.writeable = False
+            return a
+
+        self.page_flags = frozen(table["flags"])
+        self.page_offsets = frozen(table["offset"])
+        self.page_crcs = frozen(table["crc32"])
+        self._verified = np.zeros(self.page_count, dtype=bool)
+
+    def _parse_header(self, size: int) -> np.void:
+        """The header, checked: magic, version, checksum, sizes."""
         buf = self._buf
         assert buf is not None
         if bytes(buf[:8]) != TESS_MAGIC:
@@ -615,19 +673,20 @@ class TessFile:
         self.version = version
         self.file_size = file_size
         self.page_size = int(h["page_size"])
-        self.page_count = P = int(h["page_count"])
+        self.page_count = int(h["page_count"])
         self.page_stride = _align(self.page_size, PAGE_ALIGN)
+        return h
 
-        covered: list[tuple[int, int, str]] = [(0, HEADER_SIZE, "the header")]
+    def _region(self, offset: int, nbytes: int, what: str) -> np.ndarray:
+        """Bytes offset..offset + nbytes of the file, which must lie inside it; recorded as
+        covered (`_check_padding`)."""
+        if offset < 0 or nbytes < 0 or offset + nbytes > self.file_size:
+            self._fail(f"{what} (bytes {offset}..{offset + nbytes}) lies outside the file")
+        self._covered.append((offset, offset + nbytes, what))
+        return self._buf[offset : offset + nbytes]
 
-        def region(offset: int, nbytes: int, what: str) -> np.ndarray:
-            if offset < 0 or nbytes < 0 or offset + nbytes > file_size:
-                self._fail(f"{what} (bytes {offset}..{offset + nbytes}) lies outside the file")
-            covered.append((offset, offset + nbytes, what))
-            return buf[offset : offset + nbytes]
-
-        # meta
-        meta_raw = region(int(h["meta_offset"]), int(h["meta_size"]), "the meta")
+    def _parse_meta(self, h: np.void) -> dict[str, Any]:
+        meta_raw = self._region(int(h["meta_offset"]), int(h["meta_size"]), "the meta")
         if _crc(meta_raw) != int(h["meta_crc"]):
             self._fail("meta checksum mismatch")
         try:
@@ -636,12 +695,13 @@ class TessFile:
             self._fail(f"meta is not valid UTF-8 JSON ({e})")
         if not isinstance(meta, dict):
             self._fail("meta is not a JSON object")
-        self.meta: dict[str, Any] = meta
+        return meta
 
-        # section directory
+    def _parse_sections(self, h: np.void) -> dict[str, np.ndarray]:
+        """The section directory and every section, checked against their checksums."""
         n_sec = int(h["section_count"])
         dir_offset, dir_size = int(h["dir_offset"]), int(h["dir_size"])
-        dir_raw = region(dir_offset, dir_size, "the section directory")
+        dir_raw = self._region(dir_offset, dir_size, "the section directory")
         if _crc(dir_raw) != int(h["dir_crc"]):
             self._fail("section directory checksum mismatch")
         entries_size = n_sec * SECTION_ENTRY_DTYPE.itemsize
@@ -673,15 +733,17 @@ class TessFile:
             offset = int(e["offset"])
             if offset % SECTION_ALIGN:
                 self._fail(f"{label} is not {SECTION_ALIGN}-byte aligned (offset {offset})")
-            data = region(offset, nbytes, label)
+            data = self._region(offset, nbytes, label)
             if _crc(data) != int(e["crc32"]):
                 self._fail(f"{label} checksum mismatch")
             sections[name] = data.view(dtype).reshape(shape)
-        self.sections = sections
+        return sections
 
-        # page table
+    def _parse_page_table(self, h: np.void) -> np.ndarray:
+        """The page table, checked against the header's layout."""
+        P = self.page_count
         pt_offset = int(h["page_table_offset"])
-        pt_raw = region(pt_offset, P * PAGE_ENTRY_DTYPE.itemsize, "the page table")
+        pt_raw = self._region(pt_offset, P * PAGE_ENTRY_DTYPE.itemsize, "the page table")
         if _crc(pt_raw) != int(h["page_table_crc"]):
             self._fail("page table checksum mismatch")
         table = np.frombuffer(bytes(pt_raw), PAGE_ENTRY_DTYPE)
@@ -694,15 +756,19 @@ class TessFile:
                 table["size"] != self.page_size
             ):
                 self._fail("page table offsets or sizes do not match the header")
-            if pages_offset + P * self.page_stride != file_size:
+            if pages_offset + P * self.page_stride != self.file_size:
                 self._fail("pages do not end at the end of the file")
-        elif pages_offset != file_size:
+        elif pages_offset != self.file_size:
             self._fail("no pages, but the file does not end after the page table")
         self._pages_offset = pages_offset
+        return table
 
-        # every byte before the pages not covered by a checksum must be zero padding
-        covered.sort()
+    def _check_padding(self) -> None:
+        """Every byte before the pages that no checksum covers must be zero padding."""
+        buf = self._buf
+        covered = sorted(self._covered)
         end, after = 0, "the start"
+        pages_offset = self._pages_offset
         for start, stop, what in [*covered, (pages_offset, pages_offset, "the pages")]:
             if start < end:
                 self._fail(f"{what} overlaps {after}")
@@ -711,16 +777,6 @@ class TessFile:
                 self._fail(f"nonzero padding at byte {bad} (after {after})")
             if stop >= end:
                 end, after = stop, what
-
-        def frozen(a: np.ndarray) -> np.ndarray:
-            a = np.ascontiguousarray(a)
-            a.flags.writeable = False
-            return a
-
-        self.page_flags = frozen(table["flags"])
-        self.page_offsets = frozen(table["offset"])
-        self.page_crcs = frozen(table["crc32"])
-        self._verified = np.zeros(P, dtype=bool)
 
     # ------------------------------------------------------------------ pages
     def _check_open(self) -> np.ndarray:

@@ -7,12 +7,10 @@ Sections (always resident, small):
     bvh_nodes    NODE_DTYPE, node 0 is the root, breadth-first
     groups       GROUP_DTYPE, the BVH leaves; a group's members live in one or more parts
     group_parts  PART_DTYPE, a run of a group's member clusters inside one page
-    page_deps    (d,) uint32 and page_dep_offset (P + 1,) uint32: the pages holding the groups that
-                 the clusters of page p were generated from (streaming needs them resident first)
 
 Page layout (page_size bytes, little-endian, every offset a multiple of 4):
     0     PAGE_HEADER_DTYPE (16 bytes): cluster count, page index, bytes used, flags
-    16    cluster records, CLUSTER_DTYPE (96 bytes each); besides the group a cluster is a
+    16    cluster records, CLUSTER_DTYPE (92 bytes each); besides the group a cluster is a
           member of (`group`), a record names the group whose simplification produced it
           (`source_group`, NO_GROUP at level 0): its self_sphere and self_error are that
           group's sphere and error, bit for bit (`preprocess.verify.check_source_groups`), and
@@ -129,7 +127,6 @@ CLUSTER_DTYPE = np.dtype([
     ("self_sphere", "<f4", 4),  # LOD sphere used with self_error
     ("bounds", "<f4", 4),  # tight sphere of the cluster's triangles (frustum, occlusion)
     ("self_error", "<f4"),  # distance bound of this surface to the original
-    ("parent_error", "<f4"),  # its group's error (drawn when self <= tau < parent)
     ("group", "<u4"),  # the group it is a member of
     ("cluster", "<u4"),  # global cluster index (ids, debug views)
     ("pos_min", "<i4", 3),  # grid origin of its positions
@@ -221,5 +218,5 @@ def chain_texels(width: int, height: int, mips: int | None = None) -> int:
         w, h = max(1, w // 2), max(1, h // 2)
     return n
 assert NODE_DTYPE.itemsize == 96 and GROUP_DTYPE.itemsize == 48
-assert CLUSTER_DTYPE.itemsize == 96 and PAGE_HEADER_DTYPE.itemsize == 16
+assert CLUSTER_DTYPE.itemsize == 92 and PAGE_HEADER_DTYPE.itemsize == 16
 assert MATERIAL_DTYPE.itemsize == 80 and TEXTURE_DTYPE.itemsize == 32

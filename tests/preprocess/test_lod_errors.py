@@ -1,5 +1,5 @@
 """LOD errors measured against the original surface (tight and honest), and prefiltered normals
-at coarse levels (`preprocess.dag._original_distance`, `preprocess.simplify._simplify_core`
+at coarse levels (`preprocess.measure.original_distance`, `preprocess.simplify.collapse`
 normal accumulation, `preprocess.verify.error_tightness`)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from preprocess.config import BuildConfig
 from preprocess.dag import build_dag
 from preprocess.load import mesh_from_arrays
-from preprocess.distance import max_distance_to_mesh
+from preprocess.grid import max_distance_to_mesh
 from preprocess.verify import check_honest_error, error_tightness, level_cut
 
 
@@ -372,12 +372,12 @@ def test_coarse_levels_keep_what_would_vanish(shared_assets, name) -> None:
 
 
 def test_the_whole_level_measure_passes_over_clusters_exactly() -> None:
-    """`dag._farthest_by_cluster` (a whole level's measure of every original position) passes
+    """`measure.farthest_by_cluster` (a whole level's measure of every original position) passes
     over a cluster whose sphere lies within the largest distance so far: its maximum must be the
     brute-force one (every position measured), whatever ranges of clusters it is split into,
     with the leftover row (unused positions, an infinite radius) measured point by point."""
     from assets.shapes import geodesic_sphere_arrays
-    from preprocess.dag import _farthest_by_cluster
+    from preprocess.dag import farthest_by_cluster
 
     rng = np.random.default_rng(9)
     fine, _ = geodesic_sphere_arrays(24)
@@ -404,14 +404,14 @@ def test_the_whole_level_measure_passes_over_clusters_exactly() -> None:
     truth = max_distance_to_mesh(positions, positions, tris).max()
     n = len(off) - 1
     for cuts in ([0, n], [0, n // 3, n], [0, 1, n // 2, n - 1, n]):
-        got = max(_farthest_by_cluster(positions, tris, spheres, off, ids, a, b)
+        got = max(farthest_by_cluster(positions, tris, spheres, off, ids, a, b)
                   for a, b in itertools.pairwise(cuts))
         assert got == pytest.approx(truth, rel=1e-12)
     # a floor (a distance some position has: the farthest removed one's, in the builder) only
     # lets clusters pass sooner: the same maximum, in one range or several
     some = max_distance_to_mesh(positions[order[::50]], positions, tris).max()
     for cuts in ([0, n], [0, n // 3, n]):
-        got = max(_farthest_by_cluster(positions, tris, spheres, off, ids, a, b, some)
+        got = max(farthest_by_cluster(positions, tris, spheres, off, ids, a, b, some)
                   for a, b in itertools.pairwise(cuts))
         assert got == pytest.approx(truth, rel=1e-12)
     # and clusters are passed over, not measured point by point: spheres of radius 0 at each
@@ -420,4 +420,4 @@ def test_the_whole_level_measure_passes_over_clusters_exactly() -> None:
     shrunk = spheres.copy()
     for i, r in enumerate(rows):
         shrunk[i] = [*positions[r].mean(axis=0), 0.0]
-    assert _farthest_by_cluster(positions, tris, shrunk, off, ids, 0, n) < 0.9 * truth
+    assert farthest_by_cluster(positions, tris, shrunk, off, ids, 0, n) < 0.9 * truth

@@ -361,11 +361,14 @@ def test_future_older_and_unknown_version(tmp_path: Path) -> None:
     msg = f"written by a newer Tessera \\(version {newer}\\); this reader knows {TESS_VERSION}"
     with pytest.raises(TessFormatError, match=msg):
         read_tess(path)
-    assert TESS_VERSION == 2
-    path.write_bytes(_with_version(data, 1))  # cluster records without source groups
-    msg = "a.tess: written by an older Tessera \\(version 1\\); rebuild it with `preprocess`$"
-    with pytest.raises(TessFormatError, match=msg):
-        read_tess(path)
+    assert TESS_VERSION == 3
+    # 1: cluster records without source groups; 2: with parent_error and the page_deps sections
+    for older in (1, 2):
+        path.write_bytes(_with_version(data, older))
+        msg = (f"a.tess: written by an older Tessera \\(version {older}\\); rebuild it with "
+               "`preprocess`$")
+        with pytest.raises(TessFormatError, match=msg):
+            read_tess(path)
     path.write_bytes(_with_version(data, 0))
     with pytest.raises(TessFormatError, match="unsupported version 0"):
         read_tess(path)

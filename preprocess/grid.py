@@ -1,0 +1,384 @@
+"""A hash grid over a mesh's triangles that finds a point's nearest triangle in tens of exact
+point-triangle tests (`build_triangle_grid`, `nearest_triangle`), and the distances of many
+points to a mesh found with it: each point's (`max_distance_to_mesh`) and the largest
+(`farthest_distance`, `measure_point`: a search stops at the first triangle no farther than the
+largest so far).
+
+The builder measures every LOD level's distance to the original with these
+(`preprocess.measure`), and `preprocess.verify` checks the stored errors with them.
+"""
+
+from __future__ import annotations
+
+import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
+import numba
+import numpy as np
+
+from preprocess.distance import point_segment_d2
+
+__all__ = ["build_triangle_grid", "farthest_distance", "max_distance_to_mesh", "measure_point",
+           "nearest_triangle", "point_triangle_d2"]
+
+_jit = numba.njit(cache=True, nogil=True)
+_jit_inline = numba.njit(cache=True, nogil=True, inline="always")
+
+
+# Per-triangle record of the distance grid, G (m, _G_SIZE) float64:
+# a (0:3), e0 = b - a (3:6), e1 = c - a (6:9), unit normal (9:12), d00, d01, d11, 1 / det (12:16),
+# box lo (16:19), box hi (19:22).
+_G_SIZE = 22
+
+
+@_jit_inline
+def point_triangle_d2(px, py, pz, G, t):
+    """Exact squared distance from p to triangle t of G: the projection when it falls inside,
+    else the nearest of the three edges."""
+    vx = px - G[t, 0]
+    vy = py - G[t, 1]
+    vz = pz - G[t, 2]
+    h = vx * G[t, 9] + vy * G[t, 10] + vz * G[t, 11]
+    d20 = vx * G[t, 3] + vy * G[t, 4] + vz * G[t, 5]
+    d21 = vx * G[t, 6] + vy * G[t, 7] + vz * G[t, 8]
+    inv = G[t, 15]
+    if inv > 0.0:
+        b1 = (G[t, 14] * d20 - G[t, 13] * d21) * inv
+        b2 = (G[t, 12] * d21 - G[t, 13] * d20) * inv
+        if b1 >= 0.0 and b2 >= 0.0 and b1 + b2 <= 1.0:
+            return h * h
+    ax = G[t, 0]
+    ay = G[t, 1]
+    az = G[t, 2]
+    e0x = G[t, 3]
+    e0y = G[t, 4]
+    e0z = G[t, 5]
+    e1x = G[t, 6]
+    e1y = G[t, 7]
+    e1z = G[t, 8]
+    r = point_segment_d2(px, py, pz, ax, ay, az, e0x, e0y, e0z)
+    r = min(r, point_segment_d2(px, py, pz, ax, ay, az, e1x, e1y, e1z))
+    r = min(
+        r,
+        point_segment_d2(
+            px, py, pz, ax + e0x, ay + e0y, az + e0z, e1x - e0x, e1y - e0y, e1z - e0z
+        ),
+    )
+    return r
+
+
+@_jit
+def _hash_cell(ix, iy, iz, mask):
+    h = (ix * 73856093) ^ (iy * 19349663) ^ (iz * 83492791)
+    return h & mask
+
+
+@_jit
+def build_triangle_grid(positions, pt):
+    """Hash grid over triangles pt (m, 3) of positions (n, 3). Returns (G (m, _G_SIZE) float64
+    triangle records, gp (8,) float64: origin, 1 / cell size, dims, boff (buckets + 1,) int64
+    bucket offsets, btri (entries,) int32 triangles per bucket). Every triangle is listed in the
+    bucket of each cell its box overlaps; colliding cells share a bucket (a superset: harmless)."""
+    m = pt.shape[0]
+    G = np.empty((m, _G_SIZE), np.float64)
+    lo = np.full(3, np.inf)
+    hi = np.full(3, -np.inf)
+    area = 0.0
+    for t in range(m):
+        a = pt[t, 0]
+        b = pt[t, 1]
+        c = pt[t, 2]
+        for j in range(3):
+            x = np.float64(positions[a, j])
+            y = np.float64(positions[b, j])
+            z = np.float64(positions[c, j])
+            G[t, j] = x
+            G[t, 3 + j] = y - x
+            G[t, 6 + j] = z - x
+            G[t, 16 + j] = min(x, y, z)
+            G[t, 19 + j] = max(x, y, z)
+            lo[j] = min(lo[j], G[t, 16 + j])
+            hi[j] = max(hi[j], G[t, 19 + j])
+        nx = G[t, 4] * G[t, 8] - G[t, 5] * G[t, 7]
+        ny = G[t, 5] * G[t, 6] - G[t, 3] * G[t, 8]
+        nz = G[t, 3] * G[t, 7] - G[t, 4] * G[t, 6]
+        ln = np.sqrt(nx * nx + ny * ny + nz * nz)
+        area += 0.5 * ln
+        if ln > 0.0:
+            nx /= ln
+            ny /= ln
+            nz /= ln
+        G[t, 9] = nx
+        G[t, 10] = ny
+        G[t, 11] = nz
+        d00 = G[t, 3] * G[t, 3] + G[t, 4] * G[t, 4] + G[t, 5] * G[t, 5]
+        d01 = G[t, 3] * G[t, 6] + G[t, 4] * G[t, 7] + G[t, 5] * G[t, 8]
+        d11 = G[t, 6] * G[t, 6] + G[t, 7] * G[t, 7] + G[t, 8] * G[t, 8]
+        det = d00 * d11 - d01 * d01
+        G[t, 12] = d00
+        G[t, 13] = d01
+        G[t, 14] = d11
+        # a (nearly) degenerate triangle takes the edge path
+        G[t, 15] = 1.0 / det if det > 1.0e-12 * d00 * d11 and ln > 0.0 else 0.0
+    gp = np.zeros(8, np.float64)
+    gp[3] = 1.0
+    gp[4] = 1.0
+    gp[5] = 1.0
+    gp[6] = 1.0
+    if m == 0:
+        return G, gp, np.zeros(2, np.int64), np.zeros(0, np.int32)
+    ext = 0.0
+    for j in range(3):
+        gp[j] = lo[j]
+        ext = max(ext, hi[j] - lo[j])
+    h = 1.5 * np.sqrt(area / m)
+    if not h > 0.0:
+        h = ext / 8.0 if ext > 0.0 else 1.0
+    h = max(h, ext * 1.0e-6, 1.0e-30)
+    while True:  # coarser cells when big triangles would be listed in too many
+        inv = 1.0 / h
+        entries = 0
+        for t in range(m):
+            k = 1
+            for j in range(3):
+                k *= int((G[t, 19 + j] - lo[j]) * inv) - int((G[t, 16 + j] - lo[j]) * inv) + 1
+            entries += k
+        if entries <= 12 * m + 64:
+            break
+        h *= 1.5
+    inv = 1.0 / h
+    gp[3] = inv
+    for j in range(3):
+        gp[4 + j] = np.float64(int((hi[j] - lo[j]) * inv) + 1)
+    size = 16
+    while size < entries:
+        size *= 2
+    mask = size - 1
+    boff = np.zeros(size + 1, np.int64)
+    for t in range(m):
+        x0 = int((G[t, 16] - lo[0]) * inv)
+        y0 = int((G[t, 17] - lo[1]) * inv)
+        z0 = int((G[t, 18] - lo[2]) * inv)
+        x1 = int((G[t, 19] - lo[0]) * inv)
+        y1 = int((G[t, 20] - lo[1]) * inv)
+        z1 = int((G[t, 21] - lo[2]) * inv)
+        for ix in range(x0, x1 + 1):
+            for iy in range(y0, y1 + 1):
+                for iz in range(z0, z1 + 1):
+                    boff[_hash_cell(ix, iy, iz, mask) + 1] += 1
+    for i in range(size):
+        boff[i + 1] += boff[i]
+    bcur = boff[:size].copy()
+    btri = np.empty(boff[size], np.int32)
+    for t in range(m):
+        x0 = int((G[t, 16] - lo[0]) * inv)
+        y0 = int((G[t, 17] - lo[1]) * inv)
+        z0 = int((G[t, 18] - lo[2]) * inv)
+        x1 = int((G[t, 19] - lo[0]) * inv)
+        y1 = int((G[t, 20] - lo[1]) * inv)
+        z1 = int((G[t, 21] - lo[2]) * inv)
+        for ix in range(x0, x1 + 1):
+            for iy in range(y0, y1 + 1):
+                for iz in range(z0, z1 + 1):
+                    hc = _hash_cell(ix, iy, iz, mask)
+                    btri[bcur[hc]] = t
+                    bcur[hc] += 1
+    return G, gp, boff, btri
+
+
+@_jit
+def _visit_bucket(px, py, pz, hc, G, boff, btri, stamp, qid, best, bt, enough):
+    """Test the untested triangles of bucket hc against p; returns the updated (best, bt), as
+    soon as best <= enough."""
+    for k in range(boff[hc], boff[hc + 1]):
+        t = btri[k]
+        if stamp[t] == qid:
+            continue
+        stamp[t] = qid
+        dx = max(G[t, 16] - px, 0.0, px - G[t, 19])
+        dy = max(G[t, 17] - py, 0.0, py - G[t, 20])
+        dz = max(G[t, 18] - pz, 0.0, pz - G[t, 21])
+        if dx * dx + dy * dy + dz * dz >= best:
+            continue
+        d2 = point_triangle_d2(px, py, pz, G, t)
+        if d2 < best:
+            best = d2
+            bt = t
+            if best <= enough:
+                break
+    return best, bt
+
+
+@_jit
+def _cell_of(x, o, inv, dim):
+    c = (x - o) * inv
+    if not c > 0.0:  # also nan
+        return 0
+    return int(min(c, dim - 1.0))
+
+
+@_jit
+def nearest_triangle(px, py, pz, hint, G, gp, boff, btri, stamp, qid, enough):
+    """(squared distance, triangle) of the grid triangle nearest to p. hint: a triangle to try
+    first (-1: none), which makes coherent queries cheap. The search stops as soon as it finds a
+    squared distance <= enough (then the result is an upper bound, not the minimum)."""
+    mask = boff.shape[0] - 2
+    best = np.inf
+    bt = -1
+    if hint >= 0:
+        best = point_triangle_d2(px, py, pz, G, hint)
+        bt = hint
+        stamp[hint] = qid
+        if best <= enough:
+            return best, bt
+    ox = gp[0]
+    oy = gp[1]
+    oz = gp[2]
+    inv = gp[3]
+    nx = int(gp[4])
+    ny = int(gp[5])
+    nz = int(gp[6])
+    cx = _cell_of(px, ox, inv, gp[4])
+    cy = _cell_of(py, oy, inv, gp[5])
+    cz = _cell_of(pz, oz, inv, gp[6])
+    # p's own cell first: it usually holds the nearest triangle
+    best, bt = _visit_bucket(
+        px, py, pz, _hash_cell(cx, cy, cz, mask), G, boff, btri, stamp, qid, best, bt, enough
+    )
+    if best <= enough:
+        return best, bt
+    if bt < 0:
+        # rings of cells around p's cell until some triangle is found
+        for r in range(1, max(nx, ny, nz) + 1):
+            for ix in range(max(cx - r, 0), min(cx + r, nx - 1) + 1):
+                for iy in range(max(cy - r, 0), min(cy + r, ny - 1) + 1):
+                    for iz in range(max(cz - r, 0), min(cz + r, nz - 1) + 1):
+                        if max(abs(ix - cx), abs(iy - cy), abs(iz - cz)) != r:
+                            continue
+                        best, bt = _visit_bucket(
+                            px,
+                            py,
+                            pz,
+                            _hash_cell(ix, iy, iz, mask),
+                            G,
+                            boff,
+                            btri,
+                            stamp,
+                            qid,
+                            best,
+                            bt,
+                            enough,
+                        )
+            if bt >= 0:
+                break
+        if bt < 0:
+            return np.inf, -1
+        if best <= enough:
+            return best, bt
+    # every cell within the current best distance
+    d = np.sqrt(best)
+    h = 1.0 / inv
+    x0 = _cell_of(px - d, ox, inv, gp[4])
+    x1 = _cell_of(px + d, ox, inv, gp[4])
+    y0 = _cell_of(py - d, oy, inv, gp[5])
+    y1 = _cell_of(py + d, oy, inv, gp[5])
+    z0 = _cell_of(pz - d, oz, inv, gp[6])
+    z1 = _cell_of(pz + d, oz, inv, gp[6])
+    for ix in range(x0, x1 + 1):
+        bx = ox + ix * h
+        ex = max(bx - px, 0.0, px - bx - h)
+        if ex * ex >= best:
+            continue
+        for iy in range(y0, y1 + 1):
+            by = oy + iy * h
+            ey = max(by - py, 0.0, py - by - h)
+            if ex * ex + ey * ey >= best:
+                continue
+            for iz in range(z0, z1 + 1):
+                bz = oz + iz * h
+                ez = max(bz - pz, 0.0, pz - bz - h)
+                if ex * ex + ey * ey + ez * ez >= best:
+                    continue
+                if ix == cx and iy == cy and iz == cz:
+                    continue  # visited first
+                best, bt = _visit_bucket(
+                    px,
+                    py,
+                    pz,
+                    _hash_cell(ix, iy, iz, mask),
+                    G,
+                    boff,
+                    btri,
+                    stamp,
+                    qid,
+                    best,
+                    bt,
+                    enough,
+                )
+                if best <= enough:
+                    return best, bt
+    return best, bt
+
+
+@_jit
+def _distances(points, positions, pt):
+    G, gp, boff, btri = build_triangle_grid(positions, pt)
+    p = points.shape[0]
+    out = np.empty(p, np.float64)
+    stamp = np.full(max(pt.shape[0], 1), -1, np.int32)
+    hint = -1
+    for i in range(p):
+        d2, hint = nearest_triangle(
+            points[i, 0], points[i, 1], points[i, 2], hint, G, gp, boff, btri, stamp, i, -1.0
+        )
+        out[i] = np.sqrt(d2)
+    return out
+
+
+@_jit
+def _farthest(points, positions, pt):
+    G, gp, boff, btri = build_triangle_grid(positions, pt)
+    stamp = np.full(max(pt.shape[0], 1), -1, np.int32)
+    worst = 0.0
+    hint = -1
+    for i in range(points.shape[0]):
+        worst, hint = measure_point(np.float64(points[i, 0]), np.float64(points[i, 1]),
+                                     np.float64(points[i, 2]), hint, G, gp, boff, btri, stamp,
+                                     i, worst)
+    return np.sqrt(worst)
+
+
+@_jit
+def measure_point(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst):
+    # a sample only matters when it is farther than the worst so far: the search stops at the
+    # first triangle that is at least that close (the Hausdorff early break), so the result stays
+    # the exact maximum over the samples
+    d2, hint = nearest_triangle(px, py, pz, hint, G, gp, boff, btri, stamp, qid, worst)
+    return max(d2, worst), hint
+
+
+def max_distance_to_mesh(
+    points: np.ndarray, positions: np.ndarray, pos_triangles: np.ndarray
+) -> np.ndarray:
+    """Distance from each point to the nearest of the triangles (exact point-triangle distance).
+
+    points (p, 3) float32 or float64; positions (n, 3) float32/float64; pos_triangles (m, 3) int32
+    position ids. Returns (p,) float64 distances (inf for every point when m == 0). A hash grid over
+    the triangles keeps this at tens of point-triangle tests per point for points near the surface;
+    consecutive points that are close to each other are cheapest (the last hit is tried first).
+    """
+    pts = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
+    pos = np.ascontiguousarray(positions, dtype=np.float64).reshape(-1, 3)
+    tri = np.ascontiguousarray(pos_triangles, dtype=np.int32).reshape(-1, 3)
+    return _distances(pts, pos, tri)
+
+
+def farthest_distance(
+    points: np.ndarray, positions: np.ndarray, pos_triangles: np.ndarray
+) -> float:
+    """The largest distance from the points to the nearest of the triangles, as the maximum of
+    `max_distance_to_mesh` (exact), but a point's search stops at the first triangle no farther
+    than the largest distance so far (the Hausdorff early break), so most points cost one test.
+    points (p, 3), positions (n, 3) float32/float64; pos_triangles (m, 3) int32 (m > 0)."""
+    pos = np.ascontiguousarray(positions, dtype=np.float64).reshape(-1, 3)
+    tri = np.ascontiguousarray(pos_triangles, dtype=np.int32).reshape(-1, 3)
+    pts = np.ascontiguousarray(points).reshape(-1, 3)
+    return float(_farthest(pts, pos, tri))
