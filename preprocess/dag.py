@@ -36,12 +36,12 @@ from typing import NamedTuple
 import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
 import numpy as np
-import pymetis
 
 from preprocess.cluster import build_clusters, cluster_triangles
 from preprocess.config import BuildConfig
 from preprocess.tess.limits import ROOT_ERROR
 
+from preprocess.grouping import gather, group_level
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
 from preprocess.measure import (
@@ -196,116 +196,6 @@ def _level0(triangles: np.ndarray, order: np.ndarray, offsets: np.ndarray,
 
 
 @nb.njit(cache=True, nogil=True)
-def _shared_positions(pos_tris: np.ndarray, tri_group: np.ndarray, n: int) -> np.ndarray:
-    """(n,) bool: positions used by triangles of two or more groups (or clusters)."""
-    first = np.full(n, -1, np.int32)
-    shared = np.zeros(n, np.bool_)
-    for t in range(pos_tris.shape[0]):
-        g = tri_group[t]
-        for k in range(3):
-            p = pos_tris[t, k]
-            if first[p] == -1:
-                first[p] = g
-            elif first[p] != g:
-                shared[p] = True
-    return shared
-
-
-@nb.njit(cache=True, nogil=True)
-def _adjacent_pairs(pos_tris: np.ndarray, tri_cluster: np.ndarray, n: int) -> np.ndarray:
-    """(k, 2) int64 cluster pairs, one row per edge shared by triangles of two clusters
-    (n: the number of positions); for an edge with more than two triangles, the cluster of its
-    first triangle paired with each other cluster on it.
-
-    Only edges whose two ends are used by two or more clusters can be shared: the others (most
-    of them, inside clusters) are skipped. The candidates are bucketed by their smaller end
-    (a counting sort, cache-friendly where a hash of edge keys is not) and matched within each
-    bucket, which holds a handful."""
-    m = pos_tris.shape[0]
-    shared = _shared_positions(pos_tris, tri_cluster, n)
-    start = np.zeros(n + 1, np.int32)
-    for t in range(m):
-        a = pos_tris[t, 0]
-        b = pos_tris[t, 1]
-        c = pos_tris[t, 2]
-        sa = shared[a]
-        sb = shared[b]
-        sc = shared[c]
-        if sa and sb:
-            start[min(a, b) + 1] += 1
-        if sb and sc:
-            start[min(b, c) + 1] += 1
-        if sc and sa:
-            start[min(c, a) + 1] += 1
-    for i in range(n):
-        start[i + 1] += start[i]
-    total = start[n]
-    cur = start[:n].copy()
-    other = np.empty(total, np.int32)  # the larger end of each candidate edge
-    owner = np.empty(total, np.int32)  # its triangle's cluster
-    for t in range(m):
-        if not (shared[pos_tris[t, 0]] or shared[pos_tris[t, 1]]):
-            continue  # no edge of t has two shared ends
-        cl = tri_cluster[t]
-        for k in range(3):
-            a = pos_tris[t, k]
-            b = pos_tris[t, k + 1 if k < 2 else 0]
-            if shared[a] and shared[b]:
-                lo = min(a, b)
-                i = cur[lo]
-                other[i] = max(a, b)
-                owner[i] = cl
-                cur[lo] = i + 1
-    out = np.empty((total, 2), np.int64)
-    k = 0
-    for v in range(n):
-        for i in range(start[v] + 1, start[v + 1]):
-            for j in range(start[v], i):  # the edge's first triangle, in triangle order
-                if other[j] == other[i]:
-                    if owner[j] != owner[i]:
-                        out[k, 0] = owner[j]
-                        out[k, 1] = owner[i]
-                        k += 1
-                    break
-    return out[:k]
-
-
-@nb.njit(cache=True, nogil=True)
-def _gather(store: np.ndarray, tri_off: np.ndarray, clusters: np.ndarray) -> np.ndarray:
-    """The triangles of the given clusters, one after the other: (t, 3) int32 wedge ids."""
-    t = 0
-    for c in clusters:
-        t += tri_off[c + 1] - tri_off[c]
-    out = np.empty((t, 3), np.int32)
-    k = 0
-    for c in clusters:
-        for i in range(tri_off[c], tri_off[c + 1]):
-            for j in range(3):
-                out[k, j] = store[i, j]
-            k += 1
-    return out
-
-
-@nb.njit(cache=True, nogil=True)
-def _gather_level(store: np.ndarray, tri_off: np.ndarray, clusters: np.ndarray,
-                  wpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(pos_tris (t, 3) int32 position ids, tri_cluster (t,) int32 index into clusters) of the
-    triangles of the given clusters."""
-    pos_tris = _gather(store, tri_off, clusters)
-    tri_cluster = np.empty(pos_tris.shape[0], np.int32)
-    k = 0
-    for ci in range(clusters.shape[0]):
-        c = clusters[ci]
-        for _ in range(tri_off[c], tri_off[c + 1]):
-            for j in range(3):
-                pos_tris[k, j] = wpos[pos_tris[k, j]]
-            tri_cluster[k] = ci
-            k += 1
-    return pos_tris, tri_cluster
-
-
-
-@nb.njit(cache=True, nogil=True)
 def _carried_by(members: np.ndarray, wit: np.ndarray, wit_off: np.ndarray) -> np.ndarray:
     """The original positions the members carry (rows wit_off[c]:wit_off[c + 1] of wit)."""
     ncarried = 0
@@ -404,7 +294,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
      uv_start, spacing) = params
     ptri, nbr, vt_off, vt_tri = original
     wit, wit_off, witnesses = carried_rows
-    tris = _gather(store, tri_off, members)
+    tris = gather(store, tri_off, members)
     local, wedges, local_wp, pos_ids = _localize(tris, wpos, scratch[0], scratch[1])
     m = tris.shape[0]
     n = pos_ids.shape[0]
@@ -525,79 +415,6 @@ def _drop_small_pieces(pos: np.ndarray, tris: np.ndarray, local_wp: np.ndarray,
                 out[i, c] = tris[t, c]
             i += 1
     return out
-
-
-@nb.njit(cache=True, nogil=True)
-def _pairs_to_csr(pairs: np.ndarray, nclusters: int
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Symmetric CSR of cluster pairs (one row per shared edge): (xadj, adjncy, weights = the
-    number of rows of each pair), neighbours in increasing order."""
-    k = pairs.shape[0]
-    start = np.zeros(nclusters + 1, np.int64)
-    for i in range(k):
-        start[pairs[i, 0] + 1] += 1
-        start[pairs[i, 1] + 1] += 1
-    for c in range(nclusters):
-        start[c + 1] += start[c]
-    cur = start[:nclusters].copy()
-    dst = np.empty(2 * k, np.int64)
-    for i in range(k):
-        a = pairs[i, 0]
-        b = pairs[i, 1]
-        dst[cur[a]] = b
-        cur[a] += 1
-        dst[cur[b]] = a
-        cur[b] += 1
-    xadj = np.zeros(nclusters + 1, np.int64)
-    adjncy = np.empty(2 * k, np.int64)
-    weights = np.empty(2 * k, np.int64)
-    n = 0
-    for c in range(nclusters):
-        s = start[c]
-        e = start[c + 1]
-        for i in range(s + 1, e):  # insertion sort: a cluster has a few dozen shared edges
-            v = dst[i]
-            j = i - 1
-            while j >= s and dst[j] > v:
-                dst[j + 1] = dst[j]
-                j -= 1
-            dst[j + 1] = v
-        for i in range(s, e):
-            if i > s and dst[i] == dst[i - 1]:
-                weights[n - 1] += 1
-            else:
-                adjncy[n] = dst[i]
-                weights[n] = 1
-                n += 1
-        xadj[c + 1] = n
-    return xadj, adjncy[:n].copy(), weights[:n].copy()
-
-
-def _cluster_adjacency(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters: int
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSR graph of clusters sharing edges: (xadj, adjncy, weights = shared edge count)."""
-    pairs = _adjacent_pairs(pos_tris, tri_cluster, int(pos_tris.max()) + 1)
-    return _pairs_to_csr(pairs, nclusters)
-
-
-def partition_clusters(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters: int,
-                       group_size: int) -> np.ndarray:
-    """(nclusters,) int32 group of each cluster: METIS k-way over shared-edge adjacency.
-
-    pos_tris (t, 3) int32 position ids of all triangles of the clusters; tri_cluster (t,) int32.
-    """
-    nparts = -(-nclusters // group_size)
-    if nparts <= 1:
-        return np.zeros(nclusters, np.int32)
-    xadj, adjncy, weights = _cluster_adjacency(pos_tris, tri_cluster, nclusters)
-    opts = pymetis.Options(seed=1)
-    graph = pymetis.CSRAdjacency(xadj, adjncy)
-    # recursive bisection: 4x faster than k-way for hundreds of parts, groups as good
-    _, parts = pymetis.part_graph(nparts, graph, eweights=weights, options=opts, recursive=True)
-    parts = np.asarray(parts, np.int32)
-    # METIS may leave parts empty: renumber densely
-    _, dense = np.unique(parts, return_inverse=True)
-    return dense.astype(np.int32)
 
 
 class _Rows:
@@ -816,7 +633,7 @@ class _Builder:
             # hold the input position nearest the farthest removed one, and simplify again
             if lock is None:
                 lock = locked.copy()
-                ids = np.unique(wpos[_gather(self.store.view, self.tri_off.view, members)])
+                ids = np.unique(wpos[gather(self.store.view, self.tri_off.view, members)])
             free = ids[~lock[ids]]
             if len(free) == 0:
                 break
@@ -902,6 +719,30 @@ def coarsest_target(triangles: int) -> int:
     return max(128, triangles // 100)
 
 
+def _halve_root(b: _Builder, pending: np.ndarray, level: int, coarsest: int,
+                tick: Callable[[], None], hand_over: Callable[..., None]
+                ) -> tuple[np.ndarray, int]:
+    """Below a one-cluster root: halve it while it shrinks, down to min_root_triangles (the
+    root is what every instance draws at least, however small on screen); crossing seams and
+    creases only while it is over the coarsest level's target. Returns (the root cluster,
+    its level)."""
+    cfg = b.config
+    none_locked = np.zeros(len(b.positions), bool)
+    while len(pending) == 1 and b.cluster_sizes(pending)[0] > cfg.min_root_triangles:
+        tick()  # where a caller may stop the build
+        over = int(b.cluster_sizes(pending)[0]) > coarsest
+        res = b.simplify_group(pending, none_locked, over, True)
+        if res is None or len(res.offsets) != 2:  # stuck, or not one cluster
+            break
+        if not over and b.loses_surface(pending, res):
+            break
+        pending = b.add_simplified(pending, level, res)
+        hand_over(b.store.view, b.tri_off.view, int(pending[0]), b.level.n, b.wpos,
+                  b.attrs[:, :3])
+        level += 1
+    return pending, level
+
+
 def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
               progress: Progress | None = None,
               on_clusters: Callable[..., None] | None = None
@@ -944,13 +785,9 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
         while len(pending) > 1:
             first = b.level.n
             over = int(b.cluster_sizes(pending).sum()) > coarsest
-            pos_tris, tri_cluster = _gather_level(b.store.view, b.tri_off.view, pending, b.wpos)
-            part = partition_clusters(pos_tris, tri_cluster, len(pending), cfg.group_size)
-            locked = _shared_positions(pos_tris, part[tri_cluster], len(b.positions))
-            ngroups = int(part.max()) + 1
-            order = np.argsort(part, kind="stable")
-            bounds = np.searchsorted(part[order], np.arange(ngroups + 1))
-            members = [pending[order[bounds[g] : bounds[g + 1]]] for g in range(ngroups)]
+            members, locked = group_level(b.store.view, b.tri_off.view, pending, b.wpos,
+                                          len(b.positions), cfg.group_size)
+            ngroups = len(members)
             # the biggest groups first, so that the level does not end waiting on one of them
             sizes = [int(b.cluster_sizes(m).sum()) for m in members]
             futures: list = [None] * ngroups
@@ -985,22 +822,8 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
                     continue
                 break
             permissive_round = False
-        # below a one-cluster root: halve it while it shrinks, down to min_root_triangles (the
-        # root is what every instance draws at least, however small on screen); crossing seams
-        # and creases only while it is over the coarsest level's target
-        none_locked = np.zeros(len(b.positions), bool)
-        while len(pending) == 1 and b.cluster_sizes(pending)[0] > cfg.min_root_triangles:
-            report("simplify", min(done_tris, work), work)  # where a caller may stop the build
-            over = int(b.cluster_sizes(pending)[0]) > coarsest
-            res = b.simplify_group(pending, none_locked, over, True)
-            if res is None or len(res.offsets) != 2:  # stuck, or not one cluster
-                break
-            if not over and b.loses_surface(pending, res):
-                break
-            pending = b.add_simplified(pending, level, res)
-            hand_over(b.store.view, b.tri_off.view, int(pending[0]), b.level.n, b.wpos,
-                      b.attrs[:, :3])
-            level += 1
+        pending, level = _halve_root(b, pending, level, coarsest, lambda: report(
+            "simplify", min(done_tris, work), work), hand_over)
     b.add_group(pending, level, ROOT_ERROR)
     report("simplify", work, work)
     return _finish(b, mesh)

@@ -172,6 +172,45 @@ def _add_seam_plane(Q, P, tp, t, a, b, weight):
 
 
 @_jit
+def _one_walk(a, s, e, tp, adj, succ, sstamp, cnt, nbr, nn, n_border):
+    """Whether a's fan (triangles adj[s:e]) is one consistently oriented cycle (an interior
+    vertex, no border edge) or, with exactly two border edges, one consistently oriented open
+    chain (a border vertex) through all of its triangles: a walk along succ (the corner after a
+    -> the corner before a, set where sstamp == a; cnt: each neighbour's triangle count on its
+    edge with a, nbr[:nn] the neighbours)."""
+    deg = e - s
+    if n_border == 0:
+        x0 = tp[adj[s], (corner_of(tp, adj[s], a) + 1) % 3]
+        x = succ[x0]
+        steps = 1
+        while x != x0 and steps <= deg:
+            if sstamp[x] != a:
+                return False
+            x = succ[x]
+            steps += 1
+    elif n_border == 2:
+        # from the border neighbour that starts a triangle to the other border neighbour
+        border_start = -1
+        for i in range(nn):
+            b = nbr[i]
+            if cnt[b] == 1 and sstamp[b] == a:
+                border_start = b
+                break
+        if border_start < 0:
+            return False
+        x = succ[border_start]
+        steps = 1
+        while cnt[x] != 1 and steps <= deg:
+            if sstamp[x] != a:
+                return False
+            x = succ[x]
+            steps += 1
+    else:
+        return False
+    return steps == deg
+
+
+@_jit
 def _classify(P, tp, tw, m, n, off, adj, locked, Q, permissive):
     """Vertex kinds (n,) int8, and seam- and border-edge quadrics added to Q. See the header.
     permissive: seams (attribute discontinuities: UV seams, creases) do not lock or restrict a
@@ -239,7 +278,6 @@ def _classify(P, tp, tw, m, n, off, adj, locked, Q, permissive):
             succ[b] = tp[t, ic]
         n_seam = 0
         n_border = 0
-        border_start = -1
         for i in range(nn):
             b = nbr[i]
             if cnt[b] == 1:
@@ -252,40 +290,7 @@ def _classify(P, tp, tw, m, n, off, adj, locked, Q, permissive):
                 n_seam += 1
         if lock or dup:
             continue
-        # the fan must be one consistently oriented cycle (interior vertex) or, with exactly two
-        # border edges, one consistently oriented open chain (border vertex) through all of its
-        # triangles: a walk along succ
-        deg = e - s
-        if n_border == 0:
-            x0 = tp[adj[s], (corner_of(tp, adj[s], a) + 1) % 3]
-            x = succ[x0]
-            steps = 1
-            while x != x0 and steps <= deg:
-                if sstamp[x] != a:
-                    steps = -1
-                    break
-                x = succ[x]
-                steps += 1
-        elif n_border == 2:
-            # from the border neighbour that starts a triangle to the other border neighbour
-            for i in range(nn):
-                b = nbr[i]
-                if cnt[b] == 1 and sstamp[b] == a:
-                    border_start = b
-                    break
-            if border_start < 0:
-                continue
-            x = succ[border_start]
-            steps = 1
-            while cnt[x] != 1 and steps <= deg:
-                if sstamp[x] != a:
-                    steps = -1
-                    break
-                x = succ[x]
-                steps += 1
-        else:
-            continue
-        if steps != deg:
+        if not _one_walk(a, s, e, tp, adj, succ, sstamp, cnt, nbr, nn, n_border):
             continue
         if permissive:
             n_seam = 0
@@ -781,6 +786,55 @@ def _compact(tp, tw, on, modified, src, alive, m):
 
 
 @_jit
+def _collapse_pass(count, order, cand_u, cand_v, cand_cost, error_goal, tri_goal, persist,
+                   permissive, pass_id, sid, P, tp, tw, off, adj, kind, locked, lstamp, on,
+                   alive, modified, frozen, nacc, grew, wstamp, wedge_attr, Q, QA, GA, WA,
+                   normal_weight):
+    """One pass: the candidates in cost order (`order`) collapse while they are no dearer than
+    error_goal (beyond it only with persist, while none was performed) and fewer than tri_goal
+    triangles went, each unless a collapse of this pass froze its ends or `_can_collapse` or
+    the wedges refuse it. Returns (collapses performed, the last stamp id)."""
+    removed = 0
+    performed = 0
+    for r in range(count):
+        ci = order[r]
+        cost = cand_cost[ci]
+        if removed >= tri_goal:
+            break
+        if cost > error_goal and (performed > 0 or not persist):
+            # the rest waits for the next pass, with fresh costs; but when every cheap
+            # candidate was rejected (flips, links), go on to dearer ones instead of stopping
+            break
+        u = cand_u[ci]
+        v = cand_v[ci]
+        if frozen[u] == pass_id or frozen[v] == pass_id:
+            continue
+        sid += 1
+        ok, t1, t2 = _can_collapse(
+            P, tp, off, adj, u, v, kind[u] == _BORDER, locked, lstamp, sid, on
+        )
+        if not ok:
+            continue
+        wu1 = tw[t1, corner_of(tp, t1, u)]
+        wv1 = tw[t1, corner_of(tp, t1, v)]
+        wu2 = wu1
+        wv2 = wv1
+        if t2 >= 0:
+            wu2 = tw[t2, corner_of(tp, t2, u)]
+            wv2 = tw[t2, corner_of(tp, t2, v)]
+        if kind[u] == _MANIFOLD and wv1 != wv2 and not permissive:
+            continue
+        if kind[u] == _SEAM and wu1 == wu2:
+            continue
+        _apply_collapse(u, v, t1, t2, wu1, wv1, wu2, wv2, tp, tw, off, adj, alive, modified,
+                        frozen, pass_id, nacc, grew, wstamp, sid, wedge_attr, Q, QA, GA, WA,
+                        normal_weight)
+        removed += 1 if t2 < 0 else 2
+        performed += 1
+    return performed, sid
+
+
+@_jit
 def collapse(
     positions, triangles, wedge_position, wedge_attr, locked, target, persist, permissive,
     normal_weight=0.0, uv_start=-1
@@ -852,43 +906,11 @@ def collapse(
         error_goal = np.inf
         if edge_goal < count:
             error_goal = 1.5 * cand_cost[order[edge_goal]]
-        removed = 0
-        performed = 0
-        for r in range(count):
-            ci = order[r]
-            cost = cand_cost[ci]
-            if removed >= tri_goal:
-                break
-            if cost > error_goal and (performed > 0 or not persist):
-                # the rest waits for the next pass, with fresh costs; but when every cheap
-                # candidate was rejected (flips, links), go on to dearer ones instead of stopping
-                break
-            u = cand_u[ci]
-            v = cand_v[ci]
-            if frozen[u] == pass_id or frozen[v] == pass_id:
-                continue
-            sid += 1
-            ok, t1, t2 = _can_collapse(
-                P, tp, off, adj, u, v, kind[u] == _BORDER, locked, lstamp, sid, on
-            )
-            if not ok:
-                continue
-            wu1 = tw[t1, corner_of(tp, t1, u)]
-            wv1 = tw[t1, corner_of(tp, t1, v)]
-            wu2 = wu1
-            wv2 = wv1
-            if t2 >= 0:
-                wu2 = tw[t2, corner_of(tp, t2, u)]
-                wv2 = tw[t2, corner_of(tp, t2, v)]
-            if kind[u] == _MANIFOLD and wv1 != wv2 and not permissive:
-                continue
-            if kind[u] == _SEAM and wu1 == wu2:
-                continue
-            _apply_collapse(u, v, t1, t2, wu1, wv1, wu2, wv2, tp, tw, off, adj, alive, modified,
-                            frozen, pass_id, nacc, grew, wstamp, sid, wedge_attr, Q, QA, GA, WA,
-                            normal_weight)
-            removed += 1 if t2 < 0 else 2
-            performed += 1
+        performed, sid = _collapse_pass(count, order, cand_u, cand_v, cand_cost, error_goal,
+                                        tri_goal, persist, permissive, pass_id, sid, P, tp, tw,
+                                        off, adj, kind, locked, lstamp, on, alive, modified,
+                                        frozen, nacc, grew, wstamp, wedge_attr, Q, QA, GA, WA,
+                                        normal_weight)
         if performed == 0:
             break
         m = _compact(tp, tw, on, modified, src, alive, m)  # and rebuild the fans
