@@ -3,7 +3,9 @@
 Builds `.tess` files from several assets through the `preprocess` command (the bytes are hashed,
 the build's `seconds` meta aside) and renders them through the public API over several views,
 debug views, traversals, the 32-bit visibility path, occlusion off, instancing and streaming;
-every image array of every frame is hashed; and builds the LOD DAG and BVH of the seven shared
+every image array of every frame is hashed; each file is also fingerprinted as decoded (its
+clusters' geometry and records, meta and sections: `.decoded`, which holds through a format
+change that keeps what the bytes say); and builds the LOD DAG and BVH of the seven shared
 scans in memory and hashes every array of both (the DAG signatures: they hold through a format
 change, which changes the files' bytes on purpose). Run it before and after a change:
 
@@ -64,6 +66,45 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:20]
 
 
+# what format versions dropped (3: parent_error, page_deps, page_dep_offset): left out of the
+# decoded digest, so that files of either side of the change compare
+RETIRED = {"parent_error", "page_deps", "page_dep_offset"}
+
+
+def _decoded_digest(path: Path) -> str:
+    """The digest of what a file holds, not of how: every cluster decoded (geometry, attributes,
+    materials) with its record's fields but the stream offsets, by cluster id, the meta but the
+    stage times, and the sections the file keeps besides the page layout's (`group_parts`). It
+    holds through a format change that moves bytes but keeps what they say."""
+    from preprocess.tess.container import read_tess
+    from preprocess.tess.pages import decode_cluster, page_clusters
+
+    skip = {"position_offset", "normal_offset", "uv_offset", "index_offset", *RETIRED}
+    found = {}
+    with read_tess(path, verify_pages=True) as f:
+        meta = {k: v for k, v in f.meta.items() if k != "seconds"}
+        for p in range(f.page_count):
+            page = np.asarray(f.page(p))
+            for rec in page_clusters(page):
+                d = decode_cluster(page, rec, meta["step"], (meta["uv_min"], meta["uv_max"]))
+                h = hashlib.sha256()
+                for key in sorted(d):
+                    h.update(key.encode())
+                    h.update(b"-" if d[key] is None else np.ascontiguousarray(d[key]).tobytes())
+                for field in rec.dtype.names:
+                    if field not in skip:
+                        h.update(field.encode() + np.asarray(rec[field]).tobytes())
+                found[int(rec["cluster"])] = h.hexdigest()
+        h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
+        for cluster in sorted(found):
+            h.update(found[cluster].encode())
+        for sname in sorted(f.sections):
+            if sname != "group_parts" and sname not in RETIRED:
+                h.update(sname.encode())
+                h.update(np.ascontiguousarray(f.sections[sname]).tobytes())
+    return h.hexdigest()[:20]
+
+
 def build_all(out: Path) -> dict[str, str]:
     """name -> digest of the file with the stage times blanked (they differ run to run)."""
     from preprocess.tess.container import read_tess
@@ -84,6 +125,7 @@ def build_all(out: Path) -> dict[str, str]:
             for p in range(f.page_count):
                 h.update(np.asarray(f.page(p)).tobytes())
         digests[name] = h.hexdigest()[:20]
+        digests[name + ".decoded"] = _decoded_digest(path)
         info = subprocess.run([str(ROOT / ".venv/bin/tessera"), "info", str(path)],
                               check=True, capture_output=True, text=True).stdout
         digests[name + ".info"] = _digest("\n".join(
