@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     from assets import builtin_mesh
     from preprocess.build import build_file
     from renderer.bench.measure import gpu_memory_mb
-    from renderer.frame import Renderer
+    from renderer.renderer import Renderer
     from renderer.options import RenderOptions
     from renderer.scene import open_asset
 
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"soak: frame {k}: a list overflowed (flags {s.overflow})", file=sys.stderr)
         if k % 50 == 0 or k == len(cams) - 1:
             tot = r.streamer.totals
-            buffers = sorted((name, int(b.size)) for name, b in r.frame.buffers.items())
+            buffers = sorted((name, int(b.size)) for name, b in r.frame.resources.buffers.items())
             buffers0 = buffers0 or buffers
             samples.append({
                 "frame": k, "rss_mb": rss_mb()[0], "rss_file_mb": rss_mb()[1],

@@ -279,7 +279,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             spec, tess = job.spec, next(iter(job.tess.values()))
             if spec is not None and args.instances != 1:
                 return _error("--instances applies to one asset, not to a scene file")
-        from renderer.frame import Renderer
+        from renderer.renderer import Renderer
 
         r = Renderer(*args.size, options=opts)  # the GPU: checks the size against the adapter
         if spec is not None:

@@ -14,7 +14,7 @@ from renderer.results import INCOMPLETE
 from renderer.apps.viewer_app import MAX_GRID, PANEL_WIDTH, ViewerApp
 
 TRAVERSAL_NAMES = ["persistent", "per level"]
-# the frame's passes in the order they run (renderer.frame.Renderer.submit)
+# the frame's passes in the order they run (renderer.frame.Frame.submit)
 PASS_ORDER = ["instance_cull", "cull", "raster_sw", "raster_hw", "hzb", "post_cull",
               "post_raster_sw", "post_raster_hw", "raster_sw.ids", "raster_hw.ids", "hzb_next",
               "shadow_mark", "shadow_free", "shadow_alloc", "shadow_clear",
@@ -103,7 +103,7 @@ def draw_panel(app: ViewerApp) -> None:
                        + (f"  {sh['failed']:,} short" if sh["failed"] else ""))
         if r.lights:
             imgui.text(f"lights     {len(r.lights)} spot/point, "
-                       f"{sum(r.shadow_map.light_faces)} shadow faces")
+                       f"{sum(r.frame.shadow_map.light_faces)} shadow faces")
         if s.overflow & INCOMPLETE:
             imgui.text_colored((1.0, 0.45, 0.4, 1.0), "traversal cut short: scene incomplete")
         if s.overflow & ~INCOMPLETE:

@@ -215,7 +215,7 @@ class CullView:
 
 def frame_view(camera: Camera, width: int, height: int, *, tau: float,
                sw_max_edge: float) -> CullView:
-    """The culling uniforms exactly as `Renderer._frame_uniforms` computes them (float32)."""
+    """The culling uniforms exactly as `Frame._frame_uniforms` computes them (float32)."""
     vp = camera.view_proj(width, height)
     return CullView(planes=frustum_planes(vp).astype(np.float64),
                     eye=np.asarray(camera.eye, np.float32).astype(np.float64),
