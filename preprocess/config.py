@@ -1,5 +1,6 @@
 """The build configuration: every tunable of the preprocessor with its default. The hard limits
-it is checked against are the format's (`preprocess.tess.limits`)."""
+it is checked against, and the up axes a source may have (`UP_AXES`), are the format's
+(`preprocess.tess.limits`)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,13 @@ from preprocess.tess.limits import (
     MAX_TEXTURE_SIZE,
     MIN_PAGE_SIZE,
     PAGE_SIZE,
+    UP_AXES,
 )
 
 # where a mesh file has no normals they are computed, and an edge whose triangles meet at more than
 # this many degrees stays hard (preprocess.load._crease_normals): 90-degree CAD edges keep two
 # normals. Scans rarely have noise sharper than this, and a lone sharp edge splits nothing.
 DEFAULT_CREASE_DEGREES = 45.0
-
-UP_AXES = ("y", "z")  # a source's up axis (preprocess.up_axis); Tessera's world is Y-up
-
 
 # the automatic shading weights (`BuildConfig.shading_weight_for`): the `make demo` scene meets
 # a budget of 2.5 triangles per covered pixel at 0.4 with a picture closer to the supersampled

@@ -5,7 +5,7 @@ one mesh (a wheel four times, a lamp in every street). `load_mesh` flattens all 
 mesh; `read_scene` keeps it: each distinct mesh is loaded once in its own space, and every node
 that uses it becomes an instance with the node's world transform. `build_scene` preprocesses
 each mesh into its own `.tess` (simplified once however many nodes use it) and writes a scene
-file (`renderer.apps.scene_file`: the format `tessera render` and `tessera view` open) that
+file (`preprocess.tess.scene_file`: the format `tessera render` and `tessera view` open) that
 places them:
 
     lamp.json                {"assets": {"post": "lamp.post.tess", ...},
@@ -34,12 +34,11 @@ from pathlib import Path
 import numpy as np
 
 from preprocess.mesh import Mesh, MeshError, MeshWarning
+from preprocess.tess.scene_file import MAX_LIGHTS, write_scene_file
 
 __all__ = ["SceneMeshes", "build_scene", "read_scene", "scene_summary"]
 
 MIRROR = np.diag([-1.0, 1.0, 1.0, 1.0])  # object-space mirror of a mirrored node's mesh
-# spot and point lights a scene file holds (renderer.limits.MAX_LIGHTS: the `lights` uniform)
-MAX_LIGHTS = 16
 # glTF nodes nested deeper than this are an error (a cycle the file should not have)
 MAX_NODE_DEPTH = 1000
 
@@ -118,7 +117,7 @@ def scene_lights(tree: dict, label: str, targets: list[np.ndarray] | None = None
     """The lights of a glTF scene (`KHR_lights_punctual`, each shining down its node's -Z):
     its sun, (azimuth, elevation) degrees as `RenderOptions.sun`, from its first directional
     light above the horizon (or None); and its spot and point lights (the first MAX_LIGHTS) as
-    scene-file entries (renderer/apps/scene_file.py) in world space, their intensities in suns:
+    scene-file entries (preprocess/tess/scene_file.py) in world space, their intensities in suns:
     in units of the sun's illuminance where there is one, else such that the brightest gives
     one sun at the mean distance to `targets` (the meshes' world origins; 1 without them).
     What is not drawn is named in a `MeshWarning`: other directional lights, one below the
@@ -353,18 +352,6 @@ def scene_summary(scene: SceneMeshes) -> str:
             f"placed ({sum(m.triangle_count for m in scene.meshes.values()):,} stored)")
 
 
-def _scene_json(doc: dict) -> str:
-    """The scene file's text: an asset, an instance or a light a line (and the sun, where
-    there is one)."""
-    assets = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in doc["assets"].items())
-    inst = ",\n".join(f"  {json.dumps(i)}" for i in doc["instances"])
-    sun = f',\n "sun": {json.dumps(doc["sun"])}' if "sun" in doc else ""
-    if "lights" in doc:
-        sun += ',\n "lights": [\n' + ",\n".join(f"  {json.dumps(e)}" for e in doc["lights"])
-        sun += "\n ]"
-    return f'{{\n "assets": {{\n{assets}\n }},\n "instances": [\n{inst}\n ]{sun}\n}}\n'
-
-
 def _turned(light: dict, turn: np.ndarray) -> dict:
     """A scene-file light with its position and direction turned (a Z-up scene made Y-up)."""
     out = dict(light)
@@ -425,12 +412,9 @@ def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
             doc["sun"] = None
         if scene.lights:
             doc["lights"] = [_turned(e, turn) for e in scene.lights]
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(_scene_json(doc))
-        os.replace(tmp, out)
+        write_scene_file(out, doc)
     except BaseException:
         for f in written:
             f.unlink(missing_ok=True)
-        out.with_name(out.name + ".tmp").unlink(missing_ok=True)
         raise
     return results

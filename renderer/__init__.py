@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 _EXPORTS = {
-    "Renderer": "renderer.frame",
+    "Renderer": "renderer.renderer",
     "RenderOptions": "renderer.options",
     "RenderResult": "renderer.results",
     "FrameStats": "renderer.results",

@@ -1,4 +1,6 @@
-"""The renderer: the scene API and the frame as a flat list of passes (`Renderer.submit`).
+"""The frame: a renderer's GPU resources, its uniforms and the sequence of passes
+(`Frame.submit`), owned by `renderer.Renderer` (renderer/renderer.py), which checks what it is
+given before it gets here.
 
     instance cull -> BVH/cluster cull (persistent or per level) -> raster args
     -> SW raster + HW raster (64-bit visibility buffer; or depth then ids without 64-bit atomics)
@@ -12,40 +14,32 @@
 Around it, one module a concern: the options (`renderer.options`), the results
 (`renderer.results`), the pages on the GPU and the GPU side of streaming (`renderer.page_pool`),
 and the readback ring (`renderer.readback`): statistics are read back without stalling, a few
-frames late (`stats()`); `render()` (the numpy API) waits for its own frame, since it reads
-images back anyway.
+frames late (`Frame.stats`); `Renderer.render()` (the numpy API) waits for its own frame, since
+it reads images back anyway.
 """
 
 from __future__ import annotations
 
-import os
 import time
-import warnings
 
 import numpy as np
 import wgpu
 
-from preprocess.tess.pages import octahedral_decode
 from renderer.camera import Camera, frustum_planes
-from renderer.device import GpuContext, create_context
+from renderer.device import GpuContext
 from renderer.gpu import buffer
 from renderer.layout import ARGS_WORDS, FRAME_DTYPE, INSTANCE_DTYPE, STATE, STATE_WORDS, STAT_NAMES
-from renderer.lights import Light, check_lights, faces_wanted
+from renderer.lights import Light, faces_wanted
 from renderer.limits import (
     MAX_LOCAL_FACES,
     DEFAULT_BINDING_LIMIT,
     FLAG_OCCLUSION,
-    ID_EMPTY,
     IMAGE_BUFFER_BYTES,
-    MAX_IMAGE_SIZE,
     MAX_TIMESTAMPS,
-    MAX_WORLD,
     MIN_SHADOW_PAGES,
     SHADOW_PAGE_BYTES,
-    SLOT_BITS,
-    SLOT_MASK,
 )
-from renderer.options import DEBUG_VIEWS, RenderOptions, check_sun
+from renderer.options import RenderOptions
 from renderer.page_pool import PagePool
 from renderer.passes.cull import Cull
 from renderer.passes.depth_targets import DepthTargets
@@ -56,25 +50,16 @@ from renderer.passes.raster_sw import RasterSW
 from renderer.passes.resolve import Resolve
 from renderer.passes.shadow_pages import ShadowPages
 from renderer.readback import InFlight, ReadbackRing, RingLayout
-from renderer.results import INCOMPLETE, FrameStats, RenderResult
-from renderer.scene import PREV_WORLD_BYTES, Scene, SceneError, grid_offsets, open_asset
+from renderer.results import INCOMPLETE, FrameStats
+from renderer.scene import PREV_WORLD_BYTES, Scene, SceneError
 from renderer.shadows import ShadowFrame, ShadowMap, pool_pages
 
-__all__ = ["FrameResources", "Renderer"]
+__all__ = ["Frame", "FrameResources", "binding_limit", "image_buffers"]
 
 # FRAME_DTYPE field -> (first 4-byte word, words)
 _FRAME_WORDS = {name: (off // 4, FRAME_DTYPE[name].itemsize // 4)
                 for name, (_, off, *_) in FRAME_DTYPE.fields.items()}
 _BU = wgpu.BufferUsage
-_MIB = 1 << 20
-
-
-def _mib(nbytes: int, beside: int | None = None) -> str:
-    """`nbytes` in MiB, or in bytes where MiB would read the same as `beside`."""
-    text = f"{nbytes / _MIB:,.0f} MiB" if nbytes >= 10 * _MIB else f"{nbytes / _MIB:,.1f} MiB"
-    if beside is not None and text == _mib(beside):
-        return f"{nbytes:,} bytes"
-    return text
 
 
 def binding_limit(device: wgpu.GPUDevice) -> tuple[int, str]:
@@ -93,18 +78,19 @@ def image_buffers(width: int, height: int, vis64: bool) -> dict[str, int]:
             if not name.startswith("vis") or name in vis}
 
 
-def _check_size(width: int, height: int) -> None:
-    ok = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-             for v in (width, height))
-    if not (ok and 1 <= width <= MAX_IMAGE_SIZE and 1 <= height <= MAX_IMAGE_SIZE):
-        raise ValueError(f"image size {width}x{height} out of range (whole numbers, "
-                         f"1..{MAX_IMAGE_SIZE})")
-
-
-def _check_world(reach: float, what: str) -> None:
-    if not reach <= MAX_WORLD:
-        raise ValueError(f"{what} reach {reach:.3g} from the world origin; float32 positions "
-                         f"hold at most {MAX_WORLD:.0e} (limits.MAX_WORLD)")
+def _world_spheres(s: Scene, instances: list[int], worlds: list[np.ndarray] | None = None
+                   ) -> np.ndarray:
+    """(k, 4) float64 world bounding spheres of instances of `s` (under `worlds`, default their
+    current transforms): the asset's sphere centre through the float32 world in float64, its
+    radius times the world's largest axis scale (in float32, as the GPU's)."""
+    w32 = np.asarray(worlds if worlds is not None else
+                     [s.instance_world[i] for i in instances]).reshape(-1, 4, 4)
+    local = np.array([s.assets[s.instance_asset[i]].bounds_sphere for i in instances]
+                     ).astype(np.float64).reshape(-1, 4)
+    homogeneous = np.concatenate([local[:, :3], np.ones((len(local), 1))], axis=1)
+    c = np.matmul(w32.astype(np.float64), homogeneous[:, :, None])[:, :3, 0]
+    scale = np.linalg.norm(w32[:, :3, :3], axis=1).max(axis=1).astype(np.float64)
+    return np.concatenate([c, (local[:, 3] * scale)[:, None]], axis=1)
 
 
 class FrameResources:
@@ -137,31 +123,21 @@ class FrameResources:
                 "end_of_pass_write_index": 2 * i + 1}
 
 
-class Renderer:
-    """Draws `.tess` assets, instanced, with the GPU choosing the clusters every frame.
+class Frame:
+    """A renderer's frame on the GPU: its resources (`resources`, the buffers by binding name),
+    the passes, the shadow maps, the uniforms written each frame and `submit`, the sequence of
+    passes; with what carries from one frame to the next (the previous view for velocity, the
+    HZB's camera, still shadow pages, the readback ring). `renderer.Renderer` owns one and checks
+    what it is given (sizes, lights, the sun, tau) before it gets here."""
 
-    >>> r = Renderer(512, 512)
-    >>> rock = r.load("out/rock.tess")
-    >>> r.add_instance(rock)                     # identity transform
-    >>> img = r.render(Camera.framing(*r.bounds()))
-    >>> img.save_png("rock.png"); img.stats.triangles
-    """
-
-    def __init__(self, width: int = 512, height: int = 512, *,
-                 options: RenderOptions | None = None, ctx: GpuContext | None = None) -> None:
-        self.options = options or RenderOptions()
-        _check_size(width, height)  # what needs no device: before one is opened
-        self.ctx = ctx or create_context(force_fallback32=self.options.fallback32)
-        self.device = self.ctx.device
-        self.vis64 = self.ctx.int64_atomics and not self.options.fallback32
-        self.check_image(width, height)  # what the adapter binds: before anything is allocated
-        self._check_capacities()
-        self.scene = Scene()
-        self.frame = FrameResources(self.device)
+    def __init__(self, ctx: GpuContext, options: RenderOptions, vis64: bool,
+                 lights: tuple[Light, ...]) -> None:
+        self.ctx, self.device, self.options, self.vis64 = ctx, ctx.device, options, vis64
+        self.resources = FrameResources(self.device)
         self.frame_index = 0
         self._asset_version = self._instance_version = -1
         self.ring = ReadbackRing(self.device, self._read_back)
-        self._latest: FrameStats | None = None
+        self.latest: FrameStats | None = None  # the newest frame read back
         self._culled_gen = -1  # resources generation of the last culled frame (freeze_culling)
         self._uniform_key: tuple | None = None  # what _uniform_static was made for
         self._uniform_static = np.zeros(1, FRAME_DTYPE)
@@ -208,21 +184,20 @@ class Renderer:
         self.shadow_map: ShadowMap | None = None
         # (azimuth, elevation) degrees, or None: set_sun; spot and point lights: set_lights
         self.sun = None if self.options.sun is None else tuple(self.options.sun)
-        self.lights: tuple[Light, ...] = tuple(check_lights(self.options.lights))
+        self.lights: tuple[Light, ...] = lights
         # still frames: the key of each frame that ran the shadow passes (until read back), and
         # the key of the latest that found nothing to draw (frames with it skip the passes)
         self._shadow_runs: dict[int, tuple | None] = {}
         self._shadow_settled: tuple | None = None
         self._last_view_proj = np.zeros((4, 4), np.float32)
-        # (scene, its world_version, (centre, radius)): `_scene_bounds`
+        # (scene, its world_version, (centre, radius)): `scene_bounds`
         self._scene_sphere: tuple | None = None
         self.set_shadows(self.options.shadows)
-        self.set_lights(self.lights)
         self.occlusion = self.options.occlusion
         # the camera and resources generation the HZB was built with (None: no HZB)
         self._hzb_from: tuple[np.ndarray, np.ndarray, int] | None = None
         o = self.options
-        f = self.frame
+        f = self.resources
         f.buffers.update({
             "frame": buffer(d, FRAME_DTYPE.itemsize, "frame.uniforms", _BU.UNIFORM | _BU.COPY_DST),
             "state": buffer(d, 4 * len(STATE_WORDS), "frame.state",
@@ -238,18 +213,8 @@ class Renderer:
                                              label="frame.timestamps")
             f.buffers["timestamps"] = buffer(d, 8 * MAX_TIMESTAMPS, "frame.timestamp_resolve",
                                              _BU.QUERY_RESOLVE | _BU.COPY_SRC)
-        self.resize(width, height)
 
-    # ---------------------------------------------------------------- scene
-
-    def load(self, path: str | os.PathLike) -> int:
-        """Open a `.tess` asset; returns its index for `add_instance`."""
-        return self.scene.add_asset(open_asset(path))
-
-    def clear_scene(self) -> None:
-        """Drop every asset and instance (the next frame uploads whatever is added after)."""
-        self.scene = Scene()
-        self._asset_version = self._instance_version = -1
+    # ---------------------------------------------------------------- settings
 
     def set_occlusion(self, enabled: bool) -> None:
         """Switch two-pass occlusion culling on or off (on: from the next frame, once an HZB
@@ -263,29 +228,11 @@ class Renderer:
         (both pipelines are built up front; the cut is the same)."""
         self.persistent = self.cull.persistent = self.shadow_cull.persistent = bool(persistent)
 
-    def set_sun(self, azimuth: float | None, elevation: float | None = None) -> None:
-        """Move the sun, (azimuth, elevation) in degrees as `RenderOptions.sun` (ValueError for
-        one at or below the horizon), or take it away (None); every shadow page is drawn
-        again."""
-        if azimuth is None:
-            self.sun = None
-            return
-        check_sun((azimuth, elevation))
-        self.sun = (float(azimuth), float(elevation))
-
-    def set_lights(self, lights) -> None:
-        """The scene's spot and point lights (renderer.Light, at most MAX_LIGHTS; ValueError
-        otherwise), from the next frame: each casts its shadow through its own faces of the
-        shadow pool while MAX_LOCAL_FACES last (a RuntimeWarning names those past it, lit without
-        a shadow); every shadow page is drawn again."""
-        lights = tuple(check_lights(lights))
-        want = faces_wanted(lights)
-        if want > MAX_LOCAL_FACES:
-            warnings.warn(f"the lights need {want} shadow faces (a spot 1, a point light 6); "
-                          f"the first {MAX_LOCAL_FACES} are drawn, the lights past them cast "
-                          f"no shadow", RuntimeWarning, stacklevel=2)
+    def set_lights(self, lights: tuple[Light, ...]) -> None:
+        """The spot and point lights from the next frame (checked: `Renderer.set_lights`), with
+        room in the shadow pool for their faces; every shadow page is drawn again."""
         self.lights = lights
-        if self.shadow_map.faces < min(want, MAX_LOCAL_FACES):
+        if self.shadow_map.faces < min(faces_wanted(lights), MAX_LOCAL_FACES):
             self._new_shadow_map()
         self.resolve.configure(self.shadows, bool(lights))
         self.shadow_pages.set_lights(bool(lights))
@@ -312,134 +259,22 @@ class Renderer:
         faces = min(faces_wanted(self.lights), MAX_LOCAL_FACES)
         self.shadow_map = ShadowMap(self.device, pool, binding_limit(self.device)[0],
                                     o.shadow_visible_capacity if self.shadows else 2, faces)
-        self.frame.buffers.update(self.shadow_map.buffers)
-        self.frame.generation += 1
-        self._shadow_frame = ShadowFrame(self.frame, self.shadow_map.frame_buffers,
+        self.resources.buffers.update(self.shadow_map.buffers)
+        self.resources.generation += 1
+        self._shadow_frame = ShadowFrame(self.resources, self.shadow_map.frame_buffers,
                                          self.shadow_map.hw_target)
 
-    def add_instance(self, asset: int, transform: np.ndarray | None = None) -> int:
-        """Place an asset with a (4, 4) object-to-world transform (identity by default)."""
-        self.check_instances(1)
-        if transform is not None and 0 <= asset < len(self.scene.assets):
-            self._check_reach(asset, transform)
-        return self.scene.add_instance(asset, transform)
-
-    def set_transform(self, instance: int, transform: np.ndarray) -> None:
-        """Move an instance: its (4, 4) object-to-world transform from the next frame on,
-        checked as `add_instance` checks it (SceneError, or ValueError past `MAX_WORLD`). The
-        next frame's velocity measures the motion from the transform of the frame before; the
-        rows change in place (no re-upload, the HZB stays valid)."""
-        n = self.scene.instance_count
-        if (isinstance(instance, bool) or not isinstance(instance, (int, np.integer))
-                or not 0 <= instance < n):
-            raise SceneError(f"no instance {instance!r} (the scene has {n})")
-        self._check_reach(self.scene.instance_asset[instance], transform)
-        self.scene.set_transform(int(instance), transform)
-
-    def _check_reach(self, asset: int, transform: np.ndarray) -> None:
-        """ValueError if an instance of `asset` under `transform` reaches past MAX_WORLD (a
-        malformed transform is left to the scene's one-line SceneError)."""
-        m = np.asarray(transform, np.float64)
-        if m.shape == (4, 4) and np.isfinite(m).all():
-            s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
-            reach = (np.abs(m[:3, :3] @ s[:3] + m[:3, 3])
-                     + s[3] * np.linalg.norm(m[:3, :3], axis=0).max())
-            _check_world(float(reach.max()), "the instance's bounds")
-
-    def add_grid(self, asset: int, count: int, *, spacing: float | None = None,
-                 origin=(0.0, 0.0, 0.0)) -> range:
-        """`count` instances of an asset on a square grid in the XZ plane, centred on `origin`
-        (the asset's bounding sphere centred on each grid point), `spacing` apart (default:
-        1.2 x the asset's diameter)."""
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise ValueError(f"a grid needs a whole number of instances >= 1, not {count!r}")
-        if spacing is not None and not (np.isfinite(spacing) and spacing > 0):
-            raise ValueError(f"grid spacing must be a finite number > 0, not {spacing!r}")
-        o = np.asarray(origin, np.float64)
-        if o.shape != (3,) or not np.isfinite(o).all():
-            raise ValueError(f"grid origin must be 3 finite numbers, not {origin!r}")
-        if not 0 <= asset < len(self.scene.assets):
-            raise SceneError(f"no asset {asset} (the scene has {len(self.scene.assets)})")
-        self.check_instances(int(count))  # before the (count, 4, 4) transforms are built
-        s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
-        spacing = float(spacing or 2.4 * float(s[3]))
-        half = (int(np.ceil(np.sqrt(count))) - 1) / 2 * spacing
-        _check_world(float(np.abs(o).max() + half + s[3]), "the grid's bounds")
-        worlds = np.repeat(np.eye(4, dtype=np.float32)[None], count, axis=0)
-        worlds[:, :3, 3] = o - s[:3] + grid_offsets(count, spacing)
-        return self.scene.add_instances(asset, worlds)
-
-    def max_instances(self) -> int:
-        """The most instances a scene may hold on this adapter: the instance buffer is one
-        storage binding of 80 bytes an instance."""
-        return binding_limit(self.device)[0] // INSTANCE_DTYPE.itemsize
-
-    def check_instances(self, more: int) -> None:
-        """Raise ValueError, before anything is built, if the scene cannot take `more` instances:
-        the message names the adapter's limit and the largest count."""
-        total = self.scene.instance_count + more
-        limit, name = binding_limit(self.device)
-        need = total * INSTANCE_DTYPE.itemsize
-        if need > limit:
-            n = self.scene.instance_count
-            have = f" (the scene has {n:,})" if n else ""
-            raise ValueError(f"{total:,} instances need {_mib(need, limit)} for the instance "
-                             f"buffer ({INSTANCE_DTYPE.itemsize} bytes each); this adapter binds "
-                             f"at most {_mib(limit, need)} ({name}): at most "
-                             f"{self.max_instances():,} instances{have}")
-
-    def bounds(self) -> tuple[np.ndarray, float]:
-        """(center, radius) of a sphere around every instance."""
-        if not self.scene.instance_count:
-            raise SceneError("the scene has no instance")
-        c, r = self._scene_bounds()
-        return c.copy(), r
+    def forget_scene(self) -> None:
+        """The next frame uploads the scene it is given anew (`Renderer.clear_scene`)."""
+        self._asset_version = self._instance_version = -1
 
     # ---------------------------------------------------------------- resources
 
-    def check_image(self, width: int, height: int) -> None:
-        """Raise ValueError, before anything is allocated, if this adapter cannot hold a
-        width x height frame: each image buffer is one storage binding (the largest holds 8
-        bytes a pixel, `limits.IMAGE_BUFFER_BYTES`), the HW pass's attachment one texture. The
-        message names the limit and the largest image."""
-        _check_size(width, height)
-        lim = self.device.limits
-        side = int(lim.get("max-texture-dimension-2d", MAX_IMAGE_SIZE))
-        if max(width, height) > side:
-            raise ValueError(f"image size {width}x{height}: this adapter's textures are at most "
-                             f"{side} pixels a side (max_texture_dimension_2d)")
-        sizes = image_buffers(width, height, self.vis64)
-        name = max(sizes, key=sizes.get)
-        limit, limit_name = binding_limit(self.device)
-        if sizes[name] > limit:
-            per = IMAGE_BUFFER_BYTES[name]
-            most = limit // per
-            square = int(np.sqrt(most))
-            what = ("visibility" if name.startswith("vis") else
-                    {"depth_out": "depth", "normal_xy": "normal", "ids_a": "ids"}.get(name, name))
-            raise ValueError(f"image size {width}x{height} needs {_mib(sizes[name], limit)} for "
-                             f"its {what} buffer ({per} bytes a pixel); this adapter binds at most "
-                             f"{_mib(limit, sizes[name])} ({limit_name}): at most {most:,} "
-                             f"pixels, e.g. {square}x{square}")
-
-    def _check_capacities(self) -> None:
-        """The frame's lists (RenderOptions capacities), each one storage binding."""
-        o = self.options
-        limit, name = binding_limit(self.device)
-        for field_name, count in (("queue_capacity", o.queue_capacity),
-                                  ("visible_capacity", o.visible_capacity),
-                                  ("occluded_capacity", o.occluded_capacity)):
-            if 8 * count > limit:
-                raise ValueError(f"RenderOptions.{field_name} {count:,} needs "
-                                 f"{_mib(8 * count, limit)}; this adapter binds at most "
-                                 f"{_mib(limit, 8 * count)} ({name}): at most {limit // 8:,}")
-
     def resize(self, width: int, height: int) -> None:
-        """Reallocate the image buffers for a width x height frame (ValueError, with nothing
-        changed, where this adapter cannot hold it: `check_image`)."""
-        self.check_image(width, height)
-        d, f = self.device, self.frame
-        f.width, f.height = int(width), int(height)
+        """Reallocate the image buffers for a width x height frame (checked:
+        `Renderer.check_image`)."""
+        d, f = self.device, self.resources
+        f.width, f.height = width, height
         self._motion_epoch += 1  # new pixels: no camera motion into the next frame
         for name, nbytes in image_buffers(f.width, f.height, self.vis64).items():
             cleared = name.startswith("vis") or name == "velocity"  # by enc.clear_buffer
@@ -462,10 +297,12 @@ class Renderer:
         """The `renderer.streaming.PageStreamer` while the scene streams, else None."""
         return self.pool.streamer if self.pool is not None else None
 
-    def _upload_scene(self) -> None:
+    # ---------------------------------------------------------------- the scene on the GPU
+
+    def _upload_scene(self, s: Scene) -> None:
         """The scene's hierarchy, and its pages: all of them, or (streaming) a pool holding the
         root pages, with the residency and effective tables the culling pass reads."""
-        s, f, o = self.scene, self.frame, self.options
+        f, o = self.resources, self.options
         self._motion_epoch += 1  # a new scene: no camera motion into its first frame
         f.buffers.update(s.upload_geometry(self.device, binding_limit(self.device)[0]))
         self.pool = PagePool(self.device, s, o, self.ctx.limits)
@@ -475,11 +312,13 @@ class Renderer:
         self.ring.configure(RingLayout(request_capacity=o.request_capacity if streaming else 0,
                                        slots=self.pool.slots if streaming else 0))
 
-    def _sync_scene(self) -> None:
-        s, f = self.scene, self.frame
+    def _sync_scene(self, s: Scene) -> None:
+        """What changed in the scene since the last frame, uploaded: its assets, its instances,
+        or the rows of the instances moved (`_write_moved`)."""
+        f = self.resources
         if self._asset_version != s.asset_version:
             self.shadow_map.invalidate()
-            self._upload_scene()
+            self._upload_scene(s)
             f.max_depth = max(a.depth for a in s.assets)
             self._asset_version = s.asset_version
             f.generation += 1
@@ -493,36 +332,20 @@ class Renderer:
             self._instance_version = s.instance_version
             f.generation += 1
         elif moved or self._prev_stale:
-            self._write_moved(moved)
+            self._write_moved(s, moved)
             if moved:  # their shadows' pages: under their bounds before and after
                 self.shadow_map.note_moved(np.concatenate([
-                    self._world_spheres(list(moved), list(moved.values())),
-                    self._world_spheres(list(moved))]))
+                    _world_spheres(s, list(moved), list(moved.values())),
+                    _world_spheres(s, list(moved))]))
         self._prev_stale = set(moved)
         self._moving = bool(moved)
 
-    def _world_spheres(self, instances: list[int], worlds: list[np.ndarray] | None = None
-                       ) -> np.ndarray:
-        """(k, 4) float64 world bounding spheres of instances (under `worlds`, default their
-        current transforms): the asset's sphere centre through the float32 world in float64,
-        its radius times the world's largest axis scale (in float32, as the GPU's)."""
-        s = self.scene
-        w32 = np.asarray(worlds if worlds is not None else
-                         [s.instance_world[i] for i in instances]).reshape(-1, 4, 4)
-        local = np.array([s.assets[s.instance_asset[i]].bounds_sphere for i in instances]
-                         ).astype(np.float64).reshape(-1, 4)
-        homogeneous = np.concatenate([local[:, :3], np.ones((len(local), 1))], axis=1)
-        c = np.matmul(w32.astype(np.float64), homogeneous[:, :, None])[:, :3, 0]
-        scale = np.linalg.norm(w32[:, :3, :3], axis=1).max(axis=1).astype(np.float64)
-        return np.concatenate([c, (local[:, 3] * scale)[:, None]], axis=1)
-
-    def _scene_bounds(self) -> tuple[np.ndarray, float]:
-        """A sphere around every instance (`bounds`; kept until an instance is added, moved or
-        cleared: `Scene.world_version`)."""
-        s = self.scene
+    def scene_bounds(self, s: Scene) -> tuple[np.ndarray, float]:
+        """A sphere around every instance of `s` (`Renderer.bounds`, the sun's shadow map; kept
+        until an instance is added, moved or cleared: `Scene.world_version`)."""
         cached = self._scene_sphere
         if cached is None or cached[0] is not s or cached[1] != s.world_version:
-            sph = self._world_spheres(list(range(s.instance_count)))
+            sph = _world_spheres(s, list(range(s.instance_count)))
             lo = (sph[:, :3] - sph[:, 3:]).min(axis=0)
             hi = (sph[:, :3] + sph[:, 3:]).max(axis=0)
             c = (lo + hi) / 2
@@ -530,11 +353,11 @@ class Renderer:
             self._scene_sphere = cached = (s, s.world_version, (c, r))
         return cached[2]
 
-    def _write_moved(self, moved: dict[int, np.ndarray]) -> None:
+    def _write_moved(self, s: Scene, moved: dict[int, np.ndarray]) -> None:
         """Rewrite in place the rows of the instances moved since the previous frame (their new
         world; their previous one in `prev_worlds`) and of those moved the frame before (their
         `prev_worlds` row back to the current world), run by contiguous run."""
-        s, f, q = self.scene, self.frame, self.device.queue
+        f, q = self.resources, self.device.queue
         rows = sorted(set(moved) | self._prev_stale)
         starts = [0, *(k for k in range(1, len(rows)) if rows[k] != rows[k - 1] + 1)]
         for a, b in zip(starts, [*starts[1:], len(rows)], strict=True):
@@ -544,8 +367,13 @@ class Renderer:
             q.write_buffer(f.buffers["prev_worlds"], run.start * PREV_WORLD_BYTES,
                            s.prev_world_rows(run, moved))
 
-    def _frame_uniforms(self, camera: Camera, tau: float, debug_view: int) -> np.ndarray:
-        f, o = self.frame, self.options
+    # ---------------------------------------------------------------- the frame
+
+    def _frame_uniforms(self, s: Scene, camera: Camera, tau: float, debug_view: int
+                        ) -> np.ndarray:
+        """The frame's uniforms (written by `submit`), and the shadow views': the camera's
+        matrices, the previous frame's for velocity and the HZB's camera for occlusion."""
+        f, o = self.resources, self.options
         key = (f.width, f.height, f.instance_count, f.generation)
         if self._uniform_key != key:  # what changes only with the size or the scene
             u = np.zeros(1, FRAME_DTYPE)
@@ -600,26 +428,19 @@ class Renderer:
         su.view(np.float32)[_FRAME_WORDS["tau"][0]] = o.shadow_tau
         self.device.queue.write_buffer(self.shadow_map.frame_buffers["frame"], 0, su)
         inv = np.linalg.inv(vp.astype(np.float64))
-        self.shadow_map.update(self.sun, self._scene_bounds(), np.asarray(camera.eye, np.float64),
-                               inv, camera.lod_scale(f.height), self.frame_index, self.lights)
+        self.shadow_map.update(self.sun, self.scene_bounds(s),
+                               np.asarray(camera.eye, np.float64), inv,
+                               camera.lod_scale(f.height), self.frame_index, self.lights)
         return u
 
-    # ---------------------------------------------------------------- the frame
-
-    def submit(self, camera: Camera, *, tau: float | None = None,
-               debug_view: str | int = "lit", freeze_culling: bool = False) -> int:
-        """Encode and submit one frame; returns its index. Nothing waits for the GPU: stats
-        arrive later through `stats()`, images through `read_images()`. With
-        `freeze_culling`, the clusters chosen by the previous frame are drawn again from this
-        camera (culling is skipped), to inspect what a view selected from elsewhere."""
-        t0 = time.perf_counter()
-        view = DEBUG_VIEWS.index(debug_view) if isinstance(debug_view, str) else int(debug_view)
-        tau = self.options.tau if tau is None else float(tau)
-        if not (np.isfinite(tau) and tau > 0):
-            raise ValueError(f"tau must be a finite number > 0 pixels, not {tau}")
-        self._sync_scene()  # after the checks: a frame refused keeps the moves for the next
-        d, f = self.device, self.frame
-        d.queue.write_buffer(f.buffers["frame"], 0, self._frame_uniforms(camera, tau, view))
+    def submit(self, scene: Scene, camera: Camera, tau: float, debug_view: int,
+               freeze_culling: bool, *, started: float) -> int:
+        """Encode and submit one frame of `scene` (`Renderer.submit`, which checked the
+        arguments; `started`: its `time.perf_counter()` at the call); returns its index."""
+        self._sync_scene(scene)  # after the checks: a frame refused keeps the moves for the next
+        d, f = self.device, self.resources
+        d.queue.write_buffer(f.buffers["frame"], 0,
+                             self._frame_uniforms(scene, camera, tau, debug_view))
         f.labels, f.encoded = [], []
         enc = d.create_command_encoder(label=f"frame{self.frame_index}")
         frozen = freeze_culling and self.frame_index > 0 and f.generation == self._culled_gen
@@ -655,7 +476,7 @@ class Renderer:
             self._hzb_from = (view, proj, f.generation)
         elif frozen:
             self._hzb_from = None
-        shadows_ran = self.shadows and self._encode_shadows(enc)
+        shadows_ran = self.shadows and self._encode_shadows(enc, scene)
         if self._moving:
             self.depth_targets.encode(f, enc)
         else:  # what the pass would write, exactly (0 where nothing moved), for a buffer clear
@@ -677,34 +498,35 @@ class Renderer:
                                       8 * lay.request_capacity)
             enc.copy_buffer_to_buffer(f.buffers["slot_used"], 0, ring, lay.slot_used, 4 * lay.slots)
         buf = enc.finish()
-        encode_ms = (time.perf_counter() - t0) * 1e3  # the frame's Python and encoding work
+        encode_ms = (time.perf_counter() - started) * 1e3  # the frame's Python and encoding work
         d.queue.submit([buf])
         promise = ring.map_async(wgpu.MapMode.READ)
-        cpu_ms = (time.perf_counter() - t0) * 1e3
+        cpu_ms = (time.perf_counter() - started) * 1e3
         self.ring.submitted(InFlight(self.frame_index, ring, promise, list(f.labels), cpu_ms,
                                      frozen, encode_ms, self.shadows, shadows_ran,
                                      tuple(f.encoded)))
         self.frame_index += 1
         return self.frame_index - 1
 
-    def _shadow_key(self) -> tuple | None:
+    def _shadow_key(self, scene: Scene) -> tuple | None:
         """What decides this frame's shadow pages: the camera, the sun, the scene's buffers; None
         while something is pending that draws pages again (a reset, moved instances, a changed
         streamed cut, `shadow_cache` off)."""
         sm = self.shadow_map
         if sm.changed or not self.options.shadow_cache:
             return None
-        return (self._last_view_proj.tobytes(), self.sun, self.lights, self.frame.generation,
-                self.scene.instance_version, self.frame.width, self.frame.height)
+        f = self.resources
+        return (self._last_view_proj.tobytes(), self.sun, self.lights, f.generation,
+                scene.instance_version, f.width, f.height)
 
-    def _encode_shadows(self, enc: wgpu.GPUCommandEncoder) -> bool:
+    def _encode_shadows(self, enc: wgpu.GPUCommandEncoder, scene: Scene) -> bool:
         """The sun's shadow map: its pages marked from this frame's visibility buffer, freed,
         allocated and cleared; then the pages to draw drawn by the shadow views' instance cull,
         traversal and rasterizers (docs/ARCHITECTURE.md "Shadows"). A still frame after one that
         found every page it needed valid (nothing drawn, nothing short) does none of it: the
         same pixels would mark the same pages, all cached. Returns whether the passes ran."""
-        sm, sf, f = self.shadow_map, self._shadow_frame, self.frame
-        key = self._shadow_key()
+        sm, sf, f = self.shadow_map, self._shadow_frame, self.resources
+        key = self._shadow_key(scene)
         if key is not None and key == self._shadow_settled:
             return False
         self._shadow_runs[self.frame_index] = key
@@ -774,110 +596,12 @@ class Renderer:
                 # the cut changed: shadow pages drawn from the old one are stale (the next
                 # frame draws every page again; a still, loaded view caches them)
                 self.shadow_map.redraw_all()
-        if self._latest is None or stats.frame > self._latest.frame:
-            self._latest = stats
+        if self.latest is None or stats.frame > self.latest.frame:
+            self.latest = stats
 
-    def stats(self, *, wait: bool = False) -> FrameStats | None:
-        """The newest frame statistics read back so far (all submitted frames with wait)."""
-        self.ring.collect(wait_for=self.frame_index - 1 if wait else None)
-        return self._latest
+    def stats(self, *, wait_for: int | None = None) -> FrameStats | None:
+        """The newest frame statistics read back so far (every frame up to `wait_for` waited
+        for)."""
+        self.ring.collect(wait_for=wait_for)
+        return self.latest
 
-    def read_images(self) -> dict[str, np.ndarray]:
-        """The resolve and depth-target outputs of the last submitted frame (waits for the
-        GPU)."""
-        f = self.frame
-        h, w = f.height, f.width
-        q = self.device.queue
-        n = w * h
-        color = np.frombuffer(q.read_buffer(f.buffers["color"]), np.uint8)[: 4 * n]
-        depth = np.frombuffer(q.read_buffer(f.buffers["depth_out"]), np.float32)[:n]
-        normal = np.concatenate([
-            np.frombuffer(q.read_buffer(f.buffers["normal_xy"]), np.float32)[: 2 * n]
-            .reshape(h, w, 2),
-            np.frombuffer(q.read_buffer(f.buffers["normal_z"]), np.float32)[:n].reshape(h, w, 1)],
-            axis=2)
-        ids = np.concatenate([  # instance, cluster | triangle, level << 1 | hw
-            np.frombuffer(q.read_buffer(f.buffers[k]), np.uint32)[: 2 * n].reshape(h, w, 2)
-            for k in ("ids_a", "ids_b")], axis=2)
-        empty = ids[..., 0] == ID_EMPTY
-        ga, gb = (np.frombuffer(q.read_buffer(f.buffers[k]), np.uint32)[: 2 * n].reshape(h, w, 2)
-                  for k in ("gbuffer_a", "gbuffer_b"))
-
-        def col(k: int) -> np.ndarray:
-            return np.where(empty, -1, ids[..., k].astype(np.int64))
-
-        def bytes4(words: np.ndarray) -> np.ndarray:
-            return np.ascontiguousarray(words).view(np.uint8).reshape(h, w, 4)
-
-        velocity = np.frombuffer(q.read_buffer(f.buffers["velocity"]), np.float32)[: 2 * n]
-        return {
-            "color": color.reshape(h, w, 4).copy(),
-            "depth": depth.reshape(h, w).copy(),
-            "normal": normal,
-            "instance": col(0),
-            "cluster": col(1),
-            "triangle": col(2),
-            "level": np.where(empty, -1, ((ids[..., 3] & 0xFFFFFF) >> 1).astype(np.int64)),
-            "hardware": ~empty & ((ids[..., 3] & 1) == 1),
-            "base_color": bytes4(ga[..., 0]),
-            "shading_normal": np.where(  # octahedral, as the pages encode normals
-                empty[..., None], np.float32(0),
-                octahedral_decode(ga[..., 1].reshape(-1)).reshape(h, w, 3)),
-            "roughness": (gb[..., 0] & 0xFF).astype(np.float32) / 255,
-            "metallic": ((gb[..., 0] >> 8) & 0xFF).astype(np.float32) / 255,
-            "material": np.where(empty, -1, (gb[..., 0] >> 16).astype(np.int64)),
-            "emissive": bytes4(gb[..., 1])[..., :3].copy(),
-            "occlusion": (gb[..., 1] >> 24).astype(np.float32) / 255,
-            "velocity": velocity.reshape(h, w, 2).copy(),
-            # resolve keeps the sun's visibility in ids_b's top 8 bits
-            "shadow": np.where(empty, np.float32(1), (ids[..., 3] >> 24).astype(np.float32)
-                               / np.float32(255)),
-        }
-
-    def render(self, camera: Camera, *, tau: float | None = None,
-               debug_view: str | int = "lit", freeze_culling: bool = False) -> RenderResult:
-        """Draw one frame and return its images and exact statistics (waits for the GPU)."""
-        index = self.submit(camera, tau=tau, debug_view=debug_view,
-                            freeze_culling=freeze_culling)
-        images = self.read_images()
-        self.ring.collect(wait_for=index)
-        assert self._latest is not None and self._latest.frame == index
-        return RenderResult(**images, stats=self._latest, near=camera.near)
-
-    def render_converged(self, camera: Camera, *, max_frames: int = 200, **kw) -> RenderResult:
-        """`render` until streaming is steady for this view: a frame after which nothing was
-        uploaded (everything wanted is resident, or the pool holds only pages this view uses and
-        cannot take more: then `stats.streaming["requested"]` stays above 0), at most
-        `max_frames` frames; one frame when nothing streams."""
-        res = self.render(camera, **kw)
-        first = res.stats.frame
-        while self.streamer is not None and res.stats.frame - first < max_frames:
-            st = res.stats.streaming
-            if st is not None and st["uploaded"] == 0 and res.stats.frame > first:
-                break
-            res = self.render(camera, **kw)
-        return res
-
-    def read_hzb(self) -> list[np.ndarray]:
-        """The HZB of the last submitted frame (waits): one (h, w) uint32 array per mip, reversed-Z
-        depth bits, each texel the farthest depth below it (renderer.oracles.cpu_cull.hzb_mips)."""
-        f = self.frame
-        raw = np.frombuffer(self.device.queue.read_buffer(f.buffers["hzb"]), np.uint32)
-        return [raw[o: o + w * h].reshape(h, w).copy()
-                for o, (w, h) in zip(f.hzb_offsets, f.hzb_levels, strict=True)]
-
-    def read_visible(self) -> dict[str, np.ndarray]:
-        """The last frame's visible clusters (waits): {"sw", "hw"}: (k, 2) uint32 rows
-        (instance, scene page << 10 | cluster slot in the page), in the order the GPU wrote
-        them."""
-        q = self.device.queue
-        state = np.frombuffer(q.read_buffer(self.frame.buffers["state"]), np.uint32)
-        vis = np.frombuffer(q.read_buffer(self.frame.buffers["visible"]), np.uint32).reshape(-1, 2)
-        half = self.options.visible_capacity // 2
-        sw = min(int(state[STATE["sw_count"]]), half)
-        hw = min(int(state[STATE["hw_count"]]), half)
-        out = {"sw": vis[:sw].copy(), "hw": vis[half : half + hw].copy()}
-        for rows in out.values():  # pool slots -> scene pages, as the frame saw them
-            page = self.pool.slot_pages(rows[:, 1] >> SLOT_BITS)
-            rows[:, 1] = (page << SLOT_BITS) | (rows[:, 1] & SLOT_MASK)
-        return out

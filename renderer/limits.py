@@ -2,8 +2,9 @@
 use, defined once here with what it costs. `renderer.layout` generates each of them into the WGSL
 include (`layout.wgsl`), so a shader never spells one by hand: changing a limit is a one-line edit.
 
-The format's own limits (cluster size, page size, BVH fan-out, the root error) are the builder's
-and the reader's too, so they live with the format in `preprocess.tess.limits`, imported here.
+The format's own limits (cluster size, page size, BVH fan-out, the root error, the lights a scene
+holds) are the builder's and the reader's too, so they live with the format in
+`preprocess.tess.limits`, imported here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from preprocess.tess.limits import (
     BVH_FANOUT,
     MAX_CLUSTER_TRIANGLES,
     MAX_CLUSTER_VERTICES,
+    MAX_LIGHTS,
     MAX_PAGE_CLUSTERS,
     MAX_WORLD,
     PAGE_ROOT,
@@ -136,7 +138,6 @@ SUN_ENTRIES = SHADOW_LEVELS * SHADOW_PAGES * SHADOW_PAGES  # the sun's table ent
 LOCAL_PAGES = 64  # pages a side of a local light's face at its finest mip
 LOCAL_MIPS = 7  # mips of a face: 64^2 .. 1 pages
 LOCAL_ENTRIES = sum((LOCAL_PAGES >> m) ** 2 for m in range(LOCAL_MIPS))  # table entries a face
-MAX_LIGHTS = 16  # spot and point lights a scene (the `lights` uniform)
 # views in the uniform array `shadow_views` (224 bytes each: 56 KiB of WebGPU's guaranteed 64):
 # the sun's levels, then the local lights' faces, LOCAL_MIPS views each
 SHADOW_VIEWS = 256

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                 scenes.append((name, r, int(img.coverage.sum()), []))
             for _ in range(3):  # alternate: the machine's noise falls on every scene alike
                 for _, r, _, ms in scenes:
-                    ms.append(pass_alone_ms(r, r.resolve.encode, args.repeats))
+                    ms.append(pass_alone_ms(r, r.frame.resolve.encode, args.repeats))
             for name, r, covered, ms in scenes:
                 m = statistics.median(ms)
                 print(f"{size}x{size} {name:<28} resolve {m:7.2f} ms: "

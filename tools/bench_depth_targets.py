@@ -43,7 +43,7 @@ def measure(tess: Path, width: int, height: int, frames: int, fallback32: bool,
     """Median ms of frames with and without the pass, the timestamps of it and resolve, and the
     covered pixels. `instances` 0: the square `tess` filling the view; else a framed grid."""
     from renderer.camera import Camera
-    from renderer.frame import Renderer
+    from renderer.renderer import Renderer
     from renderer.options import RenderOptions
 
     r = Renderer(width, height, options=RenderOptions(fallback32=fallback32))
@@ -61,13 +61,13 @@ def measure(tess: Path, width: int, height: int, frames: int, fallback32: bool,
     if not instances and not first.coverage.all():
         raise SystemExit(f"{width}x{height}: the square covers {first.coverage.mean():.0%} of "
                          "the image; use an aspect of 1.9 at most")
-    real = r.depth_targets.encode
+    real = r.frame.depth_targets.encode
     ms: dict[str, list[float]] = {"with": [], "without": []}
     stamps: dict[str, list[float]] = {"depth_targets": [], "resolve": []}
     k = 0
     for i in range(frames):
         for mode in ("with", "without") if i % 2 else ("without", "with"):
-            r.depth_targets.encode = real if mode == "with" else (lambda frame, encoder: None)
+            r.frame.depth_targets.encode = real if mode == "with" else (lambda frame, encoder: None)
             k += 1
             t0 = time.perf_counter()
             r.submit(cams[k % 2])  # another camera than the frame before: the pass runs

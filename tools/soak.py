@@ -62,7 +62,7 @@ def flight(frames: int, spacing: float, side: int, radius: float) -> list[Camera
     return cams
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--frames", type=int, default=1500)
     p.add_argument("--size", default="320x240", help="image size WxH")
@@ -76,16 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lights", action="store_true",
                    help="add a point light and a spot over the rocks (their shadow maps too)")
     p.add_argument("--json", help="write the samples and the verdict to this file")
-    args = p.parse_args(argv)
-    w, h = (int(v) for v in args.size.lower().split("x"))
+    return p
 
-    import tracemalloc
 
+def rocks(args: argparse.Namespace, w: int, h: int):
+    """(the renderer of the grid of rocks, streaming through a pool of roots + a fraction of one
+    rock; the camera path; the pool's pages; one rock's pages)."""
     from assets import builtin_mesh
     from preprocess.build import build_file
-    from renderer.bench.measure import gpu_memory_mb
-    from renderer.frame import Renderer
     from renderer.options import RenderOptions
+    from renderer.renderer import Renderer
     from renderer.scene import open_asset
 
     folder = Path(tempfile.mkdtemp(prefix="tessera-soak-"))
@@ -112,9 +112,15 @@ def main(argv: list[str] | None = None) -> int:
 
         r.set_lights(demo_lamps(*r.bounds()))
     cams = flight(args.frames, 3.0 * float(sphere[3]), side, float(sphere[3]))
-    print(f"soak: {args.frames} frames at {w}x{h}; {args.rocks} rocks x {rock_pages} pages = "
-          f"{args.rocks * rock_pages} pages through a pool of {pool} "
-          f"({pool * r.scene.assets[0].page_size / 2**20:.1f} MB)", flush=True)
+    return r, cams, pool, rock_pages
+
+
+def fly(r, cams: list[Camera]) -> tuple[list[dict], list[float]]:
+    """Every frame of the path, each waited for: (a sample of the memory, the GPU buffers and
+    the streaming totals every 50 frames and at the last, each frame's ms)."""
+    import tracemalloc
+
+    from renderer.bench.measure import gpu_memory_mb
 
     tracemalloc.start()
     samples = []
@@ -130,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"soak: frame {k}: a list overflowed (flags {s.overflow})", file=sys.stderr)
         if k % 50 == 0 or k == len(cams) - 1:
             tot = r.streamer.totals
-            buffers = sorted((name, int(b.size)) for name, b in r.frame.buffers.items())
+            buffers = sorted((name, int(b.size)) for name, b in r.frame.resources.buffers.items())
             buffers0 = buffers0 or buffers
             samples.append({
                 "frame": k, "rss_mb": rss_mb()[0], "rss_file_mb": rss_mb()[1],
@@ -139,7 +145,13 @@ def main(argv: list[str] | None = None) -> int:
                 "same_buffers": buffers == buffers0, "uploaded": tot.uploaded,
                 "evicted": tot.evicted, "seconds": time.perf_counter() - t0})
     tracemalloc.stop()
+    return samples, frame_ms
 
+
+def verdict_of(args: argparse.Namespace, samples: list[dict], frame_ms: list[float],
+               size: tuple[int, int], pool: int, rock_pages: int) -> dict:
+    """The samples printed (ten of them), the growth after the warm-up, and the verdict, its
+    `problems` listed."""
     base = next(x for x in samples if x["frame"] >= 100) if len(samples) > 2 else samples[0]
     last = samples[-1]
     growth = last["rss_mb"] - base["rss_mb"]
@@ -149,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{x['frame']:>6} {x['rss_mb']:>8.1f} {x['rss_file_mb']:>8.1f} "
               f"{x['python_mb']:>10.2f} {x['gpu_mb']:>8.1f} {x['uploaded']:>9,} {x['evicted']:>8,}")
     verdict = {
-        "frames": args.frames, "size": [w, h], "rocks": args.rocks, "pool_pages": pool,
+        "frames": args.frames, "size": list(size), "rocks": args.rocks, "pool_pages": pool,
         "scene_pages": args.rocks * rock_pages, "frame_ms_median": statistics.median(frame_ms),
         "rss_growth_mb": growth, "python_growth_mb": last["python_mb"] - base["python_mb"],
         "gpu_buffers_unchanged": all(x["same_buffers"] for x in samples),
@@ -169,8 +181,21 @@ def main(argv: list[str] | None = None) -> int:
     if last["evicted"] == 0:
         problems.append("nothing was evicted: the pool held the working set")
     verdict["problems"] = problems
+    return verdict
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    w, h = (int(v) for v in args.size.lower().split("x"))
+    r, cams, pool, rock_pages = rocks(args, w, h)
+    print(f"soak: {args.frames} frames at {w}x{h}; {args.rocks} rocks x {rock_pages} pages = "
+          f"{args.rocks * rock_pages} pages through a pool of {pool} "
+          f"({pool * r.scene.assets[0].page_size / 2**20:.1f} MB)", flush=True)
+    samples, frame_ms = fly(r, cams)
+    verdict = verdict_of(args, samples, frame_ms, (w, h), pool, rock_pages)
     if args.json:
         Path(args.json).write_text(json.dumps({"samples": samples, "verdict": verdict}, indent=1))
+    problems = verdict["problems"]
     print("soak: " + ("; ".join(problems) if problems else "flat"))
     return 1 if problems else 0
 

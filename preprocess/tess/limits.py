@@ -36,3 +36,9 @@ MAX_TEXTURE_SIZE = 2048
 # distances in float32, which overflows past 1.8e19 (on lavapipe a sphere scaled by 1e18
 # renders, by 1e19 it loses pixels, by 1e20 it is blank). `preprocess` refuses a mesh beyond it
 MAX_WORLD = 1e18
+# spot and point lights a scene holds: a scene file's `lights` (preprocess.tess.scene_file; the
+# glTF importer keeps the first this many) and the renderer's `lights` uniform
+MAX_LIGHTS = 16
+# a source's up axis: what a `.tess` records in its meta ("up") and a scene file's asset may name
+# (preprocess.up_axis turns a Z-up source Y-up); Tessera's world is Y-up
+UP_AXES = ("y", "z")

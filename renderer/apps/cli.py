@@ -245,21 +245,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     """Render a .tess file (optionally as a grid of instances), a mesh file or a scene file to
     a PNG and print the stats. What needs no GPU is checked first: the paths, the scene file,
     the asset's header (and a mesh is preprocessed)."""
-    from renderer.camera import Camera, max_fill
     from renderer.options import RenderOptions
 
-    for path, option, suffix in ((args.output, "-o", ".png"), (args.arrays, "--arrays", ".npz")):
-        why = path is not None and _output_error(path, option, suffix)
-        if why:
-            return _error(why)
-    why = _input_error(args.file) or _up_error(args.file, args.up)
+    why = _render_args_error(args)
     if why:
         return _error(why)
-    if args.eye is not None and args.target is not None and _same_point(args.eye, args.target):
-        return _error("--eye and --target are the same point")
-    if args.eye is None and args.fill > max_fill(args.fov):
-        return _error(f"--fill {args.fill:g}: at --fov {args.fov:g} the camera would be inside "
-                      f"the scene's bounding sphere (--fill at most {max_fill(args.fov):.3g})")
     try:
         opts = RenderOptions(tau=args.tau, persistent=TRAVERSALS[args.traversal],
                              fallback32=args.fallback32, occlusion=not args.no_occlusion,
@@ -279,7 +269,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             spec, tess = job.spec, next(iter(job.tess.values()))
             if spec is not None and args.instances != 1:
                 return _error("--instances applies to one asset, not to a scene file")
-        from renderer.frame import Renderer
+        from renderer.renderer import Renderer
 
         r = Renderer(*args.size, options=opts)  # the GPU: checks the size against the adapter
         if spec is not None:
@@ -293,17 +283,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             from assets.ground import ground_tess, ground_transform
 
             r.add_instance(r.load(ground_tess()), ground_transform(r.scene, center, radius))
-        if args.eye is None and spec is not None and spec.camera is not None:
-            cam = spec.camera
-        elif args.eye is not None:
-            target = center if args.target is None else args.target
-            if _same_point(args.eye, target):
-                return _error("--eye is the scene's centre, where the camera looks unless "
-                              "--target says otherwise")
-            cam = Camera(eye=args.eye, target=target, fov_y=args.fov, near=radius * 1e-3)
-        else:
-            cam = Camera.framing(center, radius, direction=VIEWS[args.view], fov_y=args.fov,
-                                 fill=args.fill)
+        cam = _render_camera(args, spec, center, radius)
         why = _precision_error(cam, args.size[1], center, radius)
         if why:
             return _error(why)
@@ -314,6 +294,54 @@ def cmd_render(args: argparse.Namespace) -> int:
         hint = "; --traversal level avoids it" if r.persistent else ""
         return _error("the culling traversal stopped with work left (this adapter cut a shader "
                       f"loop short): the image would miss parts of the scene{hint}")
+    why = _save_render(args, res)
+    if why:
+        return _error(why)
+    _print_render_stats(args, r, res)
+    return 0
+
+
+def _render_args_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with `render`'s arguments before anything is opened: the output paths, the
+    input, the camera; None where nothing is."""
+    from renderer.camera import max_fill
+
+    for path, option, suffix in ((args.output, "-o", ".png"), (args.arrays, "--arrays", ".npz")):
+        why = path is not None and _output_error(path, option, suffix)
+        if why:
+            return why
+    why = _input_error(args.file) or _up_error(args.file, args.up)
+    if why:
+        return why
+    if args.eye is not None and args.target is not None and _same_point(args.eye, args.target):
+        return "--eye and --target are the same point"
+    if args.eye is None and args.fill > max_fill(args.fov):
+        return (f"--fill {args.fill:g}: at --fov {args.fov:g} the camera would be inside "
+                f"the scene's bounding sphere (--fill at most {max_fill(args.fov):.3g})")
+    return None
+
+
+def _render_camera(args: argparse.Namespace, spec, center: np.ndarray, radius: float):
+    """`render`'s camera: the scene file's (without --eye), at --eye (looking at --target, or
+    the scene's centre), or along --view framing the scene. ValueError: an eye at the point it
+    looks at."""
+    from renderer.camera import Camera
+
+    if args.eye is None and spec is not None and spec.camera is not None:
+        return spec.camera
+    if args.eye is not None:
+        target = center if args.target is None else args.target
+        if _same_point(args.eye, target):
+            raise ValueError("--eye is the scene's centre, where the camera looks unless "
+                             "--target says otherwise")
+        return Camera(eye=args.eye, target=target, fov_y=args.fov, near=radius * 1e-3)
+    return Camera.framing(center, radius, direction=VIEWS[args.view], fov_y=args.fov,
+                          fill=args.fill)
+
+
+def _save_render(args: argparse.Namespace, res) -> str | None:
+    """Write the PNG (and the --arrays .npz); the error line where that fails (a full disk, a
+    folder removed meanwhile: nothing half written stays), else None."""
     started = []
     try:
         started.append(args.output)
@@ -327,12 +355,11 @@ def cmd_render(args: argparse.Namespace) -> int:
                                 roughness=res.roughness, metallic=res.metallic,
                                 occlusion=res.occlusion, emissive=res.emissive,
                                 material=res.material, velocity=res.velocity, shadow=res.shadow)
-    except OSError as e:  # a full disk, a folder removed meanwhile: nothing half written stays
+    except OSError as e:
         for path in started:
             Path(path).unlink(missing_ok=True)
-        return _error(f"cannot write {started[-1]}: {e.strerror or e}")
-    _print_render_stats(args, r, res)
-    return 0
+        return f"cannot write {started[-1]}: {e.strerror or e}"
+    return None
 
 
 def _print_render_stats(args: argparse.Namespace, r, res) -> None:
@@ -554,6 +581,19 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
     (`command`): a signal once the work is done ends it at once with that status
     (`preprocess_cli.end_quietly`), not with a traceback from the interpreter's exit."""
     one_line_warnings("tessera")
+    args = _parser().parse_args(argv)
+    if args.func is run_build:  # its own Ctrl-C handling
+        return run_build(args, ending=ending)
+    try:
+        status = args.func(args)
+        return end_quietly(status) if ending else status
+    except KeyboardInterrupt:  # Ctrl-C: one line, 128 + SIGINT, as `preprocess` ends
+        status = stopped("tessera: interrupted", EXIT_SIGINT)
+        return end_quietly(status) if ending else status
+
+
+def _parser() -> argparse.ArgumentParser:
+    """`tessera` and its commands: preprocess, info, render, view, bench."""
     parser = _Parser(prog="tessera", description="Tessera: virtualized geometry for Python "
                      "(cluster LOD, GPU culling and rasterization).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -564,6 +604,13 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
     p.add_argument("file", help="a .tess file")
     p.add_argument("--verify", action="store_true", help="also check every page checksum")
     p.set_defaults(func=cmd_info)
+    _add_render_command(sub)
+    _add_view_command(sub)
+    _add_bench_command(sub)
+    return parser
+
+
+def _add_render_command(sub) -> None:
     p = sub.add_parser("render", help="render a .tess, mesh or scene .json file to a PNG and "
                        "print the frame's stats")
     _add_render_options(p, render=True)
@@ -585,6 +632,9 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
                    help="put the scene on a ground plane (under its lowest point, 8 radii of "
                         "its bounding sphere a side) to catch its shadows")
     p.set_defaults(func=cmd_render)
+
+
+def _add_view_command(sub) -> None:
     p = sub.add_parser("view", help="the interactive viewer (a .tess, a mesh file, a scene "
                        ".json, or nothing for the built-in rock)")
     _add_render_options(p, view=True)
@@ -601,6 +651,9 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
     p.add_argument("--no-vsync", action="store_true", help="draw as fast as possible")
     p.add_argument("--no-panel", action="store_true", help="hide the imgui panel")
     p.set_defaults(func=cmd_view)
+
+
+def _add_bench_command(sub) -> None:
     p = sub.add_parser("bench", help="the benchmark suite (closeup, scaling, occluded, "
                        "streaming, textured) with brute-force and pygfx baselines; or one custom "
                        "run")
@@ -635,15 +688,6 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
     p.add_argument("--brute-frames", type=whole(1), default=3,
                    help="custom run: brute-force frames measured (3; they are slow)")
     p.set_defaults(func=cmd_bench)
-    args = parser.parse_args(argv)
-    if args.func is run_build:  # its own Ctrl-C handling
-        return run_build(args, ending=ending)
-    try:
-        status = args.func(args)
-        return end_quietly(status) if ending else status
-    except KeyboardInterrupt:  # Ctrl-C: one line, 128 + SIGINT, as `preprocess` ends
-        status = stopped("tessera: interrupted", EXIT_SIGINT)
-        return end_quietly(status) if ending else status
 
 
 def command() -> int:

@@ -14,7 +14,7 @@ from renderer.results import INCOMPLETE
 from renderer.apps.viewer_app import MAX_GRID, PANEL_WIDTH, ViewerApp
 
 TRAVERSAL_NAMES = ["persistent", "per level"]
-# the frame's passes in the order they run (renderer.frame.Renderer.submit)
+# the frame's passes in the order they run (renderer.frame.Frame.submit)
 PASS_ORDER = ["instance_cull", "cull", "raster_sw", "raster_hw", "hzb", "post_cull",
               "post_raster_sw", "post_raster_hw", "raster_sw.ids", "raster_hw.ids", "hzb_next",
               "shadow_mark", "shadow_free", "shadow_alloc", "shadow_clear",
@@ -23,146 +23,173 @@ PASS_ORDER = ["instance_cull", "cull", "raster_sw", "raster_hw", "hzb", "post_cu
 
 
 def draw_panel(app: ViewerApp) -> None:
+    """The panel, top to bottom: what is being opened, the statistics, the settings and the
+    actions."""
     from imgui_bundle import imgui
 
-    def mark(label: str) -> None:
-        a, b = imgui.get_item_rect_min(), imgui.get_item_rect_max()
-        app.panel_rects[label] = (a.x, a.y, b.x, b.y)
-
-    r = app.renderer
     imgui.set_next_window_pos((8, 8), imgui.Cond_.always)
     imgui.set_next_window_size((PANEL_WIDTH, 0), imgui.Cond_.always)
     imgui.begin("Tessera", None, imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize)
     imgui.text(app.title or "(nothing open)")
+    _opening(imgui, app)
+    imgui.separator()
+    _statistics(imgui, app)
+    imgui.separator()
+    _settings(imgui, app)
+    _actions(imgui, app)
+    imgui.end()
 
-    # opening: progress, errors
+
+def _mark(imgui, app: ViewerApp, label: str) -> None:
+    """The last widget's rectangle in `app.panel_rects[label]`."""
+    a, b = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+    app.panel_rects[label] = (a.x, a.y, b.x, b.y)
+
+
+def _opening(imgui, app: ViewerApp) -> None:
+    """Opening: progress, errors."""
     job = app.job
     if job is not None and not job.finished.is_set():
         imgui.text_wrapped(f"opening {job.asset or job.title}")
         imgui.progress_bar(job.fraction, (-1, 0), f"{job.stage} {100 * job.fraction:.0f}%")
-        mark("progress")
+        _mark(imgui, app, "progress")
         if imgui.button("cancel"):
             job.cancel(wait=0.0)
-        mark("cancel")
+        _mark(imgui, app, "cancel")
     if app.message:
         color = (1.0, 0.45, 0.4, 1.0) if app.message.startswith("cannot") else (0.6, 0.9, 0.6, 1)
         imgui.push_style_color(imgui.Col_.text, color)
         imgui.text_wrapped(app.message)
         imgui.pop_style_color()
-        mark("message")
+        _mark(imgui, app, "message")
         if imgui.small_button("dismiss"):
             app.message = None
-        mark("dismiss")
+        _mark(imgui, app, "dismiss")
 
-    # timings and counters
-    imgui.separator()
+
+def _statistics(imgui, app: ViewerApp) -> None:
+    """Timings and counters: the frame's, each pass's, what was culled and drawn."""
+    r = app.renderer
     ms = float(np.median(app.frame_ms)) if app.frame_ms else 0.0
     imgui.text(f"frame {ms:.1f} ms ({1000 / max(ms, 1e-3):.0f} fps)")
     s = r.stats() if app.ready else None
-    if s is not None:
-        if s.gpu_ms:
-            # every pass seen so far keeps its line (frozen culling skips two): no jumping; the
-            # depth targets, skipped while nothing moves, have theirs from the first frame
-            names = app.panel_passes
-            names.extend(n for n in (*s.gpu_ms, "depth_targets") if n not in names)
-            names.sort(key=lambda n: PASS_ORDER.index(n) if n in PASS_ORDER else len(PASS_ORDER))
-            imgui.text(f"GPU {s.gpu_total_ms:.2f} ms")
-            for name in names:
-                v = s.gpu_ms.get(name)
-                imgui.text(f"  {name:<14} " + ("      -" if v is None else f"{v:7.2f} ms"))
-        c = s.counters
-        imgui.text(f"instances  {c['instances_visible']:,} / {c['instances_tested']:,}"
-                   f"  ({c['instances_far']:,} far)")
-        imgui.text(f"nodes      {c['nodes_visited']:,}")
-        imgui.text(f"clusters   SW {c['sw_clusters']:,}  HW {c['hw_clusters']:,}")
-        imgui.text(f"triangles  SW {c['sw_triangles']:,}  HW {c['hw_triangles']:,}")
-        if r.occlusion:  # two lines either way: the panel never jumps under the mouse
-            imgui.text(f"occluded   {c['occluded_instances']:,} inst  {c['occluded_nodes']:,} "
-                       f"nodes  {c['occluded_clusters']:,} cl")
-            imgui.text(f"post pass  {c['post_clusters']:,} drawn  {c['post_rejected']:,} culled")
-        else:
-            imgui.text("occluded   (occlusion culling off)")
-            imgui.text("post pass  -")
-        imgui.text(f"scene      {r.scene.triangle_count():,} triangles")
-        st = s.streaming
-        if r.streamer is not None:  # three lines while streaming (stats arrive a frame late)
-            pool = r.streamer
-            imgui.text(f"pool       {pool.resident_count:,} / {pool.slots:,} pages "
-                       f"({pool.slots * pool.page_size / 2**20:.0f} MB)")
-            if st is not None:
-                imgui.text(f"pages      {st['requested']:,} wanted  {st['uploaded']:,} up  "
-                           f"{st['evicted']:,} out")
-                imgui.text(f"uploaded   {st['mb_uploaded']:.1f} MB this frame")
-            else:
-                imgui.text("pages      -")
-                imgui.text("uploaded   -")
-        sh = s.shadow
-        if sh is not None:  # the sun's and the lights' pages while shadows are on
-            imgui.text(f"shadow     {sh['drawn']:,} drawn  {sh['cached']:,} cached  pool "
-                       f"{sh['pool_used']:,}/{sh['pool_pages']:,}"
-                       + (f"  {sh['failed']:,} short" if sh["failed"] else ""))
-        if r.lights:
-            imgui.text(f"lights     {len(r.lights)} spot/point, "
-                       f"{sum(r.shadow_map.light_faces)} shadow faces")
-        if s.overflow & INCOMPLETE:
-            imgui.text_colored((1.0, 0.45, 0.4, 1.0), "traversal cut short: scene incomplete")
-        if s.overflow & ~INCOMPLETE:
-            imgui.text_colored((1.0, 0.45, 0.4, 1.0), "queue overflow: detail dropped")
+    if s is None:
+        return
+    if s.gpu_ms:
+        # every pass seen so far keeps its line (frozen culling skips two): no jumping; the
+        # depth targets, skipped while nothing moves, have theirs from the first frame
+        names = app.panel_passes
+        names.extend(n for n in (*s.gpu_ms, "depth_targets") if n not in names)
+        names.sort(key=lambda n: PASS_ORDER.index(n) if n in PASS_ORDER else len(PASS_ORDER))
+        imgui.text(f"GPU {s.gpu_total_ms:.2f} ms")
+        for name in names:
+            v = s.gpu_ms.get(name)
+            imgui.text(f"  {name:<14} " + ("      -" if v is None else f"{v:7.2f} ms"))
+    c = s.counters
+    imgui.text(f"instances  {c['instances_visible']:,} / {c['instances_tested']:,}"
+               f"  ({c['instances_far']:,} far)")
+    imgui.text(f"nodes      {c['nodes_visited']:,}")
+    imgui.text(f"clusters   SW {c['sw_clusters']:,}  HW {c['hw_clusters']:,}")
+    imgui.text(f"triangles  SW {c['sw_triangles']:,}  HW {c['hw_triangles']:,}")
+    if r.occlusion:  # two lines either way: the panel never jumps under the mouse
+        imgui.text(f"occluded   {c['occluded_instances']:,} inst  {c['occluded_nodes']:,} "
+                   f"nodes  {c['occluded_clusters']:,} cl")
+        imgui.text(f"post pass  {c['post_clusters']:,} drawn  {c['post_rejected']:,} culled")
+    else:
+        imgui.text("occluded   (occlusion culling off)")
+        imgui.text("post pass  -")
+    imgui.text(f"scene      {r.scene.triangle_count():,} triangles")
+    _pages(imgui, app, s)
 
-    # settings
-    imgui.separator()
+
+def _pages(imgui, app: ViewerApp, s) -> None:
+    """The streaming pool and the shadow pages (`s`: the frame's statistics), the lights, and
+    what a frame cut short."""
+    r = app.renderer
+    st = s.streaming
+    if r.streamer is not None:  # three lines while streaming (stats arrive a frame late)
+        pool = r.streamer
+        imgui.text(f"pool       {pool.resident_count:,} / {pool.slots:,} pages "
+                   f"({pool.slots * pool.page_size / 2**20:.0f} MB)")
+        if st is not None:
+            imgui.text(f"pages      {st['requested']:,} wanted  {st['uploaded']:,} up  "
+                       f"{st['evicted']:,} out")
+            imgui.text(f"uploaded   {st['mb_uploaded']:.1f} MB this frame")
+        else:
+            imgui.text("pages      -")
+            imgui.text("uploaded   -")
+    sh = s.shadow
+    if sh is not None:  # the sun's and the lights' pages while shadows are on
+        imgui.text(f"shadow     {sh['drawn']:,} drawn  {sh['cached']:,} cached  pool "
+                   f"{sh['pool_used']:,}/{sh['pool_pages']:,}"
+                   + (f"  {sh['failed']:,} short" if sh["failed"] else ""))
+    if r.lights:
+        imgui.text(f"lights     {len(r.lights)} spot/point, "
+                   f"{sum(r.frame.shadow_map.light_faces)} shadow faces")
+    if s.overflow & INCOMPLETE:
+        imgui.text_colored((1.0, 0.45, 0.4, 1.0), "traversal cut short: scene incomplete")
+    if s.overflow & ~INCOMPLETE:
+        imgui.text_colored((1.0, 0.45, 0.4, 1.0), "queue overflow: detail dropped")
+
+
+def _settings(imgui, app: ViewerApp) -> None:
+    """The LOD threshold, the debug view, the grid, culling, shadows and the sun."""
+    r = app.renderer
     _, app.tau = imgui.slider_float("LOD px", app.tau, 0.25, 16.0, "%.2f",
                                     imgui.SliderFlags_.logarithmic)
-    mark("LOD px")
+    _mark(imgui, app, "LOD px")
     _, app.debug_view = imgui.combo("view", app.debug_view, list(DEBUG_VIEWS))
-    mark("view")
+    _mark(imgui, app, "view")
     changed_n, n = imgui.slider_int("instances", app.grid_count, 1, MAX_GRID, "%d",
                                     imgui.SliderFlags_.logarithmic)
-    mark("instances")
+    _mark(imgui, app, "instances")
     changed_s, sp = imgui.slider_float("spacing", app.grid_spacing, 0.5, 4.0)
-    mark("spacing")
+    _mark(imgui, app, "spacing")
     if changed_n or changed_s:
         app.set_grid(n, sp)
     current = 0 if r.persistent else 1
     changed_t, t = imgui.combo("culling", current, TRAVERSAL_NAMES)
-    mark("culling")
+    _mark(imgui, app, "culling")
     if changed_t and t != current:
         app.set_traversal(t == 0)
     changed_o, occ = imgui.checkbox("occlusion culling", r.occlusion)
-    mark("occlusion culling")
+    _mark(imgui, app, "occlusion culling")
     if changed_o:
         app.set_occlusion(occ)
     changed_sh, on = imgui.checkbox("shadows", r.shadows)
-    mark("shadows")
+    _mark(imgui, app, "shadows")
     if changed_sh:
         app.set_shadows(on)
     imgui.same_line()  # one row for both: the panel fits small windows
     changed_s, sun_on = imgui.checkbox("sun", r.sun is not None)
-    mark("sun")
+    _mark(imgui, app, "sun")
     if changed_s:
         app.set_sun(*(app.last_sun if sun_on else (None,)))
     if r.sun is not None:
         az, el = r.sun
         changed_a, az = imgui.slider_float("sun azimuth", az % 360.0, 0.0, 360.0, "%.0f deg")
-        mark("sun azimuth")
+        _mark(imgui, app, "sun azimuth")
         changed_e, el = imgui.slider_float("sun elevation", el, 1.0, 90.0, "%.0f deg")
-        mark("sun elevation")
+        _mark(imgui, app, "sun elevation")
         if changed_a or changed_e:
             app.set_sun(az, min(max(el, 1.0), 90.0))
     _, app.freeze = imgui.checkbox("freeze culling", app.freeze)
-    mark("freeze culling")
+    _mark(imgui, app, "freeze culling")
+
+
+def _actions(imgui, app: ViewerApp) -> None:
+    """The camera mode, framing the scene, a screenshot, and how to open a file."""
     if imgui.button(f"camera: {app.controls.mode}"):
         app.controls.mode = "fly" if app.controls.mode == "orbit" else "orbit"
-    mark("camera")
+    _mark(imgui, app, "camera")
     imgui.same_line()
     if imgui.button("frame (F)"):
         app.frame_scene()
-    mark("frame")
+    _mark(imgui, app, "frame")
     imgui.same_line()
     if imgui.button("screenshot"):
         app.request_screenshot()
-    mark("screenshot")
+    _mark(imgui, app, "screenshot")
     imgui.push_style_color(imgui.Col_.text, imgui.get_style_color_vec4(imgui.Col_.text_disabled))
     imgui.text_wrapped("drop a .tess, mesh or scene .json file on the window to open it")
     imgui.pop_style_color()
-    imgui.end()

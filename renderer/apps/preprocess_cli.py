@@ -44,11 +44,14 @@ MAX_TRIANGLES = 2**31 - 1
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
     from types import FrameType
 
     from tqdm import tqdm
 
+    from preprocess.config import BuildConfig
     from preprocess.mesh import Mesh
+    from preprocess.scene_import import SceneMeshes
 
 # exit statuses: 128 + the signal, as a shell reports a process the signal ended
 EXIT_ERROR = 2
@@ -360,36 +363,40 @@ def _stoppable(stop: StopSignals, work: Callable[[], int]) -> int:
         return stop.report()  # e.g. an ImportError: a C extension's import was interrupted
 
 
-def _build(args: argparse.Namespace, stop: StopSignals) -> int:
-    from pathlib import Path
+class _RefusedError(Exception):
+    """What `_build` refuses before it builds anything: one line (`fail`)."""
 
-    from preprocess.build import (
-        FILE_KERNEL_SECONDS,
-        KERNEL_SECONDS,
-        ROCK_KERNEL_SECONDS,
-        build_file,
-        compile_seconds,
-    )
+
+def _config(args: argparse.Namespace) -> BuildConfig:
+    """The build configuration the options ask for, after the checks of what goes with what."""
     from preprocess.config import BuildConfig
-    from preprocess.mesh import MeshError
-    from preprocess.tess.container import check_writable
 
     if (args.mesh is None) == (args.builtin is None):
-        return fail("give a mesh file or --builtin NAME (one of them)")
+        raise _RefusedError("give a mesh file or --builtin NAME (one of them)")
     if args.texture and args.builtin:
-        return fail("--texture applies to a mesh file, not to --builtin")
+        raise _RefusedError("--texture applies to a mesh file, not to --builtin")
     if args.builtin and args.up != "y":
-        return fail(f"--up {args.up} applies to a mesh file; the built-in assets are Y-up")
+        raise _RefusedError(f"--up {args.up} applies to a mesh file; the built-in assets are Y-up")
     try:
-        config = BuildConfig(max_triangles=args.max_triangles, max_vertices=args.max_vertices,
-                             group_size=args.group_size, page_size=args.page_kib * 1024,
-                             threads=args.threads,
-                             crease_angle=args.crease_angle,
-                             shading_weight=args.shading_weight,
-                             normal_cost=args.normal_cost,
-                             max_texture_size=args.max_texture_size, up=args.up)
+        return BuildConfig(max_triangles=args.max_triangles, max_vertices=args.max_vertices,
+                           group_size=args.group_size, page_size=args.page_kib * 1024,
+                           threads=args.threads,
+                           crease_angle=args.crease_angle,
+                           shading_weight=args.shading_weight,
+                           normal_cost=args.normal_cost,
+                           max_texture_size=args.max_texture_size, up=args.up)
     except ValueError as e:
-        return fail(str(e))
+        raise _RefusedError(str(e)) from None
+
+
+def _source(args: argparse.Namespace) -> tuple[SceneMeshes | None, str | Mesh, Path]:
+    """(the scene, or None; the source: a built-in's name or a mesh file; the output file): a
+    glTF or OBJ file that holds a scene is built as one (a `.tess` per mesh and a scene file)
+    unless --merge or `-o NAME.tess` asks for one merged `.tess`."""
+    from pathlib import Path
+
+    from preprocess.mesh import MeshError
+
     scene = None
     if (not args.builtin and not args.merge
             and Path(args.mesh).suffix.lower() in (".gltf", ".glb", ".obj")):
@@ -398,7 +405,7 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
         try:
             scene = read_scene(args.mesh, crease_angle=args.crease_angle)
         except MeshError as e:
-            return fail(str(e))
+            raise _RefusedError(str(e)) from None
     if args.builtin:
         source: str | Mesh = args.builtin
         output = Path(args.output or f"{args.builtin}.tess")
@@ -419,39 +426,91 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
         source = args.mesh
         output = Path(args.output) if args.output else Path(args.mesh).with_suffix(".json")
         if output.suffix != ".json":
-            return fail(f"{output}: a scene's output is a scene file, NAME.json (and a .tess "
-                        f"per mesh beside it), or NAME.tess for one merged .tess")
+            raise _RefusedError(f"{output}: a scene's output is a scene file, NAME.json (and a "
+                                f".tess per mesh beside it), or NAME.tess for one merged .tess")
         if args.texture:
-            return fail("--texture applies to one mesh, not to a scene (--merge builds one)")
+            raise _RefusedError("--texture applies to one mesh, not to a scene (--merge builds "
+                                "one)")
     else:
         source = args.mesh
         output = Path(args.output) if args.output else Path(args.mesh).with_suffix(".tess")
     if output.suffix != ".tess" and scene is None:
-        return fail(f"{output}: the output file must end in .tess")
+        raise _RefusedError(f"{output}: the output file must end in .tess")
+    return scene, source, output
+
+
+def _check_output(output: Path) -> None:
+    """Whether `output` can be written, before the build, not after it: a folder, no
+    permission, a read-only file system."""
+    from preprocess.tess.container import check_writable
+
     parent = output.parent
     if not parent.exists():
-        return fail(f"{parent}: output folder does not exist")
+        raise _RefusedError(f"{parent}: output folder does not exist")
     if not parent.is_dir():
-        return fail(f"{parent}: not a folder")
-    try:  # before the build, not after it: a folder, no permission, a read-only file system
+        raise _RefusedError(f"{parent}: not a folder")
+    try:
         check_writable(output)
     except OSError as e:
-        return fail(f"{output}: cannot write: {e.strerror or e}")
-    verify_errors: tuple[type[BaseException], ...] = ()
-    if args.verify:
-        from preprocess.verify import VerifyError
+        raise _RefusedError(f"{output}: cannot write: {e.strerror or e}") from None
 
-        verify_errors = (VerifyError,)
+
+def _note_compile(args: argparse.Namespace) -> None:
+    """A line on stderr where the numba kernels this build needs compile first (3 s or more):
+    even with -q, a silent 45 s looks like a hang."""
+    from preprocess.build import (
+        FILE_KERNEL_SECONDS,
+        KERNEL_SECONDS,
+        ROCK_KERNEL_SECONDS,
+        compile_seconds,
+    )
+
     modules = dict(KERNEL_SECONDS)
     if not args.builtin:
         modules.update(FILE_KERNEL_SECONDS)
     elif args.builtin in ("rock", "terrain"):
         modules.update(ROCK_KERNEL_SECONDS)
     ahead = compile_seconds(modules)
-    if ahead >= 3:  # even with -q: a silent 45 s looks like a hang
+    if ahead >= 3:
         about = round(ahead / 5) * 5 if ahead >= 10 else round(ahead)
         print(f"{COMPILE_NOTE} (about {about} s on 2 cores); later runs start at once",
               file=sys.stderr)
+
+
+def _build_scene(args: argparse.Namespace, scene: SceneMeshes, output: Path,
+                 config: BuildConfig, progress: Callable[[str, int, int], None]) -> None:
+    """A scene: a `.tess` per mesh and the scene file (`preprocess.scene_import.build_scene`),
+    and what was built said unless -q."""
+    from preprocess.scene_import import build_scene, scene_summary
+    from preprocess.up_axis import warn_against_spec
+
+    warn_against_spec(args.mesh, args.up)
+    results = build_scene(scene, output, config, progress=progress, verify=args.verify,
+                          up=args.up)
+    if not args.quiet:
+        print(f"{output.name}: {scene_summary(scene)}")
+        for r in results:
+            print(r.summary())
+        print(f"scene file {output}: open it with `tessera view {output}` or "
+              f"`tessera render {output}`")
+
+
+def _build(args: argparse.Namespace, stop: StopSignals) -> int:
+    from preprocess.build import build_file
+    from preprocess.mesh import MeshError
+
+    try:
+        config = _config(args)
+        scene, source, output = _source(args)
+        _check_output(output)
+    except _RefusedError as e:
+        return fail(str(e))
+    verify_errors: tuple[type[BaseException], ...] = ()
+    if args.verify:
+        from preprocess.verify import VerifyError
+
+        verify_errors = (VerifyError,)
+    _note_compile(args)
     stop.check()
     bars = StageBars(not args.quiet)
 
@@ -463,18 +522,7 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
 
     try:
         if scene is not None:
-            from preprocess.scene_import import build_scene, scene_summary
-            from preprocess.up_axis import warn_against_spec
-
-            warn_against_spec(args.mesh, args.up)
-            results = build_scene(scene, output, config, progress=progress, verify=args.verify,
-                                  up=args.up)
-            if not args.quiet:
-                print(f"{output.name}: {scene_summary(scene)}")
-                for r in results:
-                    print(r.summary())
-                print(f"scene file {output}: open it with `tessera view {output}` or "
-                      f"`tessera render {output}`")
+            _build_scene(args, scene, output, config, progress)
             return 0
         if args.builtin:
             from assets import builtin_mesh

@@ -118,8 +118,8 @@ class Viewer:
 
     def _on_resize(self, event: dict) -> None:
         pw, ph = self.canvas.get_physical_size()
-        if pw > 0 and ph > 0 and (pw, ph) != (self.renderer.frame.width,
-                                              self.renderer.frame.height):
+        f = self.renderer.frame.resources
+        if pw > 0 and ph > 0 and (pw, ph) != (f.width, f.height):
             self.renderer.resize(pw, ph)
 
     # ------------------------------------------------------------------ the frame
@@ -141,10 +141,11 @@ class Viewer:
             "view": tex.create_view(), "load_op": "clear", "store_op": "store",
             "clear_value": (0.08, 0.08, 0.09, 1)}], label="viewer.blit")
         if drawn:
-            if self._blit_group_gen != r.frame.generation:
+            f = r.frame.resources
+            if self._blit_group_gen != f.generation:
                 self._blit_group = bind_group(self.device, self._blit_bgl, BLIT_BINDINGS,
-                                              r.frame.buffers, "blit.bind_group")
-                self._blit_group_gen = r.frame.generation
+                                              f.buffers, "blit.bind_group")
+                self._blit_group_gen = f.generation
             rp.set_pipeline(self._blit)
             rp.set_bind_group(0, self._blit_group)
             rp.draw(3)

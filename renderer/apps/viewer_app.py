@@ -17,7 +17,7 @@ import numpy as np
 
 from renderer.camera import Camera
 from renderer.apps.controls import CameraControls
-from renderer.frame import Renderer
+from renderer.renderer import Renderer
 from renderer.options import DEFAULT_SUN, RenderOptions
 from renderer.scene import grid_offsets
 from renderer.apps.loader import LoadJob

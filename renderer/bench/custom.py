@@ -81,7 +81,7 @@ def _log_measure(log, name: str, m: dict) -> None:
 def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) -> dict:
     """Streaming figures: what the path uploaded, the same path fully resident, and the frames a
     static close-up of the first instance takes to converge in a fresh renderer."""
-    from renderer.frame import Renderer
+    from renderer.renderer import Renderer
     from renderer.options import RenderOptions
 
     st = r.streamer
@@ -148,7 +148,7 @@ def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) ->
 
 def run(cfg: BenchConfig, *, log=print) -> dict:
     """Run the benchmark; returns the figures (also printed through `log`)."""
-    from renderer.frame import Renderer
+    from renderer.renderer import Renderer
     from renderer.options import RenderOptions
 
     if cfg.scene not in ("orbit", "field"):

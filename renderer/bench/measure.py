@@ -60,7 +60,7 @@ def stat(values: list[float]) -> dict:
 
 def gpu_memory_mb(r) -> float:
     """Every buffer the renderer holds (the page pool included), in MB."""
-    return sum(int(b.size) for b in r.frame.buffers.values()) / 2**20
+    return sum(int(b.size) for b in r.frame.resources.buffers.values()) / 2**20
 
 
 # After its warm-up frames, a path on a GPU is drawn this long under full load (WARMUP_BURST
@@ -193,7 +193,7 @@ def summarize(r, cams: list[Camera], frame_ms: list[float], stats: list, clocks)
 
 def pass_alone_ms(r, encode, repeats: int = 9) -> float:
     """Median ms of one pass alone, after a frame has filled what it reads: `encode(frame,
-    encoder)` (e.g. `r.resolve.encode`) recorded, submitted and waited for `repeats` times.
+    encoder)` (e.g. `r.frame.resolve.encode`) recorded, submitted and waited for `repeats` times.
     lavapipe's timestamps around a pass can read near zero, and a frame's time mixes in culling
     and rasterization; this is the pass's own wall time."""
     d = r.device
@@ -201,10 +201,11 @@ def pass_alone_ms(r, encode, repeats: int = 9) -> float:
     for _ in range(repeats):
         t = time.perf_counter()
         enc = d.create_command_encoder(label="bench.pass_alone")
-        r.frame.labels = []
-        encode(r.frame, enc)
+        f = r.frame.resources
+        f.labels = []
+        encode(f, enc)
         d.queue.submit([enc.finish()])
-        d.queue.read_buffer(r.frame.buffers["state"], 0, 4)  # waits for the queue
+        d.queue.read_buffer(f.buffers["state"], 0, 4)  # waits for the queue
         times.append(time.perf_counter() - t)
     return 1e3 * statistics.median(times)
 

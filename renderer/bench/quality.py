@@ -224,7 +224,7 @@ def measure_quality(tess_path: str | os.PathLike, views: Sequence[View] = VIEWS,
     a grid (`Renderer.add_grid`), the views framing them all (`make demo`: 64, fill 1.7).
     `images`: a folder where a side-by-side PNG per view is written (`strip`). `ctx`: the GPU
     context to share."""
-    from renderer.frame import Renderer
+    from renderer.renderer import Renderer
     from renderer.options import RenderOptions
 
     report = progress or (lambda what: None)

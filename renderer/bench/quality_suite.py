@@ -144,10 +144,9 @@ def targets(pooled_rows: list[dict]) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser(known: dict[str, str]) -> argparse.ArgumentParser:
     from renderer.bench import quality
 
-    known = models()
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--only", nargs="+", choices=list(known), help="these models (default all)")
     p.add_argument("--size", type=int, default=256, help="image size (square; the reference is "
@@ -167,55 +166,44 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--normal-cost", type=float, default=0.0, metavar="W",
                    help="build with normals and uvs in the collapse cost (`preprocess "
                         "--normal-cost`; default 0)")
-    args = p.parse_args(argv)
+    return p
+
+
+def _fail(message: str) -> int:
+    print(f"tessera bench quality: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _args_error(args: argparse.Namespace) -> str | None:
+    """What is out of range in the arguments, or None."""
     if not 0 <= args.normal_cost <= 100:  # nan too
-        print(f"tessera bench quality: error: --normal-cost {args.normal_cost} out of range "
-              "(0..100)", file=sys.stderr)
-        return 2
+        return f"--normal-cost {args.normal_cost} out of range (0..100)"
     for flag, v in (("--size", args.size), ("--demo-size", args.demo_size)):
         if not 16 <= v <= 2048:
-            print(f"tessera bench quality: error: {flag} {v} out of range (16..2048)",
-                  file=sys.stderr)
-            return 2
+            return f"{flag} {v} out of range (16..2048)"
     if not all(t > 0 for t in args.taus):
-        print("tessera bench quality: error: every tau must be > 0", file=sys.stderr)
-        return 2
-    names = args.only or list(known)
-    shared = Path(args.shared)
-    missing = [n for n in names
-               if n in SHARED_MODELS and not (shared / SHARED_MODELS[n][0]).exists()]
-    if missing and args.only:
-        print(f"tessera bench quality: error: {', '.join(missing)}: not in {shared}",
-              file=sys.stderr)
-        return 2
-    if missing:
-        print(f"tessera bench quality: skipping {', '.join(missing)} (not in {shared})",
-              file=sys.stderr)
-    names = [n for n in names if n not in missing]
-    cache = Path(args.cache)
-    cache.mkdir(parents=True, exist_ok=True)
-    views = [v for v in quality.VIEWS if v.name in args.views]
+        return "every tau must be > 0"
+    return None
 
+
+def _measure(args: argparse.Namespace, names: list[str], views: list, cache: Path, ctx,
+             steps: dict[str, int]) -> tuple[list[dict], dict[str, str], dict[str, dict]]:
+    """Each model built (or taken from the cache) and measured: (the rows, the build notes by
+    model, the seconds each took to build and to measure)."""
     from tqdm import tqdm
 
-    from renderer.device import DeviceError, create_context
+    from renderer.bench import quality
 
     key = _source_hash()
     rows, notes, seconds = [], {}, {}
-    try:
-        ctx = create_context()
-    except DeviceError as e:
-        print(f"tessera bench quality: error: {e}", file=sys.stderr)
-        return 2
-    steps = {n: 2 if n == DEMO else 1 + len(views) for n in names}
     bar = tqdm(total=sum(steps.values()), desc="bench_quality", unit="step",
                leave=False, file=sys.stderr)
     try:
         for name in names:
             t0 = time.perf_counter()
             bar.set_postfix_str(f"{name}: build")
-            path, notes[name] = build(name, cache, key, shared=shared, rebuild=args.rebuild,
-                                      normal_cost=args.normal_cost)
+            path, notes[name] = build(name, cache, key, shared=Path(args.shared),
+                                      rebuild=args.rebuild, normal_cost=args.normal_cost)
             bar.update(1)
             t1 = time.perf_counter()
 
@@ -236,6 +224,15 @@ def main(argv: list[str] | None = None) -> int:
                              "measure": round(time.perf_counter() - t1, 2)}
     finally:
         bar.close()
+    return rows, notes, seconds
+
+
+def _report(args: argparse.Namespace, known: dict[str, str], names: list[str], views: list,
+            ctx, rows: list[dict], notes: dict[str, str], seconds: dict[str, dict],
+            images: int) -> None:
+    """The tables (per view and pooled), the targets, and the JSON file asked for."""
+    from renderer.bench import quality
+
     pooled = quality.pooled(rows)
     print(f"{args.size}x{args.size} ({DEMO}: {args.demo_size}x{args.demo_size}), reference "
           f"{quality.SUPERSAMPLE}x{quality.SUPERSAMPLE} supersampled full detail, views "
@@ -264,7 +261,41 @@ def main(argv: list[str] | None = None) -> int:
             "rows": quality.to_json(rows), "pooled": quality.to_json(pooled)}, indent=1))
         print(f"wrote {args.json}")
     if args.images:
-        print(f"wrote {sum(steps.values()) - len(names)} PNGs to {args.images}")
+        print(f"wrote {images} PNGs to {args.images}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from renderer.bench import quality
+
+    known = models()
+    args = _parser(known).parse_args(argv)
+    why = _args_error(args)
+    if why:
+        return _fail(why)
+    names = args.only or list(known)
+    shared = Path(args.shared)
+    missing = [n for n in names
+               if n in SHARED_MODELS and not (shared / SHARED_MODELS[n][0]).exists()]
+    if missing and args.only:
+        return _fail(f"{', '.join(missing)}: not in {shared}")
+    if missing:
+        print(f"tessera bench quality: skipping {', '.join(missing)} (not in {shared})",
+              file=sys.stderr)
+    names = [n for n in names if n not in missing]
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    views = [v for v in quality.VIEWS if v.name in args.views]
+
+    from renderer.device import DeviceError, create_context
+
+    try:
+        ctx = create_context()
+    except DeviceError as e:
+        return _fail(str(e))
+    steps = {n: 2 if n == DEMO else 1 + len(views) for n in names}
+    rows, notes, seconds = _measure(args, names, views, cache, ctx, steps)
+    _report(args, known, names, views, ctx, rows, notes, seconds,
+            images=sum(steps.values()) - len(names))
     return 0
 
 

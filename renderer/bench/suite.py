@@ -166,7 +166,7 @@ def _reason(e: Exception) -> str:
 
 class Suite:
     def __init__(self, cfg: SuiteConfig, log=print) -> None:
-        from renderer.frame import Renderer
+        from renderer.renderer import Renderer
         from renderer.options import RenderOptions
         from renderer.scene import open_asset
 
@@ -341,7 +341,7 @@ class Suite:
                 resolve = m["gpu_pass_ms"].get("resolve", float("nan"))
                 above = Camera.framing(center, radius, direction=(0.2, 0.9, 0.4), fill=1.8)
                 covered = int(r.render(above).coverage.sum())
-                alone = pass_alone_ms(r, r.resolve.encode, 5 if self.cfg.quick else 9)
+                alone = pass_alone_ms(r, r.frame.resolve.encode, 5 if self.cfg.quick else 9)
                 rows.append({
                     "variant": "1024 texture" if texture else "no texture", **m,
                     "covered": covered, "resolve_alone_ms": alone,

@@ -215,7 +215,7 @@ class CullView:
 
 def frame_view(camera: Camera, width: int, height: int, *, tau: float,
                sw_max_edge: float) -> CullView:
-    """The culling uniforms exactly as `Renderer._frame_uniforms` computes them (float32)."""
+    """The culling uniforms exactly as `Frame._frame_uniforms` computes them (float32)."""
     vp = camera.view_proj(width, height)
     return CullView(planes=frustum_planes(vp).astype(np.float64),
                     eye=np.asarray(camera.eye, np.float32).astype(np.float64),
@@ -334,124 +334,154 @@ def cull(scene: Scene, camera: Camera, width: int, height: int, *, tau: float,
     """
     if not scene.assets:
         raise SceneError("the scene has no asset")
-    t = _scene_tables(scene)
-    view = frame_view(camera, width, height, tau=tau, sw_max_edge=sw_max_edge)
-    tau_ = view.tau
     n = scene.instance_count
-    world = np.array(scene.instance_world, np.float32).reshape(n, 4, 4).astype(np.float64)
-    scale = scene.instance_table()["scale"][:n].astype(np.float64)  # the f32 the GPU reads
-    asset = np.array(scene.instance_asset, np.int64)
-    counters = dict.fromkeys(COUNTER_NAMES, 0)
-    counters["instances_tested"] = n
-    near_decisions = 0
+    walk = _Walk(
+        t=_scene_tables(scene),
+        view=frame_view(camera, width, height, tau=tau, sw_max_edge=sw_max_edge),
+        world=np.array(scene.instance_world, np.float32).reshape(n, 4, 4).astype(np.float64),
+        scale=scene.instance_table()["scale"][:n].astype(np.float64),  # the f32 the GPU reads
+        slack=slack)
+    walk.counters["instances_tested"] = n
+    vis, vis_margin, frontier = walk.instances(np.array(scene.instance_asset, np.int64), n)
+    walk.traverse(*frontier)
+    return walk.clusters(vis, vis_margin)
 
-    # instance cull: the root's box against the frustum
-    roots = t.root[asset] if n else np.zeros(0, np.int64)
-    vis, vis_margin = _frustum_box_decision(view, world, t.node_box[roots])
-    counters["instances_visible"] = int(vis.sum())
-    near_decisions += int((vis_margin < slack).sum())
-    keep = vis | (vis_margin < slack)
-    # frontier: instance, global node, exact (every decision on the way taken as computed), and
-    # the smallest margin on the way
-    inst = np.flatnonzero(keep)
-    node = roots[inst]
-    exact = vis[inst]
-    margin = vis_margin[inst]
-    found: list[tuple[np.ndarray, ...]] = []  # (inst, cluster, exact, margin) of tested clusters
 
-    # far instances: the root group's clusters, without the BVH
-    s = _world_spheres(world[inst], scale[inst], t.node_sphere[node])
-    up, far_m = _projected_decision(view, t.far_error[asset[inst]], s, scale[inst], tau_)
-    far = ~up
-    near_decisions += int((exact & (far_m < slack)).sum())
-    counters["instances_far"] = int((exact & far).sum())
-    if far.any():
-        g = t.root_group[asset[inst[far]]]
-        counters["clusters_tested"] += int(t.group_parts_clusters[g][exact[far]].sum())
+@dataclass
+class _Walk:
+    """`cull`'s traversal, phase by phase: the instances (`instances`), the BVH levels
+    (`traverse`), the clusters of the parts visited (`clusters`). Each phase counts its
+    decisions (`counters`), and those closer than `slack` to their threshold
+    (`near_decisions`); the parts visited gather in `found`."""
+
+    t: _SceneTables
+    view: CullView
+    world: np.ndarray  # (n, 4, 4) float64 of the float32 transforms
+    scale: np.ndarray  # (n,) float64 of the float32 largest axis scales
+    slack: float
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTER_NAMES, 0))
+    near_decisions: int = 0
+    # (instance, cluster, exact, margin) of the clusters of every part visited
+    found: list[tuple[np.ndarray, ...]] = field(default_factory=list)
+
+    def instances(self, asset: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, tuple]:
+        """The instance cull (the root's box against the frustum) and the far instances (the
+        root group's clusters, without the BVH): (visible, its margin, the frontier of the
+        BVH: instance, global node, exact (every decision on the way taken as computed), and
+        the smallest margin on the way)."""
+        t, view, slack = self.t, self.view, self.slack
+        roots = t.root[asset] if n else np.zeros(0, np.int64)
+        vis, vis_margin = _frustum_box_decision(view, self.world, t.node_box[roots])
+        self.counters["instances_visible"] = int(vis.sum())
+        self.near_decisions += int((vis_margin < slack).sum())
+        keep = vis | (vis_margin < slack)
+        inst = np.flatnonzero(keep)
+        node = roots[inst]
+        exact = vis[inst]
+        margin = vis_margin[inst]
+        s = _world_spheres(self.world[inst], self.scale[inst], t.node_sphere[node])
+        up, far_m = _projected_decision(view, t.far_error[asset[inst]], s, self.scale[inst],
+                                        view.tau)
+        far = ~up
+        self.near_decisions += int((exact & (far_m < slack)).sum())
+        self.counters["instances_far"] = int((exact & far).sum())
+        if far.any():
+            self._parts(t.root_group[asset[inst[far]]], inst[far], exact[far], margin[far])
+        return vis, vis_margin, (inst[up], node[up], exact[up], margin[up])
+
+    def _parts(self, g: np.ndarray, inst: np.ndarray, exact: np.ndarray,
+               margin: np.ndarray) -> None:
+        """The parts of groups `g` (of instances `inst`) visited: their clusters found."""
+        t = self.t
+        self.counters["clusters_tested"] += int(t.group_parts_clusters[g][exact].sum())
         cnt = t.group_parts_clusters[g]
         members = t.group_clusters[_ranges(t.group_offset[g], cnt)]
-        found.append((np.repeat(inst[far], cnt), members, np.repeat(exact[far], cnt),
-                      np.repeat(margin[far], cnt)))
-    inst, node, exact, margin = inst[up], node[up], exact[up], margin[up]
+        self.found.append((np.repeat(inst, cnt), members, np.repeat(exact, cnt),
+                           np.repeat(margin, cnt)))
 
-    while len(inst):
-        counters["nodes_visited"] += int(exact.sum())
-        s = _world_spheres(world[inst], scale[inst], t.node_sphere[node])
-        f_in, f_m = _frustum_box_decision(view, world[inst], t.node_box[node])
-        e_up, e_m = _projected_decision(view, t.node_error[node], s, scale[inst], tau_)
-        go = f_in & e_up
-        # a descended node flips with either test; a skipped one only when every failing test
-        # flips
-        m_node = np.where(go, np.minimum(f_m, e_m),
-                          np.maximum(np.where(f_in, 0.0, f_m), np.where(e_up, 0.0, e_m)))
-        near_decisions += int((exact & (m_node < slack)).sum())
-        take = go | (m_node < slack)
-        inst, node = inst[take], node[take]
-        exact = exact[take] & go[take]
-        margin = np.minimum(margin[take], m_node[take])
-        # child groups: tested by every descended node
-        cg = t.node_child_group[node]  # (k, 8)
-        gk, gj = np.nonzero(cg >= 0)
-        g = cg[gk, gj]
-        counters["groups_tested"] += int(exact[gk].sum())
-        if len(g):
-            gi = inst[gk]
-            gs = _world_spheres(world[gi], scale[gi], t.group_sphere[g])
-            want, w_m = _projected_decision(view, t.group_error[g], gs, scale[gi], tau_)
-            near_decisions += int((exact[gk] & (w_m < slack)).sum())
-            gtake = want | (w_m < slack)
-            g, gi = g[gtake], gi[gtake]
-            g_exact = exact[gk][gtake] & want[gtake]
-            g_margin = np.minimum(margin[gk][gtake], w_m[gtake])
-            counters["clusters_tested"] += int(t.group_parts_clusters[g][g_exact].sum())
-            cnt = t.group_parts_clusters[g]
-            members = t.group_clusters[_ranges(t.group_offset[g], cnt)]
-            found.append((np.repeat(gi, cnt), members, np.repeat(g_exact, cnt),
-                          np.repeat(g_margin, cnt)))
-        # child nodes: the next level
-        cn = t.node_child_node[node]
-        nk, nj = np.nonzero(cn >= 0)
-        inst, node, exact, margin = inst[nk], cn[nk, nj], exact[nk], margin[nk]
+    def traverse(self, inst: np.ndarray, node: np.ndarray, exact: np.ndarray,
+                 margin: np.ndarray) -> None:
+        """The BVH, level by level from the frontier: nodes descended, their child groups
+        tested."""
+        t, view, slack = self.t, self.view, self.slack
+        world, scale = self.world, self.scale
+        while len(inst):
+            self.counters["nodes_visited"] += int(exact.sum())
+            s = _world_spheres(world[inst], scale[inst], t.node_sphere[node])
+            f_in, f_m = _frustum_box_decision(view, world[inst], t.node_box[node])
+            e_up, e_m = _projected_decision(view, t.node_error[node], s, scale[inst], view.tau)
+            go = f_in & e_up
+            # a descended node flips with either test; a skipped one only when every failing
+            # test flips
+            m_node = np.where(go, np.minimum(f_m, e_m),
+                              np.maximum(np.where(f_in, 0.0, f_m), np.where(e_up, 0.0, e_m)))
+            self.near_decisions += int((exact & (m_node < slack)).sum())
+            take = go | (m_node < slack)
+            inst, node = inst[take], node[take]
+            exact = exact[take] & go[take]
+            margin = np.minimum(margin[take], m_node[take])
+            # child groups: tested by every descended node
+            cg = t.node_child_group[node]  # (k, 8)
+            gk, gj = np.nonzero(cg >= 0)
+            g = cg[gk, gj]
+            self.counters["groups_tested"] += int(exact[gk].sum())
+            if len(g):
+                gi = inst[gk]
+                gs = _world_spheres(world[gi], scale[gi], t.group_sphere[g])
+                want, w_m = _projected_decision(view, t.group_error[g], gs, scale[gi], view.tau)
+                self.near_decisions += int((exact[gk] & (w_m < slack)).sum())
+                gtake = want | (w_m < slack)
+                self._parts(g[gtake], gi[gtake], exact[gk][gtake] & want[gtake],
+                            np.minimum(margin[gk][gtake], w_m[gtake]))
+            # child nodes: the next level
+            cn = t.node_child_node[node]
+            nk, nj = np.nonzero(cn >= 0)
+            inst, node, exact, margin = inst[nk], cn[nk, nj], exact[nk], margin[nk]
 
-    # clusters of the visited parts: own error <= tau and bounds in the frustum
-    if found:
-        ci, cc, c_exact, c_margin = (np.concatenate(x) for x in zip(*found, strict=True))
-    else:
-        ci = cc = np.zeros(0, np.int64)
-        c_exact = np.zeros(0, bool)
-        c_margin = np.zeros(0)
-    own_s = _world_spheres(world[ci], scale[ci], t.cl_self_sphere[cc])
-    coarse, o_m = _projected_decision(view, t.cl_self_error[cc], own_s, scale[ci], tau_)
-    b = _world_spheres(world[ci], scale[ci], t.cl_bounds[cc])
-    b_in, b_m = _frustum_decision(view, b)
-    draw = ~coarse & b_in
-    m_cl = np.where(draw, np.minimum(o_m, b_m),
-                    np.maximum(np.where(coarse, o_m, 0.0), np.where(b_in, 0.0, b_m)))
-    near_decisions += int((c_exact & (m_cl < slack)).sum())
-    row_margin = np.minimum(c_margin, m_cl)
-    drawn = c_exact & draw
-    near = ~drawn & (row_margin < slack) & (draw | (m_cl < slack))
-    tris = t.cl_triangles[cc]
-    hw, hw_m = _hardware_decision(view, b, tris, t.cl_mode[cc])
-    near_decisions += int((drawn & (hw_m < slack)).sum())
+    def clusters(self, vis: np.ndarray, vis_margin: np.ndarray) -> CullResult:
+        """The clusters of the parts visited: drawn where their own error is <= tau and their
+        bounds are in the frustum; SW or HW; the result, with the instance cull's."""
+        t, view, slack, counters = self.t, self.view, self.slack, self.counters
+        if self.found:
+            ci, cc, c_exact, c_margin = (np.concatenate(x)
+                                         for x in zip(*self.found, strict=True))
+        else:
+            ci = cc = np.zeros(0, np.int64)
+            c_exact = np.zeros(0, bool)
+            c_margin = np.zeros(0)
+        world, scale = self.world[ci], self.scale[ci]
+        own_s = _world_spheres(world, scale, t.cl_self_sphere[cc])
+        coarse, o_m = _projected_decision(view, t.cl_self_error[cc], own_s, scale, view.tau)
+        b = _world_spheres(world, scale, t.cl_bounds[cc])
+        b_in, b_m = _frustum_decision(view, b)
+        draw = ~coarse & b_in
+        m_cl = np.where(draw, np.minimum(o_m, b_m),
+                        np.maximum(np.where(coarse, o_m, 0.0), np.where(b_in, 0.0, b_m)))
+        self.near_decisions += int((c_exact & (m_cl < slack)).sum())
+        row_margin = np.minimum(c_margin, m_cl)
+        drawn = c_exact & draw
+        near = ~drawn & (row_margin < slack) & (draw | (m_cl < slack))
+        tris = t.cl_triangles[cc]
+        hw, hw_m = _hardware_decision(view, b, tris, t.cl_mode[cc])
+        self.near_decisions += int((drawn & (hw_m < slack)).sum())
 
-    def rows_of(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        r = np.stack([ci[mask].astype(np.uint32), t.cl_ref[cc[mask]]], axis=1)
-        order = np.lexsort((r[:, 1], r[:, 0])) if len(r) else np.zeros(0, np.int64)
-        return r[order].reshape(-1, 2), order
+        def rows_of(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            r = np.stack([ci[mask].astype(np.uint32), t.cl_ref[cc[mask]]], axis=1)
+            order = np.lexsort((r[:, 1], r[:, 0])) if len(r) else np.zeros(0, np.int64)
+            return r[order].reshape(-1, 2), order
 
-    rows, order = rows_of(drawn)
-    sel = np.flatnonzero(drawn)[order]
-    near_rows, norder = rows_of(near)
-    hw_sel = hw[sel]
-    for name, mask in (("sw", ~hw_sel), ("hw", hw_sel)):
-        counters[f"{name}_clusters"] = int(mask.sum())
-        counters[f"{name}_triangles"] = int(tris[sel][mask].sum())
-    return CullResult(rows=rows, hw=hw_sel, triangles=tris[sel].astype(np.uint32),
-                      margin=row_margin[sel], hw_margin=hw_m[sel], near_rows=near_rows,
-                      near_margin=row_margin[np.flatnonzero(near)[norder]],
-                      instance_visible=vis, instance_margin=vis_margin, counters=counters,
-                      near_decisions=near_decisions)
+        rows, order = rows_of(drawn)
+        sel = np.flatnonzero(drawn)[order]
+        near_rows, norder = rows_of(near)
+        hw_sel = hw[sel]
+        for name, mask in (("sw", ~hw_sel), ("hw", hw_sel)):
+            counters[f"{name}_clusters"] = int(mask.sum())
+            counters[f"{name}_triangles"] = int(tris[sel][mask].sum())
+        return CullResult(rows=rows, hw=hw_sel, triangles=tris[sel].astype(np.uint32),
+                          margin=row_margin[sel], hw_margin=hw_m[sel], near_rows=near_rows,
+                          near_margin=row_margin[np.flatnonzero(near)[norder]],
+                          instance_visible=vis, instance_margin=vis_margin, counters=counters,
+                          near_decisions=self.near_decisions)
 
 
 def cluster_records(scene: Scene, refs: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ from assets import builtin_mesh
 from preprocess.verify import check_cut, projected_error, select_cut
 from renderer.camera import Camera
 from renderer.oracles.cpu_cull import COUNTER_NAMES, CullResult, cluster_records, cull, frame_view
-from renderer.frame import Renderer
+from renderer.renderer import Renderer
 from renderer.options import RenderOptions
 from renderer.scene import Scene, open_asset
 

@@ -31,7 +31,7 @@ from assets.shapes import grid_square
 from preprocess.build import build_file
 from preprocess.load import mesh_from_arrays
 from renderer.camera import Camera
-from renderer.frame import Renderer
+from renderer.renderer import Renderer
 from renderer.options import RenderOptions
 from renderer.scene import SceneError
 
@@ -201,12 +201,13 @@ def test_moved_instance_under_a_fixed_camera(plane_tess, fallback32) -> None:
     cam = camera()
     f = cam.lod_scale(H)
     r.render(cam)
-    generation = r.frame.generation
+    generation = r.frame.resources.generation
     tx, ty = 0.04, 0.07
     moved = translation(tx, ty) @ right
     r.set_transform(1, moved)
     res = r.render(cam)
-    assert r.frame.generation == generation  # rows rewritten in place: nothing re-uploaded
+    # rows rewritten in place: nothing re-uploaded
+    assert r.frame.resources.generation == generation
     want = np.where((res.instance == 1)[..., None], [f * tx / D, -f * ty / D], 0.0)
     assert (res.instance == 0).sum() > 200 and (res.instance == 1).sum() > 200
     check(res, want, "translated instance")

@@ -98,7 +98,7 @@ def test_device_description_names_what_it_lacks() -> None:
 
 @pytest.mark.gpu
 def test_traversal_default_follows_the_adapter() -> None:
-    from renderer.frame import Renderer
+    from renderer.renderer import Renderer
     from renderer.options import RenderOptions
 
     r = Renderer(8, 8)

@@ -21,7 +21,7 @@ import pytest
 
 from renderer.camera import Camera
 from renderer.oracles.cpu_cull import hzb_mips, occlusion_visible
-from renderer.frame import Renderer
+from renderer.renderer import Renderer
 from renderer.options import RenderOptions
 
 pytestmark = pytest.mark.gpu

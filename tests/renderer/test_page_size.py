@@ -16,7 +16,7 @@ import pytest
 
 from preprocess.tess import read_tess
 from renderer.camera import Camera
-from renderer.frame import Renderer
+from renderer.renderer import Renderer
 from renderer.options import RenderOptions
 
 pytestmark = pytest.mark.gpu

@@ -20,7 +20,7 @@ from assets import builtin_mesh
 from preprocess.load import load_mesh, mesh_from_arrays
 from preprocess.mesh import Mesh
 from renderer.camera import Camera
-from renderer.frame import Renderer
+from renderer.renderer import Renderer
 from renderer.options import DEBUG_VIEWS, RenderOptions
 from renderer.results import RenderResult
 from renderer.oracles.reference import ReferenceRenderer
@@ -465,7 +465,7 @@ def test_sw_raster_packing_draws_the_same_image(bunny) -> None:
     configs = [(128, 1), (8, 4), (1, 3), (32, 3)]
     renderers = [renderer_for(bunny, sw_lanes=lanes, sw_rounds=rounds)[0]
                  for lanes, rounds in configs]
-    assert [r.raster_sw.clusters_per_workgroup for r in renderers] == [1, 64, 384, 12]
+    assert [r.frame.raster_sw.clusters_per_workgroup for r in renderers] == [1, 64, 384, 12]
     for cam in (close_view(renderers[0], 2.0), full_view(renderers[0])):
         first = renderers[0].render(cam, tau=1.0)
         assert first.stats.counters["sw_clusters"] > 12

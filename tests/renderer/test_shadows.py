@@ -25,7 +25,7 @@ from preprocess.build import build_file
 from preprocess.load import mesh_from_arrays
 from preprocess.tess.color import srgb_to_linear
 from renderer.camera import Camera
-from renderer.frame import Renderer
+from renderer.renderer import Renderer
 from renderer.lights import Light
 from renderer.options import RenderOptions
 from renderer.limits import FALLBACK_STEP, SHADOW_LEVELS, SHADOW_PAGES
@@ -242,8 +242,8 @@ def test_a_thin_wall_standing_on_the_ground_under_a_low_sun(gpu, box_scene, tmp_
     pts = _world_points(res, cam)
     behind = -pts[..., 2] - 0.01  # how far behind the wall's back face
     dist = np.linalg.norm(pts - np.asarray(cam.eye), axis=-1)
-    texel = r.shadow_map.texel0 * 2.0 ** shadow_level(dist, cam.lod_scale(SIZE),
-                                                      r.shadow_map.texel0)
+    texel0 = r.frame.shadow_map.texel0
+    texel = texel0 * 2.0 ** shadow_level(dist, cam.lod_scale(SIZE), texel0)
     reach = 3.0 * texel / np.sin(np.radians(sun_at[1]))  # 3 texels of the sun's view, on the ground
     leak = keep & truth & (res.shadow > 0.5) & (behind < 0.5)  # lit near the foot
     print(f"the wall's shadow: {truth[ground].sum()} px, agree {agree:.4%} off the edge band; "
@@ -287,16 +287,16 @@ def test_each_pixel_marks_the_level_of_its_footprint(gpu, box_scene):
     cam = Camera(eye=(0.0, 3.0, 4.0), target=(0.0, 0.0, -1.0), fov_y=60.0, near=0.01)
     r = _scene(gpu, box_scene)
     res = r.render(cam)
-    marks = np.frombuffer(r.device.queue.read_buffer(r.frame.buffers["shadow_marks"]),
+    marks = np.frombuffer(r.device.queue.read_buffer(r.frame.resources.buffers["shadow_marks"]),
                           np.uint32).reshape(SHADOW_LEVELS, SHADOW_PAGES * SHADOW_PAGES)
     marked = {int(v) for v in np.nonzero((marks == res.stats.frame + 1).any(axis=1))[0]}
     dist = np.linalg.norm(_world_points(res, cam) - np.asarray(cam.eye), axis=-1)[res.coverage]
-    want = shadow_level(dist, cam.lod_scale(SIZE), r.shadow_map.texel0)
+    want = shadow_level(dist, cam.lod_scale(SIZE), r.frame.shadow_map.texel0)
     last = SHADOW_LEVELS - 1
     expect = ({int(v) for v in np.unique(want)}
               | {min(int(v) + FALLBACK_STEP, last) for v in np.unique(want)} | {last})
     # a texel of the chosen level is no larger than the pixel, and more than half of it
-    texel = r.shadow_map.texel0 * 2.0 ** want
+    texel = r.frame.shadow_map.texel0 * 2.0 ** want
     footprint = dist / cam.lod_scale(SIZE)
     print(f"levels wanted {sorted(np.unique(want).tolist())}, marked {sorted(marked)}")
     assert len(np.unique(want)) >= 2
@@ -386,7 +386,7 @@ def _render_shadow_fraction(box_scene, env: dict | None = None, options: str = f
     with RenderOptions(`options`); the lit image saved to `save` (.npy) if given."""
     code = (
         "import numpy as np, sys\n"
-        "from renderer.frame import Renderer\n"
+        "from renderer.renderer import Renderer\n"
         "from renderer.options import RenderOptions\n"
         "from renderer.lights import Light\n"
         "from renderer.camera import Camera\n"
@@ -622,9 +622,9 @@ def test_too_many_lights_and_shadow_faces(gpu, box_scene):
     r = _scene(gpu, box_scene, sun=None)
     with pytest.warns(RuntimeWarning, match="36 shadow faces"):
         r.set_lights([lamp] * 6)  # 34 faces: five point lights cast, the sixth does not
-    assert r.shadow_map.faces == 34
+    assert r.frame.shadow_map.faces == 34
     res = r.render(CAMERA)
-    assert r.shadow_map.light_faces == [6] * 5 + [0]
+    assert r.frame.shadow_map.light_faces == [6] * 5 + [0]
     assert res.stats.shadow["failed"] == 0
 
 

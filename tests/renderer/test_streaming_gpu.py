@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from renderer.camera import Camera
-from renderer.frame import Renderer
+from renderer.renderer import Renderer
 from renderer.options import RenderOptions
 
 pytestmark = pytest.mark.gpu
@@ -161,7 +161,7 @@ def test_camera_path_over_a_scene_three_times_the_pool(rock) -> None:
         assert not res.stats.overflow, res.stats.overflow
         st = r.streamer
         assert st.resident_count <= st.slots == int(fraction * 4 * ref.scene.assets[0].page_count)
-        now = {name: b.size for name, b in r.frame.buffers.items()}
+        now = {name: b.size for name, b in r.frame.resources.buffers.items()}
         assert sizes is None or now == sizes, "buffers changed size"
         sizes = now
         # coverage: equal except along silhouettes, where coarser clusters stand in for detail

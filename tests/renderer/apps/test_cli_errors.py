@@ -40,10 +40,10 @@ def no_gpu(monkeypatch):
         raise AssertionError("the GPU was opened")
 
     import renderer.device
-    import renderer.frame
+    import renderer.renderer
 
     monkeypatch.setattr(renderer.device, "create_context", opened)
-    monkeypatch.setattr(renderer.frame, "create_context", opened)
+    monkeypatch.setattr(renderer.renderer, "create_context", opened)
 
 
 # ------------------------------------------------------------ option values, before the GPU
@@ -216,7 +216,7 @@ def _binding_limit(gpu) -> int:
 @pytest.mark.slow
 def test_size_past_the_adapter_limit_names_it_and_allocates_nothing(gpu, monkeypatch) -> None:
     import renderer.frame
-    from renderer.frame import Renderer
+    from renderer.renderer import Renderer
 
     side = math.isqrt(_binding_limit(gpu) // 8) + 1  # 8 bytes a pixel: the largest buffers
     if side > 16384:
@@ -244,7 +244,7 @@ def test_cli_size_past_the_adapter_limit(sphere_tess, gpu, tmp_path, capsys) -> 
 @pytest.mark.slow
 @pytest.mark.gpu
 def test_instances_past_the_adapter_limit(sphere_tess, gpu, tmp_path, capsys) -> None:
-    from renderer.frame import Renderer
+    from renderer.renderer import Renderer
 
     most = _binding_limit(gpu) // 80  # 80 bytes an instance
     r = Renderer(16, 16)

@@ -103,7 +103,7 @@ def test_unreadable_files(tmp_path) -> None:
 def test_render_scene_file_equals_the_api(sphere_tess, tmp_path) -> None:
     from renderer.apps import cli
     from renderer.camera import Camera
-    from renderer.frame import Renderer
+    from renderer.renderer import Renderer
 
     scene = tmp_path / "scene.json"
     scene.write_text(json.dumps({

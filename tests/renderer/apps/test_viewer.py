@@ -83,7 +83,7 @@ def test_frame_scene_looks_at_the_whole_scene() -> None:
 @pytest.mark.slow
 @pytest.mark.gpu
 def test_window_screenshot_matches_headless_render(sphere_tess, tmp_path, run_viewer) -> None:
-    from renderer.frame import Renderer
+    from renderer.renderer import Renderer
     from renderer.apps.viewer_app import PANEL_WIDTH
 
     png = tmp_path / "shot.png"
@@ -120,7 +120,7 @@ def test_missing_file_is_one_line_exit_2(tmp_path, run_viewer) -> None:
 @pytest.mark.gpu
 def test_freeze_culling_keeps_the_culled_set(sphere_tess) -> None:
     # the panel's "freeze culling": later frames draw the clusters the frozen frame chose
-    from renderer.frame import Renderer
+    from renderer.renderer import Renderer
 
     r = Renderer(64, 64)
     r.add_instance(r.load(sphere_tess))

@@ -1,0 +1,416 @@
+"""The renderer's front door: `Renderer`, the scene API and the numpy API around the frame.
+
+What a caller sees: the adapter's limits checked before anything is allocated (`check_image`,
+`check_instances`: one-line ValueErrors naming the limit), the scene (`load`, `add_instance`,
+`add_grid`, `set_transform`), the lighting and the switches (`set_sun`, `set_lights`,
+`set_shadows`, `set_occlusion`, `set_traversal`), and the frames: `submit` (nothing waits),
+`stats()` (read back a few frames late), `render()` (waits for its own frame and decodes the
+images into a `RenderResult`), `render_converged`, `read_hzb`, `read_visible`.
+
+The frame itself, its GPU resources, uniforms and the sequence of passes, is
+`renderer.frame.Frame`, which the Renderer owns (`Renderer.frame`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+
+import numpy as np
+
+from preprocess.tess.pages import octahedral_decode
+from renderer.camera import Camera
+from renderer.device import GpuContext, create_context
+from renderer.frame import Frame, binding_limit, image_buffers
+from renderer.layout import INSTANCE_DTYPE, STATE
+from renderer.lights import Light, check_lights, faces_wanted
+from renderer.limits import (
+    MAX_LOCAL_FACES,
+    ID_EMPTY,
+    IMAGE_BUFFER_BYTES,
+    MAX_IMAGE_SIZE,
+    MAX_WORLD,
+    SLOT_BITS,
+    SLOT_MASK,
+)
+from renderer.options import DEBUG_VIEWS, RenderOptions, check_sun
+from renderer.results import FrameStats, RenderResult
+from renderer.scene import Scene, SceneError, grid_offsets, open_asset
+
+__all__ = ["Renderer"]
+
+_MIB = 1 << 20
+
+
+def _mib(nbytes: int, beside: int | None = None) -> str:
+    """`nbytes` in MiB, or in bytes where MiB would read the same as `beside`."""
+    text = f"{nbytes / _MIB:,.0f} MiB" if nbytes >= 10 * _MIB else f"{nbytes / _MIB:,.1f} MiB"
+    if beside is not None and text == _mib(beside):
+        return f"{nbytes:,} bytes"
+    return text
+
+
+def _check_size(width: int, height: int) -> None:
+    ok = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+             for v in (width, height))
+    if not (ok and 1 <= width <= MAX_IMAGE_SIZE and 1 <= height <= MAX_IMAGE_SIZE):
+        raise ValueError(f"image size {width}x{height} out of range (whole numbers, "
+                         f"1..{MAX_IMAGE_SIZE})")
+
+
+def _check_world(reach: float, what: str) -> None:
+    if not reach <= MAX_WORLD:
+        raise ValueError(f"{what} reach {reach:.3g} from the world origin; float32 positions "
+                         f"hold at most {MAX_WORLD:.0e} (limits.MAX_WORLD)")
+
+
+class Renderer:
+    """Draws `.tess` assets, instanced, with the GPU choosing the clusters every frame.
+
+    >>> r = Renderer(512, 512)
+    >>> rock = r.load("out/rock.tess")
+    >>> r.add_instance(rock)                     # identity transform
+    >>> img = r.render(Camera.framing(*r.bounds()))
+    >>> img.save_png("rock.png"); img.stats.triangles
+    """
+
+    def __init__(self, width: int = 512, height: int = 512, *,
+                 options: RenderOptions | None = None, ctx: GpuContext | None = None) -> None:
+        self.options = options or RenderOptions()
+        _check_size(width, height)  # what needs no device: before one is opened
+        self.ctx = ctx or create_context(force_fallback32=self.options.fallback32)
+        self.device = self.ctx.device
+        self.vis64 = self.ctx.int64_atomics and not self.options.fallback32
+        self.check_image(width, height)  # what the adapter binds: before anything is allocated
+        self._check_capacities()
+        self.scene = Scene()
+        lights = tuple(check_lights(self.options.lights))
+        self.frame = Frame(self.ctx, self.options, self.vis64, lights)
+        self.set_lights(lights)
+        self.resize(width, height)
+
+    # ---------------------------------------------------------------- the frame's switches
+
+    @property
+    def sun(self) -> tuple[float, float] | None:
+        """(azimuth, elevation) degrees, or None: `set_sun`."""
+        return self.frame.sun
+
+    @property
+    def lights(self) -> tuple[Light, ...]:
+        """The spot and point lights: `set_lights`."""
+        return self.frame.lights
+
+    @property
+    def shadows(self) -> bool:
+        """Whether shadows are drawn: `set_shadows`."""
+        return self.frame.shadows
+
+    @property
+    def occlusion(self) -> bool:
+        """Whether two-pass occlusion culling is on: `set_occlusion`."""
+        return self.frame.occlusion
+
+    @property
+    def persistent(self) -> bool:
+        """Whether the BVH traversal runs in persistent workgroups: `set_traversal`."""
+        return self.frame.persistent
+
+    @property
+    def streamer(self):
+        """The `renderer.streaming.PageStreamer` while the scene streams, else None."""
+        return self.frame.streamer
+
+    def set_occlusion(self, enabled: bool) -> None:
+        """Switch two-pass occlusion culling on or off (on: from the next frame, once an HZB
+        has been built)."""
+        self.frame.set_occlusion(enabled)
+
+    def set_traversal(self, persistent: bool) -> None:
+        """Switch the BVH traversal between persistent workgroups and one dispatch per level
+        (both pipelines are built up front; the cut is the same)."""
+        self.frame.set_traversal(persistent)
+
+    def set_sun(self, azimuth: float | None, elevation: float | None = None) -> None:
+        """Move the sun, (azimuth, elevation) in degrees as `RenderOptions.sun` (ValueError for
+        one at or below the horizon), or take it away (None); every shadow page is drawn
+        again."""
+        if azimuth is None:
+            self.frame.sun = None
+            return
+        check_sun((azimuth, elevation))
+        self.frame.sun = (float(azimuth), float(elevation))
+
+    def set_lights(self, lights) -> None:
+        """The scene's spot and point lights (renderer.Light, at most MAX_LIGHTS; ValueError
+        otherwise), from the next frame: each casts its shadow through its own faces of the
+        shadow pool while MAX_LOCAL_FACES last (a RuntimeWarning names those past it, lit without
+        a shadow); every shadow page is drawn again."""
+        lights = tuple(check_lights(lights))
+        want = faces_wanted(lights)
+        if want > MAX_LOCAL_FACES:
+            warnings.warn(f"the lights need {want} shadow faces (a spot 1, a point light 6); "
+                          f"the first {MAX_LOCAL_FACES} are drawn, the lights past them cast "
+                          f"no shadow", RuntimeWarning, stacklevel=2)
+        self.frame.set_lights(lights)
+
+    def set_shadows(self, enabled: bool) -> None:
+        """Draw the sun's and the lights' shadows (from the next frame) or not; they light the lit
+        view either way. The shadow pool (`RenderOptions.shadow_pool_mb`) is allocated when shadows
+        are first switched on."""
+        self.frame.set_shadows(enabled)
+
+    # ---------------------------------------------------------------- scene
+
+    def load(self, path: str | os.PathLike) -> int:
+        """Open a `.tess` asset; returns its index for `add_instance`."""
+        return self.scene.add_asset(open_asset(path))
+
+    def clear_scene(self) -> None:
+        """Drop every asset and instance (the next frame uploads whatever is added after)."""
+        self.scene = Scene()
+        self.frame.forget_scene()
+
+    def add_instance(self, asset: int, transform: np.ndarray | None = None) -> int:
+        """Place an asset with a (4, 4) object-to-world transform (identity by default)."""
+        self.check_instances(1)
+        if transform is not None and 0 <= asset < len(self.scene.assets):
+            self._check_reach(asset, transform)
+        return self.scene.add_instance(asset, transform)
+
+    def set_transform(self, instance: int, transform: np.ndarray) -> None:
+        """Move an instance: its (4, 4) object-to-world transform from the next frame on,
+        checked as `add_instance` checks it (SceneError, or ValueError past `MAX_WORLD`). The
+        next frame's velocity measures the motion from the transform of the frame before; the
+        rows change in place (no re-upload, the HZB stays valid)."""
+        n = self.scene.instance_count
+        if (isinstance(instance, bool) or not isinstance(instance, (int, np.integer))
+                or not 0 <= instance < n):
+            raise SceneError(f"no instance {instance!r} (the scene has {n})")
+        self._check_reach(self.scene.instance_asset[instance], transform)
+        self.scene.set_transform(int(instance), transform)
+
+    def _check_reach(self, asset: int, transform: np.ndarray) -> None:
+        """ValueError if an instance of `asset` under `transform` reaches past MAX_WORLD (a
+        malformed transform is left to the scene's one-line SceneError)."""
+        m = np.asarray(transform, np.float64)
+        if m.shape == (4, 4) and np.isfinite(m).all():
+            s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
+            reach = (np.abs(m[:3, :3] @ s[:3] + m[:3, 3])
+                     + s[3] * np.linalg.norm(m[:3, :3], axis=0).max())
+            _check_world(float(reach.max()), "the instance's bounds")
+
+    def add_grid(self, asset: int, count: int, *, spacing: float | None = None,
+                 origin=(0.0, 0.0, 0.0)) -> range:
+        """`count` instances of an asset on a square grid in the XZ plane, centred on `origin`
+        (the asset's bounding sphere centred on each grid point), `spacing` apart (default:
+        1.2 x the asset's diameter)."""
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+            raise ValueError(f"a grid needs a whole number of instances >= 1, not {count!r}")
+        if spacing is not None and not (np.isfinite(spacing) and spacing > 0):
+            raise ValueError(f"grid spacing must be a finite number > 0, not {spacing!r}")
+        o = np.asarray(origin, np.float64)
+        if o.shape != (3,) or not np.isfinite(o).all():
+            raise ValueError(f"grid origin must be 3 finite numbers, not {origin!r}")
+        if not 0 <= asset < len(self.scene.assets):
+            raise SceneError(f"no asset {asset} (the scene has {len(self.scene.assets)})")
+        self.check_instances(int(count))  # before the (count, 4, 4) transforms are built
+        s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
+        spacing = float(spacing or 2.4 * float(s[3]))
+        half = (int(np.ceil(np.sqrt(count))) - 1) / 2 * spacing
+        _check_world(float(np.abs(o).max() + half + s[3]), "the grid's bounds")
+        worlds = np.repeat(np.eye(4, dtype=np.float32)[None], count, axis=0)
+        worlds[:, :3, 3] = o - s[:3] + grid_offsets(count, spacing)
+        return self.scene.add_instances(asset, worlds)
+
+    def max_instances(self) -> int:
+        """The most instances a scene may hold on this adapter: the instance buffer is one
+        storage binding of 80 bytes an instance."""
+        return binding_limit(self.device)[0] // INSTANCE_DTYPE.itemsize
+
+    def check_instances(self, more: int) -> None:
+        """Raise ValueError, before anything is built, if the scene cannot take `more` instances:
+        the message names the adapter's limit and the largest count."""
+        total = self.scene.instance_count + more
+        limit, name = binding_limit(self.device)
+        need = total * INSTANCE_DTYPE.itemsize
+        if need > limit:
+            n = self.scene.instance_count
+            have = f" (the scene has {n:,})" if n else ""
+            raise ValueError(f"{total:,} instances need {_mib(need, limit)} for the instance "
+                             f"buffer ({INSTANCE_DTYPE.itemsize} bytes each); this adapter binds "
+                             f"at most {_mib(limit, need)} ({name}): at most "
+                             f"{self.max_instances():,} instances{have}")
+
+    def bounds(self) -> tuple[np.ndarray, float]:
+        """(center, radius) of a sphere around every instance."""
+        if not self.scene.instance_count:
+            raise SceneError("the scene has no instance")
+        c, r = self.frame.scene_bounds(self.scene)
+        return c.copy(), r
+
+    # ---------------------------------------------------------------- resources
+
+    def check_image(self, width: int, height: int) -> None:
+        """Raise ValueError, before anything is allocated, if this adapter cannot hold a
+        width x height frame: each image buffer is one storage binding (the largest holds 8
+        bytes a pixel, `limits.IMAGE_BUFFER_BYTES`), the HW pass's attachment one texture. The
+        message names the limit and the largest image."""
+        _check_size(width, height)
+        lim = self.device.limits
+        side = int(lim.get("max-texture-dimension-2d", MAX_IMAGE_SIZE))
+        if max(width, height) > side:
+            raise ValueError(f"image size {width}x{height}: this adapter's textures are at most "
+                             f"{side} pixels a side (max_texture_dimension_2d)")
+        sizes = image_buffers(width, height, self.vis64)
+        name = max(sizes, key=sizes.get)
+        limit, limit_name = binding_limit(self.device)
+        if sizes[name] > limit:
+            per = IMAGE_BUFFER_BYTES[name]
+            most = limit // per
+            square = int(np.sqrt(most))
+            what = ("visibility" if name.startswith("vis") else
+                    {"depth_out": "depth", "normal_xy": "normal", "ids_a": "ids"}.get(name, name))
+            raise ValueError(f"image size {width}x{height} needs {_mib(sizes[name], limit)} for "
+                             f"its {what} buffer ({per} bytes a pixel); this adapter binds at most "
+                             f"{_mib(limit, sizes[name])} ({limit_name}): at most {most:,} "
+                             f"pixels, e.g. {square}x{square}")
+
+    def _check_capacities(self) -> None:
+        """The frame's lists (RenderOptions capacities), each one storage binding."""
+        o = self.options
+        limit, name = binding_limit(self.device)
+        for field_name, count in (("queue_capacity", o.queue_capacity),
+                                  ("visible_capacity", o.visible_capacity),
+                                  ("occluded_capacity", o.occluded_capacity)):
+            if 8 * count > limit:
+                raise ValueError(f"RenderOptions.{field_name} {count:,} needs "
+                                 f"{_mib(8 * count, limit)}; this adapter binds at most "
+                                 f"{_mib(limit, 8 * count)} ({name}): at most {limit // 8:,}")
+
+    def resize(self, width: int, height: int) -> None:
+        """Reallocate the image buffers for a width x height frame (ValueError, with nothing
+        changed, where this adapter cannot hold it: `check_image`)."""
+        self.check_image(width, height)
+        self.frame.resize(int(width), int(height))
+
+    # ---------------------------------------------------------------- the frames
+
+    def submit(self, camera: Camera, *, tau: float | None = None,
+               debug_view: str | int = "lit", freeze_culling: bool = False) -> int:
+        """Encode and submit one frame; returns its index. Nothing waits for the GPU: stats
+        arrive later through `stats()`, images through `read_images()`. With
+        `freeze_culling`, the clusters chosen by the previous frame are drawn again from this
+        camera (culling is skipped), to inspect what a view selected from elsewhere."""
+        t0 = time.perf_counter()
+        view = DEBUG_VIEWS.index(debug_view) if isinstance(debug_view, str) else int(debug_view)
+        tau = self.options.tau if tau is None else float(tau)
+        if not (np.isfinite(tau) and tau > 0):
+            raise ValueError(f"tau must be a finite number > 0 pixels, not {tau}")
+        return self.frame.submit(self.scene, camera, tau, view, freeze_culling, started=t0)
+
+    def stats(self, *, wait: bool = False) -> FrameStats | None:
+        """The newest frame statistics read back so far (all submitted frames with wait)."""
+        return self.frame.stats(wait_for=self.frame.frame_index - 1 if wait else None)
+
+    def read_images(self) -> dict[str, np.ndarray]:
+        """The resolve and depth-target outputs of the last submitted frame (waits for the
+        GPU)."""
+        f = self.frame.resources
+        h, w = f.height, f.width
+        q = self.device.queue
+        n = w * h
+        color = np.frombuffer(q.read_buffer(f.buffers["color"]), np.uint8)[: 4 * n]
+        depth = np.frombuffer(q.read_buffer(f.buffers["depth_out"]), np.float32)[:n]
+        normal = np.concatenate([
+            np.frombuffer(q.read_buffer(f.buffers["normal_xy"]), np.float32)[: 2 * n]
+            .reshape(h, w, 2),
+            np.frombuffer(q.read_buffer(f.buffers["normal_z"]), np.float32)[:n].reshape(h, w, 1)],
+            axis=2)
+        ids = np.concatenate([  # instance, cluster | triangle, level << 1 | hw
+            np.frombuffer(q.read_buffer(f.buffers[k]), np.uint32)[: 2 * n].reshape(h, w, 2)
+            for k in ("ids_a", "ids_b")], axis=2)
+        empty = ids[..., 0] == ID_EMPTY
+        ga, gb = (np.frombuffer(q.read_buffer(f.buffers[k]), np.uint32)[: 2 * n].reshape(h, w, 2)
+                  for k in ("gbuffer_a", "gbuffer_b"))
+
+        def col(k: int) -> np.ndarray:
+            return np.where(empty, -1, ids[..., k].astype(np.int64))
+
+        def bytes4(words: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(words).view(np.uint8).reshape(h, w, 4)
+
+        velocity = np.frombuffer(q.read_buffer(f.buffers["velocity"]), np.float32)[: 2 * n]
+        return {
+            "color": color.reshape(h, w, 4).copy(),
+            "depth": depth.reshape(h, w).copy(),
+            "normal": normal,
+            "instance": col(0),
+            "cluster": col(1),
+            "triangle": col(2),
+            "level": np.where(empty, -1, ((ids[..., 3] & 0xFFFFFF) >> 1).astype(np.int64)),
+            "hardware": ~empty & ((ids[..., 3] & 1) == 1),
+            "base_color": bytes4(ga[..., 0]),
+            "shading_normal": np.where(  # octahedral, as the pages encode normals
+                empty[..., None], np.float32(0),
+                octahedral_decode(ga[..., 1].reshape(-1)).reshape(h, w, 3)),
+            "roughness": (gb[..., 0] & 0xFF).astype(np.float32) / 255,
+            "metallic": ((gb[..., 0] >> 8) & 0xFF).astype(np.float32) / 255,
+            "material": np.where(empty, -1, (gb[..., 0] >> 16).astype(np.int64)),
+            "emissive": bytes4(gb[..., 1])[..., :3].copy(),
+            "occlusion": (gb[..., 1] >> 24).astype(np.float32) / 255,
+            "velocity": velocity.reshape(h, w, 2).copy(),
+            # resolve keeps the sun's visibility in ids_b's top 8 bits
+            "shadow": np.where(empty, np.float32(1), (ids[..., 3] >> 24).astype(np.float32)
+                               / np.float32(255)),
+        }
+
+    def render(self, camera: Camera, *, tau: float | None = None,
+               debug_view: str | int = "lit", freeze_culling: bool = False) -> RenderResult:
+        """Draw one frame and return its images and exact statistics (waits for the GPU)."""
+        index = self.submit(camera, tau=tau, debug_view=debug_view,
+                            freeze_culling=freeze_culling)
+        images = self.read_images()
+        stats = self.frame.stats(wait_for=index)
+        assert stats is not None and stats.frame == index
+        return RenderResult(**images, stats=stats, near=camera.near)
+
+    def render_converged(self, camera: Camera, *, max_frames: int = 200, **kw) -> RenderResult:
+        """`render` until streaming is steady for this view: a frame after which nothing was
+        uploaded (everything wanted is resident, or the pool holds only pages this view uses and
+        cannot take more: then `stats.streaming["requested"]` stays above 0), at most
+        `max_frames` frames; one frame when nothing streams."""
+        res = self.render(camera, **kw)
+        first = res.stats.frame
+        while self.streamer is not None and res.stats.frame - first < max_frames:
+            st = res.stats.streaming
+            if st is not None and st["uploaded"] == 0 and res.stats.frame > first:
+                break
+            res = self.render(camera, **kw)
+        return res
+
+    def read_hzb(self) -> list[np.ndarray]:
+        """The HZB of the last submitted frame (waits): one (h, w) uint32 array per mip, reversed-Z
+        depth bits, each texel the farthest depth below it (renderer.oracles.cpu_cull.hzb_mips)."""
+        f = self.frame.resources
+        raw = np.frombuffer(self.device.queue.read_buffer(f.buffers["hzb"]), np.uint32)
+        return [raw[o: o + w * h].reshape(h, w).copy()
+                for o, (w, h) in zip(f.hzb_offsets, f.hzb_levels, strict=True)]
+
+    def read_visible(self) -> dict[str, np.ndarray]:
+        """The last frame's visible clusters (waits): {"sw", "hw"}: (k, 2) uint32 rows
+        (instance, scene page << 10 | cluster slot in the page), in the order the GPU wrote
+        them."""
+        q = self.device.queue
+        buffers = self.frame.resources.buffers
+        state = np.frombuffer(q.read_buffer(buffers["state"]), np.uint32)
+        vis = np.frombuffer(q.read_buffer(buffers["visible"]), np.uint32).reshape(-1, 2)
+        half = self.options.visible_capacity // 2
+        sw = min(int(state[STATE["sw_count"]]), half)
+        hw = min(int(state[STATE["hw_count"]]), half)
+        out = {"sw": vis[:sw].copy(), "hw": vis[half : half + hw].copy()}
+        for rows in out.values():  # pool slots -> scene pages, as the frame saw them
+            page = self.frame.pool.slot_pages(rows[:, 1] >> SLOT_BITS)
+            rows[:, 1] = (page << SLOT_BITS) | (rows[:, 1] & SLOT_MASK)
+        return out
