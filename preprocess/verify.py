@@ -14,7 +14,7 @@ Every check either returns a small dict of measured figures or raises `VerifyErr
 - `check_cut`: a set of clusters covers the surface exactly once (by the DAG), is watertight and
   consistently oriented (by its edges) and has the original's area (within a tolerance).
 - `check_honest_error`: points sampled on clusters lie within the clusters' stored error of the
-  original mesh.
+  original mesh, at the builder's exact distances (`preprocess.distance`).
 - `check_all`: all of the above, with cuts at many thresholds, view-independent and from cameras.
 - `check_source_groups` (`check_packed` on a packed asset or an open file): the source group that
   every cluster record of the pages names, against the groups section (what streaming relies on).
@@ -37,6 +37,7 @@ from preprocess.tess.limits import (
     MAX_CLUSTER_VERTICES,
     ROOT_ERROR,
 )
+from preprocess.distance import farthest_distance, max_distance_to_mesh
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag
 from preprocess.mesh import Mesh
 
@@ -925,10 +926,7 @@ def _farthest_lost(dag: LodDag, ptri: np.ndarray) -> float:
                            side="right").clip(0, len(orig) - 1)
     w = _uniform_weights(rng, len(pick))
     points = np.concatenate([pos, np.einsum("pk,pkd->pd", w, pos[orig[pick]])])
-    try:  # the Hausdorff early break: most points cost one triangle test
-        from preprocess.distance import farthest_distance
-    except ImportError:
-        return float(np.max(_distance_to_mesh(points, dag.mesh.positions, ptri)))
+    # the Hausdorff early break: most points cost one triangle test
     return farthest_distance(points, dag.mesh.positions, ptri.astype(np.int32))
 
 
@@ -959,96 +957,6 @@ def _check_material_areas(dag: LodDag, rows: np.ndarray, ptri: np.ndarray, topo:
 # Honest errors
 
 
-def _segment_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Distances (...,) of points p (..., 3) to segments a-b (..., 3)."""
-    ab = b - a
-    den = np.einsum("...k,...k->...", ab, ab)
-    t = np.einsum("...k,...k->...", p - a, ab) / np.where(den > 0, den, 1.0)
-    t = np.clip(t, 0.0, 1.0)
-    return np.linalg.norm(p - (a + t[..., None] * ab), axis=-1)
-
-
-def _point_triangle_distance(p: np.ndarray, tri: np.ndarray) -> np.ndarray:
-    """Exact distances (...,) of points p (..., 3) to triangles tri (..., 3, 3), float64.
-
-    The distance to the plane where the projection falls inside the triangle, else the distance to
-    the nearest edge (which also handles triangles of zero area)."""
-    a, b, c = tri[..., 0, :], tri[..., 1, :], tri[..., 2, :]
-    d = np.minimum(np.minimum(_segment_distance(p, a, b), _segment_distance(p, b, c)),
-                   _segment_distance(p, c, a))
-    nrm = np.cross(b - a, c - a)
-    nn = np.einsum("...k,...k->...", nrm, nrm)
-    valid = nn > 0
-    nn = np.where(valid, nn, 1.0)
-    inside = valid
-    for u, v in ((a, b), (b, c), (c, a)):
-        inside = inside & (np.einsum("...k,...k->...", np.cross(v - u, p - u), nrm) >= 0)
-    plane = np.abs(np.einsum("...k,...k->...", p - a, nrm)) / np.sqrt(nn)
-    return np.where(inside, np.minimum(plane, d), d)
-
-
-def _distance_to_mesh(points: np.ndarray, positions: np.ndarray,
-                      pos_triangles: np.ndarray) -> np.ndarray:
-    """(p,) float64 exact distances of points (p, 3) to the triangles (m, 3) of positions (n, 3).
-
-    A KD-tree over triangle centroids gives an upper bound from the nearest few; every triangle
-    that could be closer (centroid within bound + its radius) is then tested exactly. The largest
-    triangles (beyond the 64 largest or 4x the median radius) are tested against every point, so
-    that a few big ones do not blow up the search radius."""
-    from scipy.spatial import cKDTree
-
-    pts = np.asarray(points, np.float64)
-    tri = np.asarray(positions, np.float64)[np.asarray(pos_triangles, np.int64)]
-    m = len(tri)
-    cent = tri.mean(axis=1)
-    rad = np.linalg.norm(tri - cent[:, None], axis=2).max(axis=1)
-    big_limit = max(4.0 * float(np.median(rad)), float(np.sort(rad)[-min(64, m)]))
-    big = rad >= big_limit if m > 64 else np.ones(m, bool)
-    small = np.flatnonzero(~big)
-    out = np.full(len(pts), np.inf)
-    chunk = 8192
-    for s in range(0, len(pts), chunk):
-        p = pts[s : s + chunk]
-        for b0 in range(0, int(big.sum()), 64):
-            bt = tri[np.flatnonzero(big)[b0 : b0 + 64]]
-            d = _point_triangle_distance(p[:, None], bt[None]).min(axis=1)
-            out[s : s + chunk] = np.minimum(out[s : s + chunk], d)
-    if not len(small):
-        return out
-    tree = cKDTree(cent[small])
-    rmax = float(rad[small].max())
-    k = min(8, len(small))
-    for s in range(0, len(pts), chunk):
-        p = pts[s : s + chunk]
-        dd, ii = tree.query(p, k=k)
-        dd, ii = dd.reshape(len(p), k), ii.reshape(len(p), k)
-        best = np.minimum(out[s : s + chunk],
-                          _point_triangle_distance(p[:, None], tri[small[ii]]).min(axis=1))
-        # triangles beyond the k nearest centroids may still be closer
-        again = np.flatnonzero(dd[:, -1] < best + rmax)
-        if len(again):
-            lists = tree.query_ball_point(p[again], best[again] + rmax)
-            sizes = np.array([len(x) for x in lists])
-            cand = small[np.concatenate([np.asarray(x, np.int64) for x in lists])]
-            who = np.repeat(again, sizes)
-            near = (np.linalg.norm(p[who] - cent[cand], axis=1) - rad[cand]) < best[who]
-            cand, who = cand[near], who[near]
-            for q in range(0, len(who), 65536):
-                w, t = who[q : q + 65536], cand[q : q + 65536]
-                np.minimum.at(best, w, _point_triangle_distance(p[w], tri[t]))
-        out[s : s + chunk] = best
-    return out
-
-
-def _mesh_distance_function():
-    """The distance function to use: the simplifier's when it exists, else the exact fallback."""
-    try:
-        from preprocess.distance import max_distance_to_mesh
-    except ImportError:
-        return _distance_to_mesh
-    return max_distance_to_mesh
-
-
 def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int = 64,
                        rng_seed: int = 0, tolerance: float | None = None,
                        distance=None, refine: int = 0) -> dict[str, Any]:
@@ -1064,9 +972,9 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
     tolerance: default 1e-5 of the mesh's bounding-box diagonal: float32 rounding of positions,
     sample points and stored errors (the preprocessor measures against the same float32 positions).
     distance: f(points (p, 3), positions (n, 3), pos_triangles (m, 3)) -> (p,) float64 distances;
-    default `preprocess.distance.max_distance_to_mesh`, or an exact KD-tree search when that is
-    missing. refine: the triangles of each cluster's `refine` farthest samples are sampled again,
-    densely (see `_measured_distances`).
+    default `preprocess.distance.max_distance_to_mesh` (the builder's exact distances).
+    refine: the triangles of each cluster's `refine` farthest samples are sampled again, densely
+    (see `_measured_distances`).
 
     Returns {"clusters", "points", "tolerance", "max_distance", "max_ratio", "level_ratios"}:
     max_ratio is the largest measured distance / stored error over clusters with a nonzero error;
@@ -1158,7 +1066,7 @@ def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: in
     per_cluster = np.zeros(len(level))
     np.maximum.at(per_cluster, point_cluster, measured)
     stored = _distance_error(dag)
-    dist_fn = distance or _mesh_distance_function()
+    dist_fn = distance or max_distance_to_mesh
     pos = np.asarray(dag.mesh.positions, np.float64)
     wpos = np.asarray(dag.mesh.wedge_position, np.int64)
     rows = []
@@ -1203,7 +1111,7 @@ def _measured_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int, 
     scan peaks in narrow spots that uniform samples miss (igea level 2: the largest of 2,048
     random samples per cluster was 0.79 of the distance at a point the builder found)."""
     pos = np.asarray(dag.mesh.positions, np.float64)
-    dist_fn = distance or _mesh_distance_function()
+    dist_fn = distance or max_distance_to_mesh
     rng = np.random.default_rng(rng_seed)
     off = np.asarray(dag.cluster_tri_offset, np.int64)
     rows = _triangle_index(dag, cut)

@@ -20,13 +20,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from preprocess.distance import max_distance_to_mesh, point_triangle_d2_of
 from preprocess.tess.limits import ROOT_ERROR
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag, bvh_group_ref
 from preprocess.mesh import Mesh
 from preprocess.verify import (
     VerifyError,
-    _distance_to_mesh,
-    _point_triangle_distance,
     _select_cut_bvh,
     check_all,
     check_bvh,
@@ -497,23 +496,29 @@ def test_dishonest_error_fails(dag: LodDag) -> None:
         check_honest_error(dag, np.array([4, 5, 6]))
 
 
-def test_distance_fallback_is_exact() -> None:
+def test_distances_are_exact() -> None:
+    """The distances the checks measure (`preprocess.distance.max_distance_to_mesh`: the nearest
+    triangle through a hash grid) are the smallest of the distances to each triangle alone."""
     rng = np.random.default_rng(3)
     pos = rng.normal(size=(300, 3)).astype(np.float32)
     tris = np.array([rng.choice(300, 3, replace=False) for _ in range(500)], np.int32)
     tris = np.concatenate([tris, [[0, 1, 2]]])  # and a triangle repeated from the set
     pts = rng.normal(scale=1.5, size=(400, 3))
-    brute = _point_triangle_distance(pts[:, None], pos.astype(np.float64)[tris][None]).min(1)
-    assert np.allclose(_distance_to_mesh(pts, pos, tris), brute, rtol=0, atol=1e-12)
+    brute = np.min([max_distance_to_mesh(pts, pos, tris[k : k + 1]) for k in range(len(tris))],
+                   axis=0)
+    assert np.allclose(max_distance_to_mesh(pts, pos, tris), brute, rtol=0, atol=1e-12)
 
 
 def test_point_triangle_distance_regions() -> None:
+    def distance(p, tri):
+        return np.sqrt(point_triangle_d2_of(*p, tri, 0, 1, 2))
+
     tri = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float64)
     pts = np.array([[0.2, 0.2, 0.5], [-1, -1, 0], [2, 0, 0], [0.5, -1, 0], [1, 1, 0]], np.float64)
     want = [0.5, np.sqrt(2), 1.0, 1.0, np.sqrt(0.5)]
-    assert np.allclose(_point_triangle_distance(pts, np.broadcast_to(tri, (5, 3, 3))), want)
+    assert np.allclose([distance(p, tri) for p in pts], want)
     flat = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0]], np.float64)  # zero area
-    assert np.isclose(_point_triangle_distance(np.array([1.0, 1.0, 0.0]), flat), 1.0)
+    assert np.isclose(distance(np.array([1.0, 1.0, 0.0]), flat), 1.0)
 
 
 # --------------------------------------------------------------------------------------------------
