@@ -10,12 +10,12 @@ Every check either returns a small dict of measured figures or raises `VerifyErr
   every cluster.
 - `check_bvh`: every group exactly once as a leaf, nested spheres, exact max errors, depths, no
   cycles, fanout.
-- `projected_error` and `select_cut`: the cut rule of `preprocess.lod`, in numpy.
 - `check_cut`: a set of clusters covers the surface exactly once (by the DAG), is watertight and
   consistently oriented (by its edges) and has the original's area (within a tolerance).
 - `check_honest_error`: points sampled on clusters lie within the clusters' stored error of the
   original mesh, at the builder's exact distances (`preprocess.distance`).
-- `check_all`: all of the above, with cuts at many thresholds, view-independent and from cameras.
+- `check_all`: all of the above, with cuts at many thresholds, view-independent and from cameras,
+  selected by the cut rule (`preprocess.cut`) and through the BVH.
 - `check_source_groups` (`check_packed` on a packed asset or an open file): the source group that
   every cluster record of the pages names, against the groups section (what streaming relies on).
 
@@ -37,6 +37,7 @@ from preprocess.tess.limits import (
     MAX_CLUSTER_VERTICES,
     ROOT_ERROR,
 )
+from preprocess.cut import level_cut, projected_error, select_cut, select_cut_bvh
 from preprocess.distance import farthest_distance, max_distance_to_mesh
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag
 from preprocess.mesh import Mesh
@@ -53,13 +54,10 @@ __all__ = [
     "check_packed",
     "check_source_groups",
     "packed_records",
-    "projected_error",
-    "select_cut",
 ]
 
 SPHERE_REL_EPS = 1e-5  # containment slack, relative to the outer sphere's radius
 _F32_SLACK = 4.0 * float(np.finfo(np.float32).eps)  # ulps of the coordinates' magnitude
-_TINY_DISTANCE = 1e-12  # the distance floor of the perspective projection (camera inside)
 _MAX_REPORTED = 5  # offenders listed in a message
 
 
@@ -625,74 +623,6 @@ def check_bvh(dag: LodDag, bvh: Bvh) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------
-# The cut rule
-
-
-def projected_error(spheres: np.ndarray, errors: np.ndarray, camera: np.ndarray | None = None, *,
-                    scale: float = 1.0) -> np.ndarray:
-    """The error a (sphere, error) pair shows from a view, as the cut compares it with tau.
-
-    spheres (c, 4) (x, y, z, r), errors (c,) -> (c,) float64.
-
-    - With a camera position (3,): ``error * scale / max(|camera - center| - r, tiny)``: the error
-      seen at the nearest point of the sphere, in pixels when ``scale`` is the perspective's
-      pixels per unit at distance 1 (``viewport_height / (2 tan(fov_y / 2))``). A camera inside
-      the sphere sees it at the distance floor, i.e. as huge (refine), unless the error is 0.
-    - With camera None (orthographic, view-independent): the error itself; tau is then in world
-      units.
-
-    ROOT_ERROR (the root group's error) projects to +inf: nothing ever replaces the root.
-    Projection is monotonic: a sphere containing another, with an error >= the other's, never
-    projects smaller, which is what makes the cut consistent.
-    """
-    e = np.asarray(errors, np.float64)
-    if camera is None:
-        out = e.copy()
-    else:
-        s = np.asarray(spheres, np.float64)
-        cam = np.asarray(camera, np.float64).reshape(3)
-        dist = np.linalg.norm(s[:, :3] - cam, axis=1) - s[:, 3]
-        out = e * float(scale) / np.maximum(dist, _TINY_DISTANCE)
-    out[e >= np.float32(ROOT_ERROR)] = np.inf
-    return out
-
-
-def select_cut(dag: LodDag, tau: float, camera: np.ndarray | None = None,
-               scale: float = 1.0) -> np.ndarray:
-    """(k,) int32 ids of the clusters drawn at threshold tau (the rule of `preprocess.lod`):
-    projected(self_sphere, self_error) <= tau < projected(parent group sphere, parent error)."""
-    own = projected_error(dag.cluster_self_sphere, dag.cluster_self_error, camera, scale=scale)
-    parent = projected_error(dag.group_sphere, dag.group_error, camera, scale=scale)
-    drawn = (own <= tau) & (parent[np.asarray(dag.cluster_group)] > tau)
-    return np.flatnonzero(drawn).astype(np.int32)
-
-
-def _select_cut_bvh(dag: LodDag, bvh: Bvh, tau: float, camera: np.ndarray | None,
-                    scale: float) -> np.ndarray:
-    """(k,) int32: select_cut, but reaching the groups through the BVH as the GPU does (a node is
-    descended when its projected max error is > tau)."""
-    node_proj = projected_error(bvh.node_sphere, bvh.node_max_error, camera, scale=scale)
-    children = np.asarray(bvh.node_children, np.int64)
-    frontier = np.array([0]) if node_proj[0] > tau else np.zeros(0, np.int64)
-    groups = []
-    while len(frontier):
-        refs = children[frontier].reshape(-1)
-        groups.append(-2 - refs[refs < BVH_EMPTY])
-        nodes = refs[refs >= 0]
-        frontier = nodes[node_proj[nodes] > tau]
-    if not groups:
-        return np.zeros(0, np.int32)
-    g = np.concatenate(groups)
-    goff = np.asarray(dag.group_cluster_offset, np.int64)
-    members = np.concatenate([dag.group_clusters[goff[j] : goff[j + 1]] for j in g])
-    own = projected_error(dag.cluster_self_sphere[members], dag.cluster_self_error[members],
-                          camera, scale=scale)
-    parent = projected_error(dag.group_sphere[dag.cluster_group[members]],
-                             dag.group_error[dag.cluster_group[members]], camera, scale=scale)
-    return np.sort(members[(own <= tau) & (parent > tau)]).astype(np.int32)
-
-
-# --------------------------------------------------------------------------------------------------
 # Cuts
 
 
@@ -1050,8 +980,8 @@ def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: in
 
     That distance runs one way, from the level's surface to the original. The other way, the
     original's vertices to the surface drawn at that level (its clusters and the finer ones not
-    yet grouped: `level_cut`), sees surface that vanished (a coarsest level of a closed mesh
-    loses its tips; small pieces vanish at an error); the builder's errors hold both
+    yet grouped: `preprocess.cut.level_cut`), sees surface that vanished (a coarsest level of a
+    closed mesh loses its tips; small pieces vanish at an error); the builder's errors hold both
     ("dropped" in `preprocess.dag`), so "measured_two_sided" (the larger of the two) and
     "ratio_two_sided" are the Hausdorff distance and the ratio to it.
 
@@ -1086,16 +1016,6 @@ def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: in
                      "measured_two_sided": both,
                      "ratio_two_sided": float(s.max() / both) if both > 0 else float("inf")})
     return rows
-
-
-def level_cut(dag: LodDag, level: int) -> np.ndarray:
-    """(k,) the clusters drawn when every group up to `level` is taken coarse: those of that
-    level, and finer ones whose group is simplified only later (they waited for neighbours) or
-    is the root."""
-    lvl = np.asarray(dag.cluster_level)
-    glev = np.asarray(dag.group_level)[np.asarray(dag.cluster_group)].astype(np.int64)
-    glev[np.asarray(dag.cluster_group) == dag.root_group] = np.iinfo(np.int64).max
-    return np.flatnonzero((lvl <= level) & (glev >= level))
 
 
 def _measured_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int, rng_seed: int,
@@ -1240,7 +1160,7 @@ def check_all(dag: LodDag, bvh: Bvh | None = None, *, thresholds: int = 20,
             except VerifyError as exc:
                 raise VerifyError(f"{where}: {exc}") from None
             if bvh is not None:
-                via = _select_cut_bvh(dag, bvh, float(tau), cam, scale)
+                via = select_cut_bvh(dag, bvh, float(tau), cam, scale)
                 if not np.array_equal(via, cut):
                     diff = np.setxor1d(via, cut)
                     _fail(f"{where}: the BVH traversal selects {len(via)} clusters, the cut rule "

@@ -20,21 +20,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from preprocess.cut import projected_error, select_cut, select_cut_bvh
 from preprocess.distance import max_distance_to_mesh, point_triangle_d2_of
 from preprocess.tess.limits import ROOT_ERROR
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag, bvh_group_ref
 from preprocess.mesh import Mesh
 from preprocess.verify import (
     VerifyError,
-    _select_cut_bvh,
     check_all,
     check_bvh,
     check_cut,
     check_dag,
     check_honest_error,
     check_limits,
-    projected_error,
-    select_cut,
 )
 
 N = 16  # quads per side
@@ -194,7 +192,7 @@ def test_select_cut_follows_the_rule(dag: LodDag, bvh: Bvh) -> None:
     for tau in taus:
         cut = select_cut(dag, tau, cam, scale)
         check_cut(dag, cut)
-        assert _select_cut_bvh(dag, bvh, tau, cam, scale).tolist() == cut.tolist()
+        assert select_cut_bvh(dag, bvh, tau, cam, scale).tolist() == cut.tolist()
         mixed += cut.tolist() in ([0, 1, 5], [4, 2, 3])
     assert mixed > 0
 
@@ -473,7 +471,7 @@ def test_bvh_fanout(dag: LodDag, bvh: Bvh) -> None:
 
 def test_bvh_traversal_matches_rule(dag: LodDag, bvh: Bvh) -> None:
     for tau in (0.1, 0.315, 0.33, 0.5, 1e30):
-        assert _select_cut_bvh(dag, bvh, tau, None, 1.0).tolist() == select_cut(dag, tau).tolist()
+        assert select_cut_bvh(dag, bvh, tau, None, 1.0).tolist() == select_cut(dag, tau).tolist()
 
 
 # --------------------------------------------------------------------------------------------------

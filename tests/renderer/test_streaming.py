@@ -15,7 +15,8 @@ from preprocess.build import build_file
 from assets import builtin_mesh
 from preprocess.config import BuildConfig
 from preprocess.load import load_mesh
-from preprocess.verify import _default_cameras, check_cut, projected_error, select_cut
+from preprocess.cut import projected_error, select_cut
+from preprocess.verify import _default_cameras, check_cut
 from renderer.scene import open_asset
 from renderer.layout import REQUEST_DTYPE
 from renderer.limits import NOT_RESIDENT
