@@ -692,7 +692,7 @@ def farthest_by_cluster(positions: np.ndarray, tris: np.ndarray, spheres: np.nda
                          floor: float = 0.0) -> float:
     """The largest distance of the positions of rows first..last-1 (rows off[c]:off[c + 1] of
     ids, each row inside the sphere spheres[c] (c, 4)) to the triangles tris (k, 3) (position
-    ids). As `distance.farthest_distance` over those positions (a point's search stops at the first
+    ids). As `grid.farthest_distance` over those positions (a point's search stops at the first
     triangle within the largest distance so far), but a row whose sphere lies within that
     distance (its centre within it less the radius of some triangle) is passed over whole: none
     of its positions can raise the maximum, which stays exact. At coarse levels most of the

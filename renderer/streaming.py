@@ -26,13 +26,13 @@ self_error), which are S's, bit for bit (`preprocess.verify.check_source_groups`
 refined and its source group is not". That is the cut rule of `preprocess.lod` with "projected(G)
 > tau" replaced by "refined(G)", and it covers the surface exactly once, without cracks, whenever
 the refined groups are closed upward (a refined group's parents are refined) and include the root
-(`preprocess.verify._check_coverage`: the groups simplified away are the complement, closed
-downward). Both parts of refined are closed upward: effective by construction, and projected(G) >
-tau because a parent's sphere contains its children's and its error is at least theirs. The root's
-pages are pinned and its error projects to infinity. Every drawn cluster is resident, since its
-group is effective. So any residency gives a crack-free, hole-free cut: missing detail shows as
-coarser geometry. `select_resident_cut` is the rule in numpy (the tests check it with
-`preprocess.verify.check_cut`).
+(`preprocess.verify.topology._check_coverage`: the groups simplified away are the complement,
+closed downward). Both parts of refined are closed upward: effective by construction, and
+projected(G) > tau because a parent's sphere contains its children's and its error is at least
+theirs. The root's pages are pinned and its error projects to infinity. Every drawn cluster is
+resident, since its group is effective. So any residency gives a crack-free, hole-free cut:
+missing detail shows as coarser geometry. `select_resident_cut` is the rule in numpy (the tests
+check it with `preprocess.verify.check_cut`).
 
 The loop. Culling records a request (group, priority = projected error in pixels) for every group
 it wants to refine (projected(G) > tau) that is not effective, and stamps every pool slot it used

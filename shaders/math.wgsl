@@ -55,7 +55,7 @@ fn box_in_frustum(inst: Instance, lo: vec3<f32>, hi: vec3<f32>) -> bool {
 }
 
 // the error (object units, scaled by the instance) seen from the camera, in pixels: at the
-// nearest point of the sphere, as preprocess.verify.projected_error; the root error never projects
+// nearest point of the sphere, as preprocess.cut.projected_error; the root error never projects
 // below any threshold
 fn projected_error(err: f32, s: vec4<f32>, scale: f32) -> f32 {
     if err >= ROOT_ERROR {

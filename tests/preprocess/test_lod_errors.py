@@ -12,8 +12,9 @@ import pytest
 from preprocess.config import BuildConfig
 from preprocess.dag import build_dag
 from preprocess.load import mesh_from_arrays
+from preprocess.cut import level_cut
 from preprocess.grid import max_distance_to_mesh
-from preprocess.verify import check_honest_error, error_tightness, level_cut
+from preprocess.verify import check_honest_error, error_tightness
 
 
 def bumpy_sphere(n: int = 40, amplitude: float = 0.02, seed: int = 4):

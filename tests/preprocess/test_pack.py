@@ -1,6 +1,8 @@
 """The page packer and decoder: every cluster of the DAG is in exactly one page, decodes back to its
-own triangles within the documented quantization error, pages respect their size and order, the
-hierarchy sections agree with the DAG and BVH, and every record names the group that produced it."""
+own triangles within the documented quantization error, pages respect their size and order, and
+the hierarchy sections agree with the DAG and BVH (on the assets `built` in
+tests/preprocess/conftest.py; that every record names the group that produced it is
+tests/preprocess/verify/test_packed.py's)."""
 
 from __future__ import annotations
 
@@ -12,21 +14,10 @@ from assets.shapes import geodesic_sphere
 from preprocess.pack import octahedral_encode
 from preprocess.tess.limits import PAGE_ROOT
 from preprocess.tess.pages import decode_cluster, octahedral_decode, page_clusters
-from preprocess.tess.records import CHILD_EMPTY, CHILD_GROUP, NO_GROUP
+from preprocess.tess.records import CHILD_EMPTY, CHILD_GROUP
 from preprocess.build import build_asset
 from preprocess.config import BuildConfig
 from preprocess.tess.container import read_tess, write_tess
-from preprocess.verify import VerifyError, check_packed, check_source_groups, packed_records
-
-
-@pytest.fixture(scope="module", params=["terrain-uv", "sphere-small-pages"])
-def built(request):
-    if request.param == "terrain-uv":
-        mesh, cfg = make_terrain(64, seed=2), BuildConfig()
-    else:  # small pages force groups to split across pages
-        mesh, cfg = geodesic_sphere(40), BuildConfig(page_size=16 * 1024)
-    dag, bvh, packed = build_asset(mesh, cfg)
-    return mesh, cfg, dag, bvh, packed
 
 
 def test_octahedral_normals_round_trip():
@@ -133,67 +124,6 @@ def test_file_round_trip_bit_exact(built, tmp_path):
         write_tess(b, meta=f.meta, sections=f.sections, pages=f.pages_array(),
                    page_flags=f.page_flags)
     assert a.read_bytes() == b.read_bytes()
-
-
-def test_source_groups_satisfy_the_invariants(built, tmp_path):
-    _, _, dag, _, packed = built
-    figures = check_packed(packed)
-    recs = packed_records(packed.pages)
-    groups = packed.sections["groups"]
-    src = recs["source_group"].astype(np.int64)
-    # the records carry the DAG's producing group; level 0 has none
-    want = dag.cluster_source_group[recs["cluster"]]
-    assert np.array_equal(src, np.where(want >= 0, want.astype(np.int64), NO_GROUP))
-    assert (src[recs["level"] == 0] == NO_GROUP).all()
-    assert figures["level0"] == int((recs["level"] == 0).sum()) > 0
-    gen = src != NO_GROUP
-    assert (recs["level"][gen] == groups["level"][src[gen]] + 1).all()
-    assert (recs["self_error"][gen] == groups["error"][src[gen]]).all()
-    assert (recs["self_sphere"][gen] == groups["sphere"][src[gen]]).all()
-    # every group but the root produced clusters
-    produced = np.zeros(len(groups), bool)
-    produced[src[gen]] = True
-    assert produced.sum() == len(groups) - 1 and not produced[dag.root_group]
-    # and the same through the file
-    path = tmp_path / "a.tess"
-    write_tess(path, meta=packed.meta, sections=packed.sections, pages=packed.pages,
-               page_flags=packed.page_flags)
-    with read_tess(path) as f:
-        assert check_packed(f) == figures
-
-
-def test_source_group_checks_fail(built):
-    *_, packed = built
-    groups = packed.sections["groups"]
-    recs = packed_records(packed.pages)
-    k = int(np.flatnonzero(recs["source_group"] != NO_GROUP)[0])
-    bad = recs.copy()
-    bad["source_group"][k] = NO_GROUP
-    with pytest.raises(VerifyError, match="source group is NO_GROUP exactly at level 0"):
-        check_source_groups(groups, bad)
-    bad = recs.copy()
-    bad["self_error"][k] = np.nextafter(bad["self_error"][k], np.float32(np.inf))
-    with pytest.raises(VerifyError, match=r"self error .* must be equal"):
-        check_source_groups(groups, bad)
-    bad = recs.copy()
-    bad["self_sphere"][k, 3] *= 2
-    with pytest.raises(VerifyError, match=r"self sphere .* bit for bit"):
-        check_source_groups(groups, bad)
-    bad = recs.copy()
-    bad["level"][k] += 1
-    with pytest.raises(VerifyError, match="exactly one level coarser"):
-        check_source_groups(groups, bad)
-    bad = recs.copy()  # the clusters of one group claim another group of its level as source
-    src = bad["source_group"][bad["source_group"] != NO_GROUP].astype(np.int64)
-    sources = np.unique(src)
-    level = groups["level"][sources]
-    g, other = sources[level == np.bincount(level).argmax()][:2]
-    lie = bad["source_group"] == g
-    bad["source_group"][lie] = other
-    bad["self_sphere"][lie] = groups["sphere"][other]
-    bad["self_error"][lie] = groups["error"][other]
-    with pytest.raises(VerifyError, match=f"group {g} .* is the source of no cluster"):
-        check_source_groups(groups, bad)
 
 
 @pytest.mark.slow

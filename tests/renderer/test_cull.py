@@ -6,7 +6,7 @@ included) against its numpy twin `renderer.oracles.cpu_cull`.
   instances: translated, uniformly scaled and rotated, non-uniformly scaled) seen from views that
   see everything, almost nothing, nothing, from far away and from inside a cluster's bounds;
 - the persistent and the per-level traversals select exactly the same clusters;
-- where an instance is entirely in view, the drawn cut is the cut `preprocess.verify.select_cut`
+- where an instance is entirely in view, the drawn cut is the cut `preprocess.cut.select_cut`
   chooses from the DAG, and covers the surface exactly once (`check_cut`);
 - a queue too small for the scene raises the overflow flag, and the frame still finishes.
 """
@@ -22,7 +22,8 @@ import pytest
 
 from preprocess.build import build_file
 from assets import builtin_mesh
-from preprocess.verify import check_cut, projected_error, select_cut
+from preprocess.cut import projected_error, select_cut
+from preprocess.verify import check_cut
 from renderer.camera import Camera
 from renderer.oracles.cpu_cull import COUNTER_NAMES, CullResult, cluster_records, cull, frame_view
 from renderer.renderer import Renderer

@@ -15,7 +15,8 @@ from preprocess.build import build_file
 from assets import builtin_mesh
 from preprocess.config import BuildConfig
 from preprocess.load import load_mesh
-from preprocess.verify import _default_cameras, check_cut, projected_error, select_cut
+from preprocess.cut import projected_error, select_cut
+from preprocess.verify import check_cut, default_cameras
 from renderer.scene import open_asset
 from renderer.layout import REQUEST_DTYPE
 from renderer.limits import NOT_RESIDENT
@@ -316,7 +317,7 @@ def _cluster_pages(asset) -> np.ndarray:
 def _cut_views(dag):
     """(camera, scale, taus): view-independent and three cameras, taus spread over the errors."""
     views = []
-    for cam in [None, *_default_cameras(dag)]:
+    for cam in [None, *default_cameras(dag)]:
         scale = 1.0 if cam is None else 500.0
         proj = projected_error(dag.group_sphere, dag.group_error, cam, scale=scale)
         finite = proj[np.isfinite(proj) & (proj > 0)]

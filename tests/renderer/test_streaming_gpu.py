@@ -99,7 +99,7 @@ def test_every_frame_is_a_crack_free_cut_and_converges(rock) -> None:
 @pytest.mark.slow
 def test_residency_aware_rule_matches_the_gpu(rock) -> None:
     """The GPU draws exactly `select_resident_cut` for the effective groups it saw."""
-    from preprocess.verify import projected_error
+    from preprocess.cut import projected_error
     from renderer.streaming import select_resident_cut
 
     path, dag = rock

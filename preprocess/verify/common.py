@@ -1,0 +1,83 @@
+"""What the checks of `preprocess.verify` share: `VerifyError` and how a check fails (`fail`,
+naming the first few offenders), sphere containment with its slack, and the triangles of
+clusters (their rows, owners, areas, uniform samples).
+
+Containment of spheres is tested with a slack of `SPHERE_REL_EPS` of the outer radius plus a few
+float32 ulps of the coordinates (spheres are stored as float32).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from preprocess.lod import LodDag
+
+SPHERE_REL_EPS = 1e-5  # containment slack, relative to the outer sphere's radius
+_F32_SLACK = 4.0 * float(np.finfo(np.float32).eps)  # ulps of the coordinates' magnitude
+MAX_REPORTED = 5  # offenders listed in a message
+
+
+class VerifyError(AssertionError):
+    """A built DAG, BVH or cut breaks an invariant; the message names what and by how much."""
+
+
+def fail(message: str) -> None:
+    """Raise VerifyError(message)."""
+    raise VerifyError(message)
+
+
+def first_few(mask: np.ndarray) -> np.ndarray:
+    """The first few indices where mask is true."""
+    return np.flatnonzero(mask)[:MAX_REPORTED]
+
+
+def containment_excess(outer: np.ndarray, inner_center: np.ndarray,
+                       inner_radius: np.ndarray) -> np.ndarray:
+    """How far each inner sphere pokes out of its outer sphere beyond the allowed slack.
+
+    outer (n, 4), inner_center (n, 3), inner_radius (n,) -> (n,) float64; > 0 means not contained.
+    """
+    o = np.asarray(outer, np.float64)
+    c = np.asarray(inner_center, np.float64)
+    r = np.asarray(inner_radius, np.float64)
+    reach = np.linalg.norm(c - o[:, :3], axis=1) + r
+    magnitude = np.maximum(np.abs(o[:, :3]).max(axis=1), np.abs(c).max(axis=1)) + o[:, 3]
+    slack = SPHERE_REL_EPS * o[:, 3] + _F32_SLACK * magnitude
+    return reach - o[:, 3] - slack
+
+
+def sphere_str(s: np.ndarray) -> str:
+    """A sphere (x, y, z, r) for a message."""
+    return f"(center {s[0]:.6g} {s[1]:.6g} {s[2]:.6g}, radius {s[3]:.6g})"
+
+
+def cluster_of_triangles(dag: LodDag) -> np.ndarray:
+    """(T,) int32: the cluster owning each triangle of dag.triangles."""
+    counts = np.diff(np.asarray(dag.cluster_tri_offset, np.int64))
+    return np.repeat(np.arange(dag.cluster_count, dtype=np.int32), counts)
+
+
+def triangle_index(dag: LodDag, clusters: np.ndarray) -> np.ndarray:
+    """(t,) int64: the rows of dag.triangles owned by the given clusters, cluster by cluster."""
+    off = np.asarray(dag.cluster_tri_offset, np.int64)
+    start = off[clusters]
+    count = off[clusters + 1] - start
+    total = int(count.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    base = np.repeat(start - np.concatenate([[0], np.cumsum(count)[:-1]]), count)
+    return base + np.arange(total, dtype=np.int64)
+
+
+def triangle_areas(positions: np.ndarray, ptri: np.ndarray) -> np.ndarray:
+    """(t,) float64 areas of triangles (t, 3) of position ids."""
+    p = np.asarray(positions, np.float64)
+    a, b, c = p[ptri[:, 0]], p[ptri[:, 1]], p[ptri[:, 2]]
+    return 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+
+
+def uniform_weights(rng: np.random.Generator, n: int) -> np.ndarray:
+    """(n, 3) barycentric weights of points uniform by area over a triangle."""
+    r1, r2 = np.sqrt(rng.random(n)), rng.random(n)
+    return np.stack([1 - r1, r1 * (1 - r2), r1 * r2], axis=1)
+

@@ -1,0 +1,178 @@
+"""Fixtures shared by the builder's test modules (tests/preprocess): a cluster LOD DAG and BVH
+built by hand for the checker's tests (`preprocess.verify`, the cut rule in `preprocess.cut`), and
+small assets built and packed once (the packer's and the packed-file checks' tests).
+
+The hand-made DAG covers a 16 x 16 quad height field (vertex (x, y) has id 17 y + x, |z| <= 0.15):
+
+    level 0: c0 = left-bottom, c1 = left-top, c2 = right-bottom, c3 = right-top (128 triangles each)
+    groups:  G0 = {c0, c1} (error 0.31), G1 = {c2, c3} (error 0.32)
+    level 1: c4 from G0, c5 from G1: fans over each half that keep the shared column x = 8 (locked)
+    group:   G2 = {c4, c5} (error 0.35)
+    level 2: c6 from G2: the two triangles of the square
+    root:    G3 = {c6}
+    BVH:     node 0 -> [node 1, G2, G3]; node 1 -> [G0, G1]
+
+Every simplified surface interpolates vertices with |z| <= 0.15 over the same square, so it lies
+within 0.3 of the original: the errors above are honest.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from assets.rock import make_terrain
+from assets.shapes import geodesic_sphere
+from preprocess.build import build_asset
+from preprocess.config import BuildConfig
+from preprocess.lod import BVH_EMPTY, Bvh, LodDag, bvh_group_ref
+from preprocess.mesh import Mesh
+from preprocess.tess.limits import ROOT_ERROR
+
+# ------------------------------------------------------------------------------ the hand-made DAG
+
+N = 16  # quads per side
+ERRORS = (0.31, 0.32, 0.35)
+
+
+def vid(x: int, y: int) -> int:
+    return y * (N + 1) + x
+
+
+def grid_positions() -> np.ndarray:
+    """(289, 3) float32 height field."""
+    y, x = np.mgrid[0 : N + 1, 0 : N + 1].astype(np.float64)
+    z = 0.15 * np.sin(0.9 * x) * np.cos(0.7 * y)
+    return np.stack([x, y, z], axis=-1).reshape(-1, 3).astype(np.float32)
+
+
+def quads(xs: range, ys: range) -> list[tuple[int, int, int]]:
+    tris = []
+    for y in ys:
+        for x in xs:
+            a, b, c, d = vid(x, y), vid(x + 1, y), vid(x + 1, y + 1), vid(x, y + 1)
+            tris += [(a, b, c), (a, c, d)]
+    return tris
+
+
+def bounds(points: np.ndarray) -> np.ndarray:
+    p = points.astype(np.float64)
+    c = 0.5 * (p.min(axis=0) + p.max(axis=0))
+    r = np.linalg.norm(p - c, axis=1).max() * (1 + 1e-6)
+    return np.array([*c, r], np.float32)
+
+
+def merge(spheres: np.ndarray) -> np.ndarray:
+    s = spheres.astype(np.float64)
+    c = 0.5 * ((s[:, :3] - s[:, 3:]).min(axis=0) + (s[:, :3] + s[:, 3:]).max(axis=0))
+    r = (np.linalg.norm(s[:, :3] - c, axis=1) + s[:, 3]).max() * (1 + 1e-6)
+    return np.array([*c, r], np.float32)
+
+
+def union_box(boxes: np.ndarray) -> np.ndarray:
+    return np.concatenate([boxes[:, :3].min(axis=0), boxes[:, 3:].max(axis=0)])
+
+
+def make_dag() -> tuple[LodDag, Bvh]:
+    pos = grid_positions()
+    h = N // 2
+    level0 = [quads(range(h), range(h)), quads(range(h), range(h, N)),
+              quads(range(h, N), range(h)), quads(range(h, N), range(h, N))]
+    c4 = [(vid(0, 0), vid(h, j), vid(h, j + 1)) for j in range(N)]
+    c4 += [(vid(0, 0), vid(h, N), vid(0, N))]
+    c5 = [(vid(N, 0), vid(h, j + 1), vid(h, j)) for j in range(N)]
+    c5 += [(vid(N, 0), vid(N, N), vid(h, N))]
+    c6 = [(vid(0, 0), vid(N, 0), vid(N, N)), (vid(0, 0), vid(N, N), vid(0, N))]
+    clusters = [*level0, c4, c5, c6]
+    tris = np.array([t for c in clusters for t in c], np.int32)
+    offsets = np.cumsum([0] + [len(c) for c in clusters]).astype(np.int64)
+    mesh = Mesh(
+        positions=pos,
+        triangles=np.array([t for c in level0 for t in c], np.int32),
+        wedge_position=np.arange(len(pos), dtype=np.int32),
+        wedge_normal=np.tile(np.array([0, 0, 1], np.float32), (len(pos), 1)),
+        name="grid",
+    )
+    cb = np.stack([bounds(pos[np.array(c).reshape(-1)]) for c in clusters])
+    self_sphere = cb.copy()
+    g_sphere = np.zeros((4, 4), np.float32)
+    g_sphere[0] = merge(self_sphere[[0, 1]])
+    g_sphere[1] = merge(self_sphere[[2, 3]])
+    self_sphere[4], self_sphere[5] = g_sphere[0], g_sphere[1]
+    g_sphere[2] = merge(self_sphere[[4, 5]])
+    self_sphere[6] = g_sphere[2]
+    g_sphere[3] = merge(self_sphere[[6]])
+    g_error = np.array([*ERRORS, ROOT_ERROR], np.float32)
+    dag = LodDag(
+        mesh=mesh,
+        triangles=tris,
+        cluster_tri_offset=offsets,
+        cluster_level=np.array([0, 0, 0, 0, 1, 1, 2], np.int32),
+        cluster_group=np.array([0, 0, 1, 1, 2, 2, 3], np.int32),
+        cluster_source_group=np.array([-1, -1, -1, -1, 0, 1, 2], np.int32),
+        cluster_bounds=cb,
+        cluster_self_sphere=self_sphere,
+        cluster_self_error=np.array([0, 0, 0, 0, g_error[0], g_error[1], g_error[2]], np.float32),
+        group_level=np.array([0, 0, 1, 2], np.int32),
+        group_cluster_offset=np.array([0, 2, 4, 6, 7], np.int64),
+        group_clusters=np.arange(7, dtype=np.int32),
+        group_sphere=g_sphere,
+        group_error=g_error,
+        root_group=3,
+    )
+    children = np.full((2, 8), BVH_EMPTY, np.int32)
+    children[0, :3] = [1, bvh_group_ref(2), bvh_group_ref(3)]
+    children[1, :2] = [bvh_group_ref(0), bvh_group_ref(1)]
+    n1 = merge(g_sphere[[0, 1]])
+    bvh = Bvh(
+        node_sphere=np.stack([merge(np.stack([n1, g_sphere[2], g_sphere[3]])), n1]),
+        node_box=np.stack([union_box(dag.cluster_boxes()[:7]), union_box(dag.cluster_boxes()[:4])]),
+        node_max_error=np.array([ROOT_ERROR, ERRORS[1]], np.float32),
+        node_children=children,
+        node_depth=np.array([0, 1], np.int32),
+    )
+    return dag, bvh
+
+
+def remove_triangle(dag: LodDag, cluster: int, k: int) -> None:
+    row = int(dag.cluster_tri_offset[cluster]) + k
+    dag.triangles = np.delete(dag.triangles, row, axis=0)
+    dag.cluster_tri_offset = dag.cluster_tri_offset.copy()
+    dag.cluster_tri_offset[cluster + 1 :] -= 1
+
+
+@pytest.fixture
+def dag() -> LodDag:
+    """The hand-made DAG (above), fresh for each test: tests corrupt it."""
+    return make_dag()[0]
+
+
+@pytest.fixture
+def bvh() -> Bvh:
+    """The hand-made DAG's BVH, fresh for each test."""
+    return make_dag()[1]
+
+
+@pytest.fixture(scope="session")
+def grid() -> SimpleNamespace:
+    """What the tests that corrupt the hand-made DAG know of it: `N` (quads per side),
+    `vid(x, y)` (a vertex id), `errors` (the groups' errors below the root) and
+    `remove_triangle(dag, cluster, k)`."""
+    return SimpleNamespace(N=N, vid=vid, errors=ERRORS, remove_triangle=remove_triangle)
+
+
+# ---------------------------------------------------------------------------- small built assets
+
+
+@pytest.fixture(scope="session", params=["terrain-uv", "sphere-small-pages"])
+def built(request):
+    """(mesh, config, dag, bvh, packed) of a UV-mapped terrain and of a sphere on small pages
+    (small pages force groups to split across pages); the tests only read them."""
+    if request.param == "terrain-uv":
+        mesh, cfg = make_terrain(64, seed=2), BuildConfig()
+    else:  # small pages force groups to split across pages
+        mesh, cfg = geodesic_sphere(40), BuildConfig(page_size=16 * 1024)
+    dag, bvh, packed = build_asset(mesh, cfg)
+    return mesh, cfg, dag, bvh, packed
