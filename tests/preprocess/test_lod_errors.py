@@ -4,7 +4,6 @@ normal accumulation, `preprocess.verify.error_tightness`)."""
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
@@ -370,55 +369,3 @@ def test_coarse_levels_keep_what_would_vanish(shared_assets, name) -> None:
         far = max_distance_to_mesh(points, mesh.positions, wpos[tris[rows]].astype(np.int32))
         stored = np.asarray(dag.cluster_geometric_error)[level == lv].max()
         assert far.max() <= stored, (lv, far.max() / stored)
-
-
-def test_the_whole_level_measure_passes_over_clusters_exactly() -> None:
-    """`measure.farthest_by_cluster` (a whole level's measure of every original position) passes
-    over a cluster whose sphere lies within the largest distance so far: its maximum must be the
-    brute-force one (every position measured), whatever ranges of clusters it is split into,
-    with the leftover row (unused positions, an infinite radius) measured point by point."""
-    from assets.shapes import geodesic_sphere_arrays
-    from preprocess.dag import farthest_by_cluster
-
-    rng = np.random.default_rng(9)
-    fine, _ = geodesic_sphere_arrays(24)
-    fine = fine * (1.0 + 0.03 * rng.standard_normal((len(fine), 1)))  # a bumpy original
-    fine[::97] *= 1.25  # a few spikes
-    coarse, coarse_tris = geodesic_sphere_arrays(2)  # what a coarse level keeps
-    positions = np.concatenate([fine, coarse]).astype(np.float32)
-    tris = (np.asarray(coarse_tris) + len(fine)).astype(np.int32)
-    # clusters: the fine positions sorted along a space-filling-ish key, 64 a cluster, each in its
-    # bounding sphere; the coarse ones as the leftover row
-    order = np.lexsort(np.floor(fine * 4).T).astype(np.int32)
-    fine[order[-1]] *= 1.5  # the farthest, in the last cluster measured
-    positions[: len(fine)] = fine
-    rows = np.array_split(order, len(order) // 64)
-    spheres = []
-    for r in rows:
-        p = positions[r].astype(np.float64)
-        c = 0.5 * (p.min(axis=0) + p.max(axis=0))
-        spheres.append([*c, np.sqrt(((p - c) ** 2).sum(axis=1)).max() * (1 + 1e-6)])
-    spheres.append([0.0, 0.0, 0.0, np.inf])
-    ids = np.concatenate([*rows, np.arange(len(fine), len(positions))]).astype(np.int32)
-    off = np.cumsum([0, *map(len, rows), len(coarse)]).astype(np.int64)
-    spheres = np.asarray(spheres, np.float32)
-    truth = max_distance_to_mesh(positions, positions, tris).max()
-    n = len(off) - 1
-    for cuts in ([0, n], [0, n // 3, n], [0, 1, n // 2, n - 1, n]):
-        got = max(farthest_by_cluster(positions, tris, spheres, off, ids, a, b)
-                  for a, b in itertools.pairwise(cuts))
-        assert got == pytest.approx(truth, rel=1e-12)
-    # a floor (a distance some position has: the farthest removed one's, in the builder) only
-    # lets clusters pass sooner: the same maximum, in one range or several
-    some = max_distance_to_mesh(positions[order[::50]], positions, tris).max()
-    for cuts in ([0, n], [0, n // 3, n]):
-        got = max(farthest_by_cluster(positions, tris, spheres, off, ids, a, b, some)
-                  for a, b in itertools.pairwise(cuts))
-        assert got == pytest.approx(truth, rel=1e-12)
-    # and clusters are passed over, not measured point by point: spheres of radius 0 at each
-    # cluster's mean position (which the lone spike hardly moves) miss the farthest (the
-    # exactness rests on the spheres holding their positions)
-    shrunk = spheres.copy()
-    for i, r in enumerate(rows):
-        shrunk[i] = [*positions[r].mean(axis=0), 0.0]
-    assert farthest_by_cluster(positions, tris, shrunk, off, ids, 0, n) < 0.9 * truth

@@ -124,36 +124,6 @@ def dense_points(pos, pt, k: int, seed: int = 0):
     return (a + r[..., :1] * (b - a) + r[..., 1:] * (c - a)).reshape(-1, 3)
 
 
-def brute_distance(points, pos, pt):
-    """Exact point-triangle distance by brute force (numpy, barycentric + edges)."""
-    p = pos[pt].astype(np.float64)
-    a, b, c = p[:, 0], p[:, 1], p[:, 2]
-    out = np.full(len(points), np.inf)
-
-    def seg(x, s0, s1):
-        e = s1 - s0
-        t = np.clip(((x - s0) * e).sum(-1) / np.maximum((e * e).sum(-1), 1e-300), 0, 1)
-        return np.linalg.norm(x - s0 - t[:, None] * e, axis=-1)
-
-    n = np.cross(b - a, c - a)
-    n /= np.linalg.norm(n, axis=1, keepdims=True)
-    for i, x in enumerate(points):
-        h = ((x - a) * n).sum(-1)
-        q = x - h[:, None] * n
-        v0, v1, v2 = b - a, c - a, q - a
-        d00, d01, d11 = (v0 * v0).sum(-1), (v0 * v1).sum(-1), (v1 * v1).sum(-1)
-        d20, d21 = (v2 * v0).sum(-1), (v2 * v1).sum(-1)
-        den = d00 * d11 - d01 * d01
-        s = (d11 * d20 - d01 * d21) / den
-        t = (d00 * d21 - d01 * d20) / den
-        inside = (s >= 0) & (t >= 0) & (s + t <= 1)
-        xs = np.broadcast_to(x, a.shape)
-        d = np.minimum(np.minimum(seg(xs, a, b), seg(xs, b, c)), seg(xs, c, a))
-        d = np.where(inside, np.abs(h), d)
-        out[i] = d.min()
-    return out
-
-
 # ------------------------------------------------------------------------------------------------
 # Tests
 # ------------------------------------------------------------------------------------------------
@@ -329,27 +299,6 @@ def test_uv_seam_is_preserved():
     assert len(seam_edges) == len(out_seam) - 1
 
 
-def test_max_distance_to_mesh_matches_brute_force():
-    pos, tris = icosphere(2)
-    rng = np.random.default_rng(2)
-    pos = (pos * (1 + 0.05 * rng.standard_normal((len(pos), 1)))).astype(np.float32)
-    pts = np.concatenate(
-        [
-            rng.normal(size=(150, 3)) * 0.7,  # inside and around
-            rng.normal(size=(30, 3)) * 5.0,  # far away
-            dense_points(pos, tris[:20], 3),  # on the surface
-        ]
-    ).astype(np.float32)
-    d = max_distance_to_mesh(pts, pos, tris)
-    assert d.dtype == np.float64 and d.shape == (len(pts),)
-    ref = brute_distance(pts.astype(np.float64), pos, tris)
-    assert np.allclose(d, ref, rtol=1e-9, atol=1e-9)
-    # the largest alone (searches cut short at the largest so far): the same maximum, whichever
-    # order the points come in
-    for order in (np.arange(len(pts)), np.argsort(ref), np.argsort(-ref)):
-        assert farthest_distance(pts[order], pos, tris) == pytest.approx(ref.max(), rel=1e-12)
-
-
 @pytest.mark.parametrize("seed", [0, 1])
 def test_random_locks_on_noisy_sphere_stay_valid(seed):
     pos, tris = icosphere(3)
@@ -451,25 +400,3 @@ def test_open_border_simplifies():
     assert err < 0.1
     assert_border_kept(pos, tris, out, np.zeros(len(pos), bool))
     assert len(edges_once(out)) < len(edges_once(tris))
-
-
-def test_open_border_edges_are_sampled_from_their_only_side():
-    """A new edge is sampled once: from its a < b side where both sides exist, and from its
-    only side on an open border, whichever way that side runs (the bunny's level 7 held its
-    largest distance at the midpoint of a border edge running b -> a, 4.5% beyond every
-    sample); an input edge used once (a group's border with its neighbours) lies on the input."""
-    from preprocess.measure import edge_sides
-
-    none = np.zeros((0, 3), np.int32)
-    # two triangles sharing 0-1; every other edge is a border edge
-    sides = edge_sides(np.array([[0, 1, 2], [1, 0, 3]], np.int32), none)
-    assert sides.tolist() == [[True, True, True], [False, True, True]]
-    # each edge exactly once
-    tri = np.array([[0, 1, 2], [1, 0, 3], [2, 1, 4]], np.int32)
-    sides = edge_sides(tri, none)
-    keys = {tuple(sorted((int(t[e]), int(t[(e + 1) % 3])))) for t in tri for e in range(3)}
-    assert int(sides.sum()) == len(keys)
-    # the border edges 2 -> 0 and 3 -> 1 are the input's: not sampled from their b -> a side
-    sides = edge_sides(np.array([[0, 1, 2], [1, 0, 3]], np.int32),
-                        np.array([[0, 1, 2], [0, 3, 1]], np.int32))
-    assert sides.tolist() == [[True, True, False], [False, True, False]]
