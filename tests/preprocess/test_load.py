@@ -1,4 +1,5 @@
-"""Loading and welding (preprocess.load) and the procedural assets (assets.rock, assets.shapes)."""
+"""Loading and welding (preprocess.load, preprocess.io) and the procedural assets (assets.rock,
+assets.shapes)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import trimesh
 from assets.rock import DEFAULT_ASSET, default_mesh, fbm, make_rock, make_terrain, rock_resolution
 from assets.shapes import geodesic_sphere
 from preprocess import load as load_module
-from preprocess import readers
-from preprocess.load import load_mesh, mesh_from_arrays, weld_positions
+from preprocess.io import parts, repair, weld
+from preprocess.io.parts import read_parts
+from preprocess.io.text import _table
+from preprocess.io.weld import weld_positions
+from preprocess.load import load_mesh, mesh_from_arrays
 from preprocess.mesh import Mesh, MeshError, MeshWarning
-from preprocess.readers import read_parts
 
 
 
@@ -337,7 +340,7 @@ def test_grouping_matches_a_sort_based_reference():
     rng = np.random.default_rng(3)
     for columns in (1, 3, 6):
         rows = rng.integers(0, 4, size=(3000, columns)).astype(np.uint32)  # many equal rows
-        inverse, first = load_module._group_rows(list(rows.T))
+        inverse, first = weld.group_rows(list(rows.T))
         expect_inverse, expect_first = _first_appearance_reference(rows)
         np.testing.assert_array_equal(inverse, expect_inverse)
         np.testing.assert_array_equal(first, expect_first)
@@ -362,8 +365,8 @@ def test_repeated_triangles_in_a_long_fan():
     assert mesh.triangle_count == n - 1
     tri_pos = np.arange(n, dtype=np.int64)
     W64 = pos.astype(np.float32).astype(np.float64)
-    by_list = load_module._clean_triangles(faces, tri_pos, W64, False)
-    by_hash = load_module._clean_triangles(faces, tri_pos, W64, True)
+    by_list = repair._clean_triangles(faces, tri_pos, W64, False)
+    by_hash = repair._clean_triangles(faces, tri_pos, W64, True)
     assert by_list[2] == -1  # the list gave up
     np.testing.assert_array_equal(by_hash[0], np.arange(n - 1))
 
@@ -385,7 +388,7 @@ def test_array_errors():
 
 
 # --------------------------------------------------------------------------------------------------
-# the fast readers (preprocess.readers) give exactly what the trimesh path gives
+# the fast readers (preprocess.io) give exactly what the trimesh path gives
 
 
 def assert_same_mesh(path: Path, *, fast_path: bool = True) -> Mesh:
@@ -702,7 +705,7 @@ def test_a_bug_in_a_fast_reader_falls_back_to_trimesh(tmp_path, monkeypatch):
     def broken(raw, label):
         raise RuntimeError("bug")
 
-    monkeypatch.setitem(readers._READERS, "obj", broken)
+    monkeypatch.setitem(parts._READERS, "obj", broken)
     mesh = load_mesh(write(tmp_path / "quads.obj", QUAD_OBJ))
     assert mesh.triangle_count == 4
 
@@ -716,7 +719,7 @@ def test_number_parser_matches_numpy(tmp_path):
     texts = [repr(x) for x in values.tolist()] + [f"{x:.6f}" for x in values[:100]]
     texts += [f"{x:.25e}" for x in values[:50]] + ["-0", "+1.5", "1.", ".5", "1e400", "nan"]
     text = " ".join(texts)
-    got = readers._table(text.encode(), 0, 1, skip_blank=False)
+    got = _table(text.encode(), 0, 1, skip_blank=False)
     with np.errstate(all="ignore"):
         expect = np.fromstring(text, sep=" ")
     assert got is not None
