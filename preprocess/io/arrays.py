@@ -89,25 +89,8 @@ def mesh_from_arrays(
             `fix_winding`).
     """
     src = source or name
-    P = np.asarray(positions)
-    F = np.asarray(faces)
-    if P.ndim != 2 or P.shape[1] != 3:
-        raise MeshError(f"{src}: positions must have shape (n, 3), got {P.shape}")
-    if F.ndim != 2 or F.shape[1] != 3:
-        raise MeshError(f"{src}: faces must have shape (m, 3) (triangles), got {F.shape}")
-    if F.size and not np.issubdtype(F.dtype, np.integer):
-        raise MeshError(f"{src}: face indices must be integers, got {F.dtype}")
-    n = P.shape[0]
-    if F.shape[0] == 0:
-        raise MeshError(f"{src}: the mesh has no triangles")
-    P32 = _checked_float32(P, src)
-    fmin, fmax = int(F.min()), int(F.max())
-    if fmin < 0 or fmax >= n:
-        worst = fmin if fmin < 0 else fmax
-        raise MeshError(
-            f"{src}: face index {worst} out of range (the mesh has {n} vertices, valid 0..{n - 1})"
-        )
-    F = F.astype(np.int64, copy=False)
+    P32, F = _checked_arrays(positions, faces, src)
+    n = P32.shape[0]
     N_in = _per_vertex(normals, (n, 3), np.float64, "normals", src)
     UV_in = _per_vertex(uvs, (n, 2), np.float64, "uvs", src)
     C_in = _per_vertex(colors, (n, 4), np.float64, "colours", src)
@@ -132,15 +115,8 @@ def mesh_from_arrays(
                      f"simplification")
     F, computed = fix_winding(F, pos_of_vertex, welded, computed, src, drop_reversed)
     if N_in is None and crease_angle < 180.0:
-        corner_normals, splits = crease_normals(pos_of_vertex[F], welded.astype(np.float64),
-                                                float(np.cos(np.radians(crease_angle))))
-        if splits:  # hard edges: one input vertex per corner, welded again by `wedges`
-            pos_of_vertex = pos_of_vertex[F].ravel()
-            N_in = corner_normals.reshape(-1, 3)
-            UV_in = None if UV_in is None else UV_in[F].ravel().reshape(-1, 2)
-            C_in = None if C_in is None else C_in[F].ravel().reshape(-1, 4)
-            M_in = None if M_in is None else M_in[F].ravel()
-            F = np.arange(3 * F.shape[0], dtype=np.int64).reshape(-1, 3)
+        F, pos_of_vertex, N_in, UV_in, C_in, M_in = _crease_corners(
+            F, pos_of_vertex, welded, crease_angle, UV_in, C_in, M_in)
     wedge_of_vertex, wedge_vertex, vn32, vuv32 = wedges(
         F, pos_of_vertex, computed, N_in, UV_in, src, extra=(C_in, M_in)
     )
@@ -162,6 +138,48 @@ def mesh_from_arrays(
     )
     _check_grid(mesh, src)
     return mesh
+
+
+def _checked_arrays(positions, faces, src: str) -> tuple[np.ndarray, np.ndarray]:
+    """(positions (n, 3) float32, faces (m, 3) int64) after checking their shapes, the
+    coordinates (`_checked_float32`) and the face indices; `MeshError` naming what is wrong."""
+    P = np.asarray(positions)
+    F = np.asarray(faces)
+    if P.ndim != 2 or P.shape[1] != 3:
+        raise MeshError(f"{src}: positions must have shape (n, 3), got {P.shape}")
+    if F.ndim != 2 or F.shape[1] != 3:
+        raise MeshError(f"{src}: faces must have shape (m, 3) (triangles), got {F.shape}")
+    if F.size and not np.issubdtype(F.dtype, np.integer):
+        raise MeshError(f"{src}: face indices must be integers, got {F.dtype}")
+    n = P.shape[0]
+    if F.shape[0] == 0:
+        raise MeshError(f"{src}: the mesh has no triangles")
+    P32 = _checked_float32(P, src)
+    fmin, fmax = int(F.min()), int(F.max())
+    if fmin < 0 or fmax >= n:
+        worst = fmin if fmin < 0 else fmax
+        raise MeshError(
+            f"{src}: face index {worst} out of range (the mesh has {n} vertices, valid 0..{n - 1})"
+        )
+    return P32, F.astype(np.int64, copy=False)
+
+
+def _crease_corners(F: np.ndarray, pos_of_vertex: np.ndarray, welded: np.ndarray,
+                    crease_angle: float, UV_in: np.ndarray | None, C_in: np.ndarray | None,
+                    M_in: np.ndarray | None) -> tuple:
+    """The normals computed with edges sharper than ``crease_angle`` kept hard
+    (`crease_normals`), for a mesh without normals: where no position splits, (F,
+    pos_of_vertex, None, UV_in, C_in, M_in) as given (`wedges` computes smooth ones); else one
+    input vertex per corner, each with its corner's normal, for `wedges` to weld again."""
+    corner_normals, splits = crease_normals(pos_of_vertex[F], welded.astype(np.float64),
+                                            float(np.cos(np.radians(crease_angle))))
+    if not splits:
+        return F, pos_of_vertex, None, UV_in, C_in, M_in
+    return (np.arange(3 * F.shape[0], dtype=np.int64).reshape(-1, 3), pos_of_vertex[F].ravel(),
+            corner_normals.reshape(-1, 3),
+            None if UV_in is None else UV_in[F].ravel().reshape(-1, 2),
+            None if C_in is None else C_in[F].ravel().reshape(-1, 4),
+            None if M_in is None else M_in[F].ravel())
 
 
 def _per_vertex(values, shape: tuple, dtype, what: str, src: str) -> np.ndarray | None:

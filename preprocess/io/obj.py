@@ -110,25 +110,26 @@ def _parse_index(data, j):
     return (-v if neg else v), k, True, bare_zero
 
 
-@nb.njit(cache=True, nogil=True)
-def _scan_obj(data, pow10, special):
-    """Two passes over an OBJ file's bytes: bound the buffer sizes, then parse.
+@nb.njit(cache=True, nogil=True, inline="always")
+def _usemtl_at(data, k, end):
+    """Whether "usemtl " starts at ``data[k]`` and ends before ``end``."""
+    return (k + 7 <= end and data[k] == 117 and data[k + 1] == 115 and data[k + 2] == 101
+            and data[k + 3] == 109 and data[k + 4] == 116 and data[k + 5] == 108
+            and data[k + 6] == 32)
 
-    Returns, in order: status (0, or the 1-based number of the first line this reader leaves to
-    trimesh); flags (`_CONTINUED`, `_NON_ASCII`, `_BINARY`); the count of "usemtl " anywhere in
-    the text; the v, vt, vn value buffers; lines per kind; values per line per kind (-2 where
-    lines differ); the corner v, vt, vn index buffers (0-based as trimesh shifts them; vt and vn
-    only for corners that have them) and their three counts; per face line its corner count,
-    layout and material (index of its usemtl line, -1 before any); the face line count; the
-    usemtl name spans and count; the hard numbers (kind, buffer index, start, end) and count; the
-    first line with a face index ``0``; the first line with a relative (negative) vertex index
-    that reaches before the first vertex.
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _obj_buffers(data, special):
+    """Pass 1 of `_scan_obj`: lines and bytes per kind, and the buffers pass 2 fills. A line of
+    b bytes holds at most b // 2 numbers: the buffers are bounds, mostly never touched (so never
+    paged in); counting the numbers themselves made this pass 3x slower. It also looks for what
+    makes trimesh read a file differently (one scan here instead of one per pattern in Python).
+
+    Returns (the v, vt, vn value buffers, the corner v, vt, vn index buffers, per face line its
+    corner count, layout and material, the usemtl name spans, flags, the count of "usemtl "
+    anywhere: trimesh splits at each).
     """
     n = data.size
-    # Pass 1: lines and bytes per kind. A line of b bytes holds at most b // 2 numbers: the
-    # buffers below are bounds, mostly never touched (so never paged in); counting the numbers
-    # themselves made this pass 3x slower. It also looks for what makes trimesh read a file
-    # differently (one scan here instead of one per pattern in Python).
     ntok = np.zeros(4, np.int64)  # bounds on the v, vt, vn values and the face corners
     nface = 0
     nmtl = 0
@@ -156,9 +157,7 @@ def _scan_obj(data, pow10, special):
                         q += 1
                     if q == n or (data[q] == 10 and (q == e + 1 or data[e + 1] == 13)):
                         flags |= _CONTINUED
-                elif (b == 117 and e + 6 < n and data[e + 1] == 115 and data[e + 2] == 101
-                      and data[e + 3] == 109 and data[e + 4] == 116 and data[e + 5] == 108
-                      and data[e + 6] == 32):  # "usemtl "
+                elif b == 117 and _usemtl_at(data, e, n):
                     usemtl_anywhere += 1
             e += 1
         if c == 118:  # 'v'
@@ -178,28 +177,100 @@ def _scan_obj(data, pow10, special):
     vals_v = np.empty(ntok[_V], np.float64)
     vals_t = np.empty(ntok[_VT], np.float64)
     vals_n = np.empty(ntok[_VN], np.float64)
-    nvals = np.zeros(3, np.int64)
-    nlines = np.zeros(3, np.int64)
-    width = np.full(3, -1, np.int64)
     cv = np.empty(ntok[3], np.int64)
     ct = np.empty(ntok[3], np.int64)
     cn = np.empty(ntok[3], np.int64)
-    ncorner = 0
-    nt = 0
-    nn = 0
     fsize = np.empty(nface, np.int32)
     fpat = np.empty(nface, np.int8)
     fmat = np.empty(nface, np.int32)
     mspan = np.empty(2 * nmtl, np.int64)
+    return (vals_v, vals_t, vals_n, cv, ct, cn, fsize, fpat, fmat, mspan, flags,
+            usemtl_anywhere)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _record_hard(hard, nhard, kind, at, start, end):
+    """``hard`` (grown where full) with hard number ``nhard`` recorded: (kind, buffer index,
+    start, end)."""
+    if 4 * nhard + 4 > hard.size:
+        hard = grow(hard, 4 * nhard + 4)
+    hard[4 * nhard] = kind
+    hard[4 * nhard + 1] = at
+    hard[4 * nhard + 2] = start
+    hard[4 * nhard + 3] = end
+    return hard
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _zero_based(index, above):
+    """An OBJ index 0-based, as trimesh shifts it: 1-based; a negative one counts back from the
+    last of the ``above`` elements defined above its line (the OBJ rule: -1 is the latest;
+    trimesh counts from the end of the whole file's list instead); 0 stays 0."""
+    return index - 1 if index > 0 else (above + index if index < 0 else 0)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _attribute_index(index, above):
+    """`_zero_based` for a uv or normal index; one that reaches before its list is `_BEFORE`, out
+    of range whichever way it is read, so that geometry is read without them, as with any index
+    out of range."""
+    k = _zero_based(index, above)
+    return k if k >= 0 else _BEFORE
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _comment_start(data, j, stop):
+    """Where the first '#' of ``data[j:stop]`` is, or ``stop``."""
+    for q in range(j, stop):
+        if data[q] == 35:
+            return q
+    return stop
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _blank(data, j, stop):
+    """Whether ``data[j:stop]`` holds blanks only."""
+    for q in range(j, stop):
+        if not is_blank(data[q]):
+            return False
+    return True
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _vertex_kind(c1, c2):
+    """The kind of a line starting with 'v' followed by ``c1`` and ``c2`` (0 past its end):
+    (`_V`, `_VT`, `_VN` or -1, the offset of its first value, whether a tab follows the keyword,
+    which trimesh does not read)."""
+    if c1 == 32:
+        return _V, 2, False
+    if (c1 == 116 or c1 == 110) and c2 == 32:  # vt, vn
+        return (_VT if c1 == 116 else _VN), 3, False
+    return -1, 0, c1 == 9 or ((c1 == 116 or c1 == 110) and c2 == 9)
+
+
+@nb.njit(cache=True, nogil=True)
+def _scan_obj(data, pow10, special):
+    """Two passes over an OBJ file's bytes: make buffers large enough (`_obj_buffers`), parse.
+
+    Returns: status (0, or the 1-based number of the first line this reader leaves to trimesh);
+    flags (`_CONTINUED`, `_NON_ASCII`, `_BINARY`); the count of "usemtl " anywhere; the v, vt,
+    vn value buffers; lines per kind; values per line per kind (-2 where lines differ); the
+    corner v, vt, vn index buffers (0-based as trimesh shifts them; vt and vn only for corners
+    that have them) and their three counts; per face line its corner count, layout and material
+    (index of its usemtl line, -1 before any); the face line count; the usemtl name spans and
+    count; the hard numbers (kind, buffer index, start, end) and count; the first line with a
+    face index ``0``; the first with a relative vertex index that reaches before the first vertex.
+    """
+    n = data.size
+    (vals_v, vals_t, vals_n, cv, ct, cn, fsize, fpat, fmat, mspan, flags,
+     usemtl_anywhere) = _obj_buffers(data, special)
+    nvals = np.zeros(3, np.int64)
+    nlines = np.zeros(3, np.int64)
+    width = np.full(3, -1, np.int64)
     hard = np.empty(64, np.int64)  # (kind, index, start, end) per hard number
-    nface = 0
-    nmtl = 0
-    nhard = 0
-    zero_line = 0
+    ncorner = nt = nn = nface = nmtl = nhard = zero_line = status = line = 0
     before_line = 0  # the first face line whose relative vertex index reaches before the list
     cur_mat = -1
-    status = 0
-    line = 0
     # Pass 2: parse.
     i = 0
     while i < n and status == 0:
@@ -211,26 +282,18 @@ def _scan_obj(data, pow10, special):
             continue
         c = data[i]
         if flags & _COMMENTED and (c == 118 or c == 102):  # a comment ends a 'v' or 'f' line
-            for q in range(i + 1, stop):
-                if data[q] == 35:
-                    stop = q
-                    break
+            stop = _comment_start(data, i + 1, stop)
         c1 = data[i + 1] if i + 1 < stop else 0
         c2 = data[i + 2] if i + 2 < stop else 0
-        kind = -1
-        j = i
+        kind, skip, tab = -1, 0, False
         if c == 118:  # 'v'
-            if c1 == 32:
-                kind = _V
-                j = i + 2
-            elif (c1 == 116 or c1 == 110) and c2 == 32:  # vt, vn
-                kind = _VT if c1 == 116 else _VN
-                j = i + 3
-            elif c1 == 9 or ((c1 == 116 or c1 == 110) and c2 == 9):
-                status = line  # trimesh only knows 'v ' with a space
+            kind, skip, tab = _vertex_kind(c1, c2)
+        if tab:
+            status = line  # trimesh only knows 'v ' with a space
         if kind >= 0:
             count = 0
             at = nvals[kind]
+            j = i + skip
             while True:
                 while j < stop and is_blank(data[j]):
                     j += 1
@@ -247,21 +310,13 @@ def _scan_obj(data, pow10, special):
                 else:
                     vals_n[at] = value
                 if cls == NUM_HARD:
-                    if 4 * nhard + 4 > hard.size:
-                        hard = grow(hard, 4 * nhard + 4)
-                    hard[4 * nhard] = kind
-                    hard[4 * nhard + 1] = at
-                    hard[4 * nhard + 2] = j
-                    hard[4 * nhard + 3] = j2
+                    hard = _record_hard(hard, nhard, kind, at, j, j2)
                     nhard += 1
                 at += 1
                 count += 1
                 j = j2
             nvals[kind] = at
-            if width[kind] == -1:
-                width[kind] = count
-            elif width[kind] != count:
-                width[kind] = -2
+            width[kind] = count if width[kind] == -1 or width[kind] == count else -2
             nlines[kind] += 1
         elif c == 102:  # 'f'
             if c1 != 32:
@@ -295,23 +350,14 @@ def _scan_obj(data, pow10, special):
                     status = line  # a malformed corner, or layouts mixed within a line
                     break
                 pat = p
-                # 1-based; a negative index counts back from the last element defined above
-                # this line (the OBJ rule: -1 is the latest vertex; trimesh counts from the end
-                # of the whole file's list instead); 0 stays 0
-                cv[ncorner] = vi - 1 if vi > 0 else (nlines[_V] + vi if vi < 0 else 0)
+                cv[ncorner] = _zero_based(vi, nlines[_V])
                 if vi < 0 and nlines[_V] + vi < 0 and before_line == 0:
                     before_line = line
-                # (a uv or normal one before its list: out of range whichever way it is read,
-                # so that geometry is read without them, as with any index out of range)
                 if p == _P_VT or p == _P_VTN:
-                    ct[nt] = ti - 1 if ti > 0 else (nlines[_VT] + ti if ti < 0 else 0)
-                    if ct[nt] < 0:
-                        ct[nt] = _BEFORE
+                    ct[nt] = _attribute_index(ti, nlines[_VT])
                     nt += 1
                 if p == _P_VN or p == _P_VTN:
-                    cn[nn] = ni - 1 if ni > 0 else (nlines[_VN] + ni if ni < 0 else 0)
-                    if cn[nn] < 0:
-                        cn[nn] = _BEFORE
+                    cn[nn] = _attribute_index(ni, nlines[_VN])
                     nn += 1
                 ncorner += 1
                 corners += 1
@@ -322,18 +368,13 @@ def _scan_obj(data, pow10, special):
                 fpat[nface] = pat
                 fmat[nface] = cur_mat
                 nface += 1
-        elif c == 117 and stop - i >= 7:  # 'u'
-            if (c1 == 115 and c2 == 101 and data[i + 3] == 109 and data[i + 4] == 116
-                    and data[i + 5] == 108 and data[i + 6] == 32):  # "usemtl "
-                mspan[2 * nmtl] = i + 7
-                mspan[2 * nmtl + 1] = stop
-                cur_mat = nmtl
-                nmtl += 1
-        elif is_blank(c):
-            for q in range(i, stop):
-                if not is_blank(data[q]):
-                    status = line  # an indented line: trimesh would not see its keyword
-                    break
+        elif c == 117 and _usemtl_at(data, i, stop):
+            mspan[2 * nmtl] = i + 7
+            mspan[2 * nmtl + 1] = stop
+            cur_mat = nmtl
+            nmtl += 1
+        elif is_blank(c) and not _blank(data, i, stop):
+            status = line  # an indented line: trimesh would not see its keyword
         # other lines (comments, o, g, s, mtllib, l, p, vp, ...) carry nothing trimesh keeps
         i = nxt
     return (status, flags, usemtl_anywhere, vals_v, vals_t, vals_n, nlines, width, cv, ct, cn,

@@ -3,10 +3,15 @@
 `clean` drops the triangles with two equal positions or a zero cross product and the repeats of
 an earlier triangle (the same positions in the same cyclic order; in the reverse order too with
 ``drop_reversed``), and gives the smooth area-weighted normal of each position from the kept ones
-(`_clean_triangles`, one numba pass). `fix_winding` finds edges two triangles run the same way
-(`_repeated_directed_edges`, a counting sort: nothing more where there is none, the common case)
-and flips the triangles that disagree with their part of the mesh (`_orient`), each with a
-one-line `MeshWarning`.
+(`_clean_triangles`, one numba pass). Nothing larger than the output is built there: on a 2-core
+VM, fresh memory costs about 1.3 ms per MB to touch, as much as the work itself. Repeats are
+found through a list per smallest position id (each triangle rotated so that it comes first): the
+lists are short and recently touched, 3x faster than a hash table, whose probes miss the cache;
+a fan of thousands of triangles around one vertex falls back to the hash table.
+
+`fix_winding` finds edges two triangles run the same way (`_repeated_directed_edges`, a counting
+sort: nothing more where there is none, the common case) and flips the triangles that disagree
+with their part of the mesh (`_orient`), each with a one-line `MeshWarning`.
 """
 
 from __future__ import annotations
@@ -23,6 +28,39 @@ from preprocess.topology import edge_neighbours
 _CHAIN_LIMIT = 64  # see _clean_triangles
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _triangle_cross(W64, a, b, c):
+    """The cross product (b - a) x (c - a) of positions a, b, c of ``W64`` (p, 3) float64."""
+    ux = W64[b, 0] - W64[a, 0]
+    uy = W64[b, 1] - W64[a, 1]
+    uz = W64[b, 2] - W64[a, 2]
+    vx = W64[c, 0] - W64[a, 0]
+    vy = W64[c, 1] - W64[a, 1]
+    vz = W64[c, 2] - W64[a, 2]
+    return uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _smallest_first(a, b, c):
+    """The position ids of a triangle rotated so that the smallest comes first."""
+    if b < a and b < c:
+        return b, c, a
+    if c < a and c < b:
+        return c, a, b
+    return a, b, c
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _slot(r0, r1, r2, mask):
+    """The first slot of a hash table of ``mask + 1`` slots to probe for the triangle (r0, r1, r2),
+    smallest id first: the hash ignores the order of r1 and r2, so that a reversed repeat probes
+    the same."""
+    h = ((np.uint64(r0) * MIX) ^ np.uint64(min(r1, r2))) * MIX
+    h = (h ^ np.uint64(max(r1, r2))) * MIX
+    h ^= h >> np.uint64(29)
+    return np.int64(h & np.uint64(mask))
+
+
 @nb.njit(cache=True, nogil=True)
 def _clean_triangles(F: np.ndarray, pos_of_vertex: np.ndarray, W64: np.ndarray,
                      by_hash: bool, drop_reversed: bool = False) -> tuple:
@@ -35,15 +73,13 @@ def _clean_triangles(F: np.ndarray, pos_of_vertex: np.ndarray, W64: np.ndarray,
     ``drop_reversed``, in the reverse order). Returns (the kept triangles' indices (k,) int64 in
     order, area-weighted normal sums (p, 3) float64, count of non-degenerate triangles, repeats
     in the same order (dropped), repeats in the reverse order (dropped with ``drop_reversed``,
-    else kept)). Nothing larger is built: on a 2-core VM, fresh memory costs about
-    1.3 ms per MB to touch, as much as the work itself. The sums add each kept triangle's cross
-    product to its three positions in triangle and corner order: the order (and so the rounding)
-    of the ``np.bincount`` this replaced.
+    else kept)). The sums add each kept triangle's cross product to its three positions in
+    triangle and corner order: the order (and so the rounding) of the ``np.bincount`` this
+    replaced.
 
-    Repeats are found through a list per smallest position id (each triangle rotated so that it
-    comes first): the lists are short and recently touched, 3x faster than a hash table, whose
-    probes miss the cache. A list longer than `_CHAIN_LIMIT` (a fan of thousands of triangles
-    around one vertex) makes this return a count of -1: call again with ``by_hash``.
+    Repeats are found through a list per smallest position id, or, ``by_hash``, a hash table
+    (see the module docstring). A list longer than `_CHAIN_LIMIT` (a fan of thousands of
+    triangles around one vertex) makes this return a count of -1: call again with ``by_hash``.
     """
     m = F.shape[0]
     p = W64.shape[0]
@@ -66,32 +102,15 @@ def _clean_triangles(F: np.ndarray, pos_of_vertex: np.ndarray, W64: np.ndarray,
         c = pos_of_vertex[F[t, 2]]
         if a == b or b == c or c == a:
             continue
-        ux = W64[b, 0] - W64[a, 0]
-        uy = W64[b, 1] - W64[a, 1]
-        uz = W64[b, 2] - W64[a, 2]
-        vx = W64[c, 0] - W64[a, 0]
-        vy = W64[c, 1] - W64[a, 1]
-        vz = W64[c, 2] - W64[a, 2]
-        cx = uy * vz - uz * vy
-        cy = uz * vx - ux * vz
-        cz = ux * vy - uy * vx
+        cx, cy, cz = _triangle_cross(W64, a, b, c)
         if cx == 0.0 and cy == 0.0 and cz == 0.0:
             continue
         nondegenerate += 1
-        if b < a and b < c:  # rotate so that the smallest id comes first
-            r0, r1, r2 = b, c, a
-        elif c < a and c < b:
-            r0, r1, r2 = c, a, b
-        else:
-            r0, r1, r2 = a, b, c
+        r0, r1, r2 = _smallest_first(a, b, c)
         same = False  # an earlier kept triangle in the same order
         turned = False  # ... or in the reverse order
         if by_hash:
-            # the hash ignores the order of r1 and r2, so that a reversed repeat probes the same
-            h = ((np.uint64(r0) * MIX) ^ np.uint64(min(r1, r2))) * MIX
-            h = (h ^ np.uint64(max(r1, r2))) * MIX
-            h ^= h >> np.uint64(29)
-            s = np.int64(h & np.uint64(size - 1))
+            s = _slot(r0, r1, r2, size - 1)
             while table[s] >= 0:
                 j = table[s]
                 if rot[j, 0] == r0 and rot[j, 1] == r1 and rot[j, 2] == r2:
