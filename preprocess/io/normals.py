@@ -28,7 +28,8 @@ def unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Row-wise cross product of (m, 3) arrays, as `_clean_triangles` computes it."""
+    """Row-wise cross product of (m, 3) arrays, as `preprocess.io.repair._clean_triangles`
+    computes it."""
     out = np.empty_like(u)
     out[:, 0] = u[:, 1] * v[:, 2] - u[:, 2] * v[:, 1]
     out[:, 1] = u[:, 2] * v[:, 0] - u[:, 0] * v[:, 2]

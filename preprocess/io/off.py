@@ -38,6 +38,7 @@ _OFF_COMMENT = re.compile(rb"#[^\r\n]*")
 
 
 def read_off(raw: Raw, label: str) -> list[Part] | None:
+    """The part of an OFF file's bytes, or None where trimesh must read it (`read_parts`)."""
     head = _OFF_HEAD.match(raw)
     if head is None:
         check_text(raw, label, "OFF")
@@ -146,7 +147,7 @@ def _skip_lines(raw: Raw, start: int, count: int) -> int:
     return pos
 
 
-# the same in an OFF file (the header's line, 'OFF # ...', too), which trimesh misreads
+# a comment after the data of a line (the header's line, 'OFF # ...', too), which trimesh misreads
 _OFF_TRAILING_COMMENT = re.compile(rb"(?m)^[ \t]*[^#\s][^#\r\n]*#")
 
 

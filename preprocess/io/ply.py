@@ -118,6 +118,7 @@ def _ply_held(elements: list, ntok: np.ndarray) -> list[int]:
 
 
 def read_ply(raw: Raw, label: str) -> list[Part] | None:
+    """The part of a PLY file's bytes, or None where trimesh must read it (`read_parts`)."""
     header = _ply_header(raw, label)
     if header is None:
         return None

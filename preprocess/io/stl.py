@@ -21,6 +21,7 @@ _STL_RECORD = np.dtype([("normals", "<f4", (3,)), ("vertices", "<f4", (3, 3)), (
 
 
 def read_stl(raw: Raw, label: str) -> list[Part] | None:
+    """The part of an STL file's bytes, or None where trimesh must read it (`read_parts`)."""
     n = len(raw)
     count = int(np.frombuffer(raw, dtype="<u4", count=1, offset=80)[0]) if n >= 84 else -1
     size = 84 + count * _STL_RECORD.itemsize

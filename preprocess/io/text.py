@@ -3,10 +3,10 @@ file is text and whole.
 
 `parse_number` reads a decimal number exactly as numpy's text parser (strtod) would, with one
 multiplication or division by an exact power of ten (Clinger's fast path); the numbers it cannot
-round that way come back as hard, for `fix_hard` to parse through numpy. `scan_table`'s kernel reads
-the whitespace tables of ASCII PLY and OFF bodies with it; the OBJ kernel (`preprocess.io.obj`)
-reads its lines with it and with the line and token helpers here (numba functions inlined into
-their callers).
+round that way come back as hard, for `fix_hard` to parse through numpy. `table_checked` reads the
+whitespace tables of ASCII PLY and OFF bodies with it (the kernel `_scan_table`); the OBJ kernel
+(`preprocess.io.obj`) reads its lines with it and with the line and token helpers here (numba
+functions inlined into their callers).
 
 A reader that finds bytes no text file holds (`check_text`), or a file cut inside its last line
 (`cut_last_line`, `truncated`), raises `MeshError` instead of handing the file to trimesh, whose

@@ -21,7 +21,7 @@ from preprocess.mesh import MeshError
 # against 0.09 s); every key is compared in full, so a hash collision costs a probe, never a
 # wrong group.
 
-#: the multiplier of the hashes here and in `preprocess.io.repair` (the golden ratio's bits)
+#: the multiplier of the hashes here and in `preprocess.io.repair` (2**64 over the golden ratio)
 MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
