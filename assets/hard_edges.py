@@ -14,7 +14,7 @@
 How the normals come out today (`preprocess.load.mesh_from_arrays`): normals given per input
 vertex are kept, and a position with several normals becomes several wedges, so the flat-shaded
 models keep their creases exactly at full detail. Without normals (`cad_part`) they are computed
-with the loader's crease angle (45 degrees by default, `preprocess.load._crease_normals`): the
+with the loader's crease angle (45 degrees by default, `preprocess.io.normals.crease_normals`): the
 90-degree creases stay hard (with crease angle 180, one smooth normal per position, they shade as
 rounded bevels one lattice step wide, even at full detail).
 

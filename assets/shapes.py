@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from preprocess.load import mesh_from_arrays, weld_positions
+from preprocess.io.weld import weld_positions
+from preprocess.load import mesh_from_arrays
 from preprocess.mesh import Mesh
 
 __all__ = ["geodesic_sphere", "geodesic_sphere_arrays", "grid_square", "icosahedron"]

@@ -17,7 +17,7 @@ from preprocess.tess.limits import (
 )
 
 # where a mesh file has no normals they are computed, and an edge whose triangles meet at more than
-# this many degrees stays hard (preprocess.load._crease_normals): 90-degree CAD edges keep two
+# this many degrees stays hard (preprocess.io.normals.crease_normals): 90-degree CAD edges keep two
 # normals. Scans rarely have noise sharper than this, and a lone sharp edge splits nothing.
 DEFAULT_CREASE_DEGREES = 45.0
 

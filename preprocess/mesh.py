@@ -1,4 +1,4 @@
-"""The in-memory triangle mesh the preprocessor works on, and the error a bad input raises.
+"""The in-memory triangle mesh the preprocessor works on, and the error and warning of its inputs.
 
 Topology and attributes are kept apart: `positions` holds each distinct position once (welded), and
 triangles index *wedges*, the distinct (position, normal, uv) combinations. Two wedges that share a
@@ -8,6 +8,7 @@ shading keeps both sides.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,12 @@ class MeshWarning(UserWarning):
     """Something of an input the preprocessor leaves out or repairs (an unsupported glTF
     extension, duplicated faces, inconsistent winding); the message is one line naming the file,
     and the build goes on. Raised through `warnings.warn`."""
+
+
+def mesh_warning(message: str) -> None:
+    """A `MeshWarning`: something of the input left out or repaired; the build goes on (the
+    warning is attributed to the caller of the function that calls this)."""
+    warnings.warn(message, MeshWarning, stacklevel=3)
 
 
 def column_bounds(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -238,8 +238,7 @@ def _obj_objects(path: Path, crease: float) -> SceneMeshes | None:
     """An OBJ of several objects (`o` lines with faces): a mesh per object (the file's text with
     the other objects' faces left out: vertices are global, unused ones drop), each placed once
     where it is (identity). None for fewer than two objects with faces."""
-    from preprocess.load import mesh_from_obj_text
-    from preprocess.readers import warn_face_lines
+    from preprocess.io.obj import mesh_from_obj_text, warn_face_lines
 
     data = path.read_bytes()
     heads = list(_OBJ_OBJECT.finditer(data))
@@ -284,7 +283,7 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
         MeshWarning: as `load_mesh`.
     """
     from preprocess.config import DEFAULT_CREASE_DEGREES
-    from preprocess.load import mesh_from_gltf_json, read_gltf_json
+    from preprocess.io.gltf import mesh_from_gltf_json, read_gltf_json
 
     p = Path(path)
     crease = DEFAULT_CREASE_DEGREES if crease_angle is None else crease_angle

@@ -364,7 +364,7 @@ def test_triangle_strip_ply(fmt, one_row, tmp_path, capsys):
 def test_triangle_strips_skip_degenerate_joins():
     """Strips joined by repeating a vertex: the joins make degenerate triangles, which are
     dropped but keep their place in the alternation (v0 v1 v2 | v2 v2 v3 | ...)."""
-    from preprocess.readers import _strip_triangles
+    from preprocess.io.ply import _strip_triangles
 
     #   0 --- 2         strip 1 0 3 2 | -1 | 4 5 6: (1 0 3) (3 0 2); restart: (4 5 6)
     #   |  \  |         the same strips joined: 1 0 3 2 2 4 4 5 6 (joins: 3 2 2, 2 2 4, 2 4 4,

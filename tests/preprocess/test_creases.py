@@ -1,5 +1,5 @@
 """Hard edges: normals computed with a crease angle where a file has none
-(`preprocess.load._crease_normals`, `BuildConfig.crease_angle`), and creases kept through
+(`preprocess.io.normals.crease_normals`, `BuildConfig.crease_angle`), and creases kept through
 simplification (they are seams: they slide only along themselves, or are crossed at a cost when
 a group cannot shrink otherwise)."""
 
@@ -11,7 +11,8 @@ import pytest
 from assets.hard_edges import l_bracket
 from preprocess.build import build_asset
 from preprocess.config import DEFAULT_CREASE_DEGREES, BuildConfig
-from preprocess.load import _crease_normals, mesh_from_arrays
+from preprocess.io.normals import crease_normals
+from preprocess.load import mesh_from_arrays
 
 
 def _without_normals(mesh):
@@ -39,12 +40,12 @@ def test_a_box_keeps_its_edges_and_a_sphere_stays_smooth() -> None:
     box = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], np.float64)
     faces = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
                       [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
-    normals, splits = _crease_normals(faces, box, np.cos(np.radians(45)))
+    normals, splits = crease_normals(faces, box, np.cos(np.radians(45)))
     assert splits == 8  # every corner: three faces, three creases
     np.testing.assert_allclose(normals, np.repeat(_face_normals(box, faces)[:, None], 3, 1),
                                atol=1e-12)
     p, f = geodesic_sphere_arrays(8)  # neighbouring faces 5-9 degrees apart
-    normals, splits = _crease_normals(f.astype(np.int64), p.astype(np.float64),
+    normals, splits = crease_normals(f.astype(np.int64), p.astype(np.float64),
                                       np.cos(np.radians(45)))
     assert splits == 0
 

@@ -1,0 +1,376 @@
+"""glTF and GLB: the container and the JSON checked before trimesh reads them, and what the file
+asks that is not drawn, named.
+
+trimesh reads glTF/GLB files (`load_mesh`), but its errors on a broken file named a file it
+looked for instead, and it ignores extensions silently. `read_gltf_json` checks the file first
+(`_check_gltf`): a GLB container that is not one or is cut short, JSON that does not parse,
+extensions required and not known, buffers missing or too short, accessors reading past their
+views, lights that cannot be drawn each raise `MeshError` with one line; extensions used and not
+known, material features left out (a second uv set, clamping samplers, missing or broken image
+files), animations, skins, cameras, lights and other scenes are named in `MeshWarning`s.
+`mesh_from_gltf_json` reads one mesh of a scene (`preprocess.scene_import`) from the file's
+edited JSON.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import struct
+import urllib.parse
+from pathlib import Path
+
+from preprocess.config import DEFAULT_CREASE_DEGREES
+from preprocess.io.arrays import merge_and_weld
+from preprocess.io.trimesh_path import flatten, load_scene_from, one_line, quiet
+from preprocess.mesh import Mesh, MeshError, mesh_warning
+
+_GLB_JSON = 0x4E4F534A  # chunk types
+_GLB_BIN = 0x004E4942
+# extensions that change nothing this loader reads (positions, normals, first uvs, indices, node
+# transforms): materials, lights, texture formats, metadata
+_GLTF_HARMLESS = frozenset({"KHR_lights_punctual", "KHR_texture_basisu", "EXT_texture_webp",
+                            "EXT_texture_avif", "KHR_xmp_json_ld", "KHR_xmp",
+                            "EXT_lights_image_based", "KHR_animation_pointer",
+                            "MSFT_texture_dds", "KHR_techniques_webgl"})
+_DRACO = "KHR_draco_mesh_compression"
+
+
+def _gltf_extension_ok(name: str) -> bool:
+    if name == _DRACO:  # trimesh decodes it through DracoPy, when installed
+        import importlib.util
+
+        return importlib.util.find_spec("DracoPy") is not None
+    return name in _GLTF_HARMLESS or (name.startswith("KHR_materials_")
+                                      and name not in _GLTF_MATERIAL_DRAWN)
+
+
+# material extensions drawn with the core model and named in a warning (what they add is left out)
+_GLTF_MATERIAL_DRAWN = frozenset({"KHR_materials_emissive_strength", "KHR_materials_unlit",
+                                  "KHR_materials_transmission", "KHR_materials_clearcoat",
+                                  "KHR_materials_sheen", "KHR_materials_specular",
+                                  "KHR_materials_ior", "KHR_materials_volume",
+                                  "KHR_materials_iridescence", "KHR_materials_anisotropy",
+                                  "KHR_materials_pbrSpecularGlossiness", "KHR_texture_transform"})
+
+
+def _check_gltf(path: Path, file_type: str, label: str) -> dict:
+    """Raise `MeshError` for a glTF/GLB file trimesh cannot read right: a GLB container that is
+    not one or is cut short, JSON that does not parse, extensions it requires and trimesh does not
+    know, buffers missing or too short, accessors reading past their views. Extensions used but
+    not required and not known are named in a `MeshWarning` (their content is ignored). Returns
+    the JSON."""
+    binary = -1  # bytes of the GLB's BIN chunk
+    if file_type == "glb":
+        with path.open("rb") as f:  # the header and the JSON: the BIN chunk is trimesh's to read
+            text, binary = _glb_json(f, path.stat().st_size, label)
+    else:
+        text = path.read_bytes()
+    try:
+        tree = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise MeshError(f"{label}: invalid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
+                        ) from None
+    except UnicodeDecodeError as e:
+        raise MeshError(f"{label}: invalid JSON: not UTF-8 text (byte {e.start})") from None
+    if not isinstance(tree, dict):
+        raise MeshError(f"{label}: not a glTF file (its JSON is not an object)")
+    version = str((tree.get("asset") or {}).get("version", "2.0"))
+    if not version.startswith("2"):
+        raise MeshError(f"{label}: glTF version {version} (only 2.0 is supported)")
+    required = [str(e) for e in tree.get("extensionsRequired") or []]
+    if _DRACO in required and not _gltf_extension_ok(_DRACO):
+        raise MeshError(f"{label}: Draco-compressed meshes ({_DRACO}) are not supported "
+                        f"(install DracoPy to read them)")
+    missing = [e for e in required if not _gltf_extension_ok(e)
+               and e not in _GLTF_MATERIAL_DRAWN]
+    if missing:
+        raise MeshError(f"{label}: requires glTF extensions that are not supported: "
+                        f"{', '.join(missing)}")
+    ignored = [str(e) for e in tree.get("extensionsUsed") or []
+               if str(e) not in required and not _gltf_extension_ok(str(e))
+               and str(e) not in _GLTF_MATERIAL_DRAWN]
+    if ignored:
+        mesh_warning(f"{label}: glTF extensions not supported, ignored: {', '.join(ignored)}")
+    drawn = [str(e) for e in tree.get("extensionsUsed") or [] if str(e) in _GLTF_MATERIAL_DRAWN]
+    if drawn:
+        mesh_warning(f"{label}: glTF extensions not supported, drawn with the core material model: "
+                     f"{', '.join(drawn)}")
+    _check_gltf_buffers(tree, path, binary, label)
+    _check_gltf_materials(tree, path, label)
+    _check_gltf_scene_features(tree, label)
+    return tree
+
+
+def _check_gltf_scene_features(tree: dict, label: str) -> None:
+    """A `MeshWarning` naming what of a glTF scene is not drawn: animations, skins and morph
+    targets (the meshes are drawn in their rest pose), cameras, punctual lights, scenes other
+    than the default one, points and lines."""
+    left = []
+    if tree.get("animations"):
+        left.append(f"{len(tree['animations'])} animations")
+    if tree.get("skins"):
+        left.append(f"{len(tree['skins'])} skins (drawn in the rest pose)")
+    meshes = [m for m in tree.get("meshes") or [] if isinstance(m, dict)]
+    morphs = sum(1 for m in meshes for p in m.get("primitives") or []
+                 if isinstance(p, dict) and p.get("targets"))
+    if morphs:
+        left.append(f"morph targets on {morphs} primitives (drawn unmorphed)")
+    if tree.get("cameras"):
+        left.append(f"{len(tree['cameras'])} cameras")
+    lights = _check_lights(tree, label)
+    if lights:  # a scene (preprocess.scene_import.scene_lights) names its own
+        mesh_warning(f"{label}: lights not drawn: {lights} (a file of one mesh keeps none; --sun "
+                     f"sets the sun)")
+    scenes = tree.get("scenes") or []
+    if len(scenes) > 1:
+        left.append(f"{len(scenes) - 1} scenes besides the default one")
+    modes = {p.get("mode", 4) for m in meshes for p in m.get("primitives") or []
+             if isinstance(p, dict)}
+    if modes - {4, 5, 6}:
+        left.append("points and lines")
+    if left:
+        mesh_warning(f"{label}: not drawn: {', '.join(left)}")
+
+
+def _check_lights(tree: dict, label: str) -> int:
+    """`MeshError` for a KHR_lights_punctual light that cannot be drawn right (an unknown type,
+    a NaN, infinite or negative intensity, a range that is not > 0, a colour that is not three
+    finite numbers >= 0, a spot's cone angles out of order or past pi/2, a node naming a light
+    the file lacks); returns how many lights the file has."""
+    ext = (tree.get("extensions") or {}).get("KHR_lights_punctual") or {}
+    lights = ext.get("lights") or []
+    if not isinstance(lights, list):
+        raise MeshError(f"{label}: KHR_lights_punctual.lights is not a list")
+    for k, light in enumerate(lights):
+        where = f"{label}: light {k}"
+        if not isinstance(light, dict) or light.get("type") not in ("directional", "spot",
+                                                                    "point"):
+            raise MeshError(f"{where}: type must be directional, spot or point")
+        for key in ("intensity", "range"):
+            v = light.get(key, 1.0)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    math.isfinite(v) and (v > 0 if key == "range" else v >= 0)):
+                raise MeshError(f"{where}: {key} {v!r} is not a finite number "
+                                f"{'> 0' if key == 'range' else '>= 0'}")
+        if light["type"] == "spot":
+            cone = light.get("spot", {})
+            inner = cone.get("innerConeAngle", 0.0) if isinstance(cone, dict) else None
+            outer = cone.get("outerConeAngle", math.pi / 4) if isinstance(cone, dict) else None
+            if not (all(isinstance(a, (int, float)) and not isinstance(a, bool)
+                        for a in (inner, outer)) and 0 <= inner < outer <= math.pi / 2):
+                raise MeshError(f"{where}: spot cone angles {inner!r}, {outer!r} are not "
+                                f"0 <= innerConeAngle < outerConeAngle <= pi/2")
+        c = light.get("color", [1.0, 1.0, 1.0])
+        if not (isinstance(c, list) and len(c) == 3 and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                and x >= 0 for x in c)):
+            raise MeshError(f"{where}: color {c!r} is not three finite numbers >= 0")
+    for i, node in enumerate(tree.get("nodes") or []):
+        ref = ((node.get("extensions") or {}).get("KHR_lights_punctual") or {}) if isinstance(
+            node, dict) else {}
+        if "light" in ref and not (isinstance(ref["light"], int)
+                                   and 0 <= ref["light"] < len(lights)):
+            raise MeshError(f"{label}: node {i} names light {ref['light']!r}; the file has "
+                            f"{len(lights)}")
+    return len(lights)
+
+
+def read_gltf_json(path: Path) -> dict:
+    """The checked JSON of a glTF/GLB file (`_check_gltf`: `MeshError` with one line for a
+    broken file; its `MeshWarning`s as the caller's)."""
+    label = path.name
+    file_type = "glb" if path.suffix.lower() == ".glb" else "gltf"
+    try:
+        return _check_gltf(path, file_type, label)
+    except MeshError:
+        raise
+    except Exception as exc:
+        raise MeshError(f"{label}: invalid glTF: {one_line(exc)}") from None
+
+
+def mesh_from_gltf_json(path: Path, tree: dict, *, name: str,
+                        crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
+    """The `Mesh` of a glTF file whose JSON is `tree` (the file's, edited: its buffers and
+    images still resolved beside `path`, a GLB's BIN chunk reused), read through trimesh like
+    `load_mesh` reads a glTF: materials, colours, node transforms."""
+    import trimesh
+
+    label = path.name
+    data = json.dumps(tree).encode()
+    if path.suffix.lower() == ".glb":
+        with path.open("rb") as f:
+            _, binary = _glb_json(f, path.stat().st_size, label)
+            f.seek(0)
+            raw = f.read()
+        chunks = [(data + b" " * (-len(data) % 4), _GLB_JSON)]
+        if binary >= 0:
+            at = 20 + struct.unpack("<I", raw[12:16])[0]
+            chunks.append((raw[at + 8 : at + 8 + binary], _GLB_BIN))
+        body = b"".join(struct.pack("<II", len(c), k) + c for c, k in chunks)
+        glb = b"glTF" + struct.pack("<II", 2, 12 + len(body)) + body
+        source, file_type = io.BytesIO(glb), "glb"
+    else:
+        source, file_type = io.BytesIO(data), "gltf"
+    with quiet():
+        try:
+            scene = load_scene_from(trimesh, source, file_type,
+                                    trimesh.resolvers.FilePathResolver(str(path)))
+            parts = flatten(scene, label, linear_colors=True)[0]
+        except Exception as exc:
+            raise MeshError(f"{label}: cannot read mesh {name!r}: {one_line(exc)}") from None
+    if not parts:
+        raise MeshError(f"{label}: mesh {name!r} has no triangles")
+    return merge_and_weld(parts, name=name, source=label, crease_angle=crease_angle)
+
+
+_GLTF_TEXTURE_ROLES = (("pbrMetallicRoughness", "baseColorTexture", "base colour"),
+                       ("pbrMetallicRoughness", "metallicRoughnessTexture", "metallic-roughness"),
+                       (None, "normalTexture", "normal"), (None, "emissiveTexture", "emissive"),
+                       (None, "occlusionTexture", "occlusion"))
+
+
+def _check_gltf_materials(tree: dict, path: Path, label: str) -> None:
+    """`MeshWarning`s for what the materials ask and Tessera leaves out: image files missing on
+    disk (drawn without them), textures reading a second uv set, samplers that do not repeat,
+    and an emissive factor without a texture that lights a whole surface."""
+    images = tree.get("images") or []
+    textures = tree.get("textures") or []
+    samplers = tree.get("samplers") or []
+    missing: dict[str, list[str]] = {}
+    broken: dict[str, list[str]] = {}
+    checked: dict[str, str | None] = {}
+    for mi, mat in enumerate(tree.get("materials") or []):
+        if not isinstance(mat, dict):
+            continue
+        name = str(mat.get("name") or f"#{mi}")
+        for outer, key, role in _GLTF_TEXTURE_ROLES:
+            holder = (mat.get(outer) or {}) if outer else mat
+            info = holder.get(key) if isinstance(holder, dict) else None
+            if not isinstance(info, dict):
+                continue
+            if int(info.get("texCoord", 0) or 0) != 0:
+                mesh_warning(f"{label}: material {name!r}: its {role} texture reads uv set "
+                             f"{info.get('texCoord')}; drawn with the first")
+            ti = info.get("index")
+            tex = textures[ti] if isinstance(ti, int) and 0 <= ti < len(textures) else {}
+            si = tex.get("sampler") if isinstance(tex, dict) else None
+            samp = samplers[si] if isinstance(si, int) and 0 <= si < len(samplers) else {}
+            wraps = {samp.get("wrapS", 10497), samp.get("wrapT", 10497)} - {10497}
+            if wraps:
+                mesh_warning(f"{label}: material {name!r}: its {role} texture clamps or mirrors; "
+                             f"drawn repeating")
+            src = tex.get("source") if isinstance(tex, dict) else None
+            img = images[src] if isinstance(src, int) and 0 <= src < len(images) else None
+            uri = img.get("uri") if isinstance(img, dict) else None
+            if isinstance(uri, str) and not uri.startswith("data:"):
+                file = path.parent / urllib.parse.unquote(uri)
+                if not file.is_file():
+                    missing.setdefault(uri, []).append(f"{name} {role}")
+                elif uri not in checked:
+                    checked[uri] = _image_problem(file)
+                if checked.get(uri):
+                    broken.setdefault(uri, []).append(f"{name} {role}")
+        emissive = mat.get("emissiveFactor")
+        if (isinstance(emissive, list) and any(float(x) > 0 for x in emissive[:3])
+                and "emissiveTexture" not in mat):
+            mesh_warning(f"{label}: material {name!r}: emissive factor {tuple(emissive[:3])} "
+                         f"without an emissive texture: the whole surface glows (as the file says)")
+    for uri, uses in missing.items():
+        mesh_warning(f"{label}: texture {uri!r} not found ({', '.join(uses)}); drawn without it")
+    for uri, uses in broken.items():
+        mesh_warning(f"{label}: texture {uri!r} cannot be read ({checked[uri]}; "
+                     f"{', '.join(uses)}); drawn without it")
+
+
+def _image_problem(file: Path) -> str | None:
+    """Why an image file cannot be decoded (Pillow's verdict on its header and data), or None."""
+    from PIL import Image
+
+    try:
+        with Image.open(file) as img:
+            img.verify()
+        return None
+    except Exception as exc:
+        return one_line(exc) or type(exc).__name__
+
+
+def _glb_json(f: io.BufferedReader, size: int, label: str) -> tuple[bytes, int]:
+    """(the JSON chunk, the BIN chunk's length or -1) of an open GLB file of ``size`` bytes."""
+    head = f.read(20)
+    if len(head) < 20:
+        raise MeshError(f"{label}: not a GLB file ({size} bytes, less than a GLB header)")
+    magic, version, length, chunk, kind = struct.unpack("<4sIIII", head)
+    if magic != b"glTF":
+        raise MeshError(f"{label}: not a GLB file (it starts with {magic!r}, not b'glTF')")
+    if version != 2:
+        raise MeshError(f"{label}: GLB version {version} (only version 2 is supported)")
+    if length > size:
+        raise MeshError(f"{label}: truncated GLB: the header says {length} bytes, the file "
+                        f"holds {size}")
+    if length < size:
+        mesh_warning(f"{label}: {size - length} bytes after the GLB's end ignored")
+    if kind != _GLB_JSON:
+        raise MeshError(f"{label}: invalid GLB: its first chunk is not JSON")
+    if 20 + chunk > length:
+        raise MeshError(f"{label}: truncated GLB: the JSON chunk needs {chunk} bytes, "
+                        f"{length - 20} follow it")
+    text = f.read(chunk)
+    at = 20 + chunk
+    binary = -1
+    if at + 8 <= length:
+        chunk, kind = struct.unpack("<II", f.read(8))
+        if kind == _GLB_BIN:
+            if at + 8 + chunk > length:
+                raise MeshError(f"{label}: truncated GLB: the BIN chunk needs {chunk} bytes, "
+                                f"{length - at - 8} follow it")
+            binary = chunk
+    return text, binary
+
+
+def _check_gltf_buffers(tree: dict, path: Path, binary: int, label: str) -> None:
+    """Buffers present and as long as they say; buffer views and accessors inside them."""
+    sizes = []
+    for i, buffer in enumerate(tree.get("buffers") or []):
+        need = int(buffer.get("byteLength", 0))
+        uri = buffer.get("uri")
+        if uri is None:
+            have = binary if binary >= 0 else 0
+            where = "the GLB's BIN chunk"
+        elif str(uri).startswith("data:"):
+            sizes.append(need)  # decoded by trimesh; its length is checked there
+            continue
+        else:
+            file = path.parent / urllib.parse.unquote(str(uri))
+            if not file.is_file():
+                raise MeshError(f"{label}: buffer {i} is in {uri!r}, which is missing")
+            have = file.stat().st_size
+            where = repr(str(uri))
+        if have < need:
+            raise MeshError(f"{label}: buffer {i} needs {need} bytes, {where} holds {have}")
+        sizes.append(need)
+    views = tree.get("bufferViews") or []
+    for i, view in enumerate(views):
+        b = view.get("buffer", 0)
+        end = int(view.get("byteOffset", 0)) + int(view.get("byteLength", 0))
+        if not 0 <= b < len(sizes) or end > sizes[b]:
+            raise MeshError(f"{label}: buffer view {i} reads past the end of its buffer")
+    for i, acc in enumerate(tree.get("accessors") or []):
+        if "bufferView" not in acc:
+            continue
+        v = acc["bufferView"]
+        if not 0 <= v < len(views):
+            raise MeshError(f"{label}: accessor {i} names buffer view {v}, which is missing")
+        item = (_GLTF_COMPONENT.get(acc.get("componentType"), 4)
+                * _GLTF_WIDTH.get(acc.get("type"), 1))
+        stride = int(views[v].get("byteStride") or item)
+        count = int(acc.get("count", 0))
+        need = int(acc.get("byteOffset", 0)) + (stride * (count - 1) + item if count else 0)
+        if need > int(views[v].get("byteLength", 0)):
+            raise MeshError(f"{label}: accessor {i} reads past the end of buffer view {v} "
+                            f"({need} bytes, the view holds {views[v].get('byteLength', 0)})")
+
+
+_GLTF_COMPONENT = {5120: 1, 5121: 1, 5122: 2, 5123: 2, 5125: 4, 5126: 4}  # bytes
+_GLTF_WIDTH = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
