@@ -30,15 +30,30 @@ def ground_mesh(cells: int = GROUND_CELLS) -> Mesh:
 
 
 def ground_tess() -> str:
-    """The ground's .tess, built once (atomically) into $XDG_CACHE_HOME/tessera (~/.cache)."""
+    """The ground's .tess, built once (atomically) into $XDG_CACHE_HOME/tessera (~/.cache), and
+    again where the cached one does not open cleanly (a file of an older format version, a
+    damaged one)."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tessera"
     path = cache / f"ground-{GROUND_CELLS}.tess"
-    if not path.exists():
+    if not _usable(path):
         from preprocess.build import build_file
 
         cache.mkdir(parents=True, exist_ok=True)
         build_file(ground_mesh(), path)
     return str(path)
+
+
+def _usable(path: Path) -> bool:
+    """Whether a cached file opens cleanly: header, version, the checksums of its sections and of
+    every page (a small file: all of them are read)."""
+    from preprocess.tess.container import read_tess
+
+    try:
+        with read_tess(path, verify_pages=True) as f:
+            f.verify_all()
+            return True
+    except (OSError, ValueError):  # missing, unreadable, or a TessFormatError
+        return False
 
 
 def ground_transform(scene, center: np.ndarray, radius: float) -> np.ndarray:
