@@ -39,8 +39,6 @@ from preprocess.tess.scene_file import MAX_LIGHTS, write_scene_file
 __all__ = ["SceneMeshes", "build_scene", "read_scene", "scene_summary"]
 
 MIRROR = np.diag([-1.0, 1.0, 1.0, 1.0])  # object-space mirror of a mirrored node's mesh
-# glTF nodes nested deeper than this are an error (a cycle the file should not have)
-MAX_NODE_DEPTH = 1000
 
 
 @dataclass
@@ -89,27 +87,54 @@ def _node_instances(tree: dict, label: str) -> list[tuple[int, int, np.ndarray]]
 
 def _walk(tree: dict, label: str) -> list[tuple[int, dict, np.ndarray]]:
     """(node index, node, world) of every node of the file's scene, depth first from its
-    roots."""
+    roots, in time linear in the nodes whatever their depth. A scene index past the file's
+    scenes, a node index past its nodes, a node with two parents and a cycle are one line each
+    (glTF's nodes form disjoint trees)."""
     nodes = tree.get("nodes") or []
     scenes = tree.get("scenes") or []
     if scenes:
-        roots = (scenes[int(tree.get("scene", 0) or 0)] or {}).get("nodes") or []
+        index = tree.get("scene", 0)
+        if index is None:
+            index = 0
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(scenes):
+            raise MeshError(f"{label}: \"scene\" is {index!r}; the file has {len(scenes)} "
+                            f"scene{'s' if len(scenes) != 1 else ''}")
+        roots = (scenes[index] or {}).get("nodes") or []
     else:  # no scene: every node nobody names as a child
         children = {c for n in nodes for c in n.get("children") or []}
         roots = [i for i in range(len(nodes)) if i not in children]
     out = []
-    stack = [(int(i), np.eye(4), 0) for i in reversed(roots)]
+    parent_of: dict[int, int] = {}  # node -> the node that names it as a child (-1: a root)
+    stack = [(int(i), np.eye(4), -1) for i in reversed(roots)]
     while stack:
-        i, parent, depth = stack.pop()
-        if not 0 <= i < len(nodes) or depth > MAX_NODE_DEPTH:
-            raise MeshError(f"{label}: node {i} is missing or the node tree has a cycle")
+        i, parent, above = stack.pop()
+        if not 0 <= i < len(nodes):
+            raise MeshError(f"{label}: node {i} is missing (the file has {len(nodes)} nodes)")
+        if i in parent_of:
+            raise MeshError(f"{label}: {_revisit(i, above, parent_of)}")
+        parent_of[i] = above
         node = nodes[i]
         world = parent @ _local(node)
         if not np.isfinite(world).all():
             raise MeshError(f"{label}: node {i}'s transform is not finite")
         out.append((i, node, world))
-        stack.extend((int(c), world, depth + 1) for c in reversed(node.get("children") or []))
+        stack.extend((int(c), world, i) for c in reversed(node.get("children") or []))
     return out
+
+
+def _revisit(i: int, above: int, parent_of: dict[int, int]) -> str:
+    """What it means that the walk reaches node i again, from `above`: a cycle where i is among
+    the nodes above it, else a node with two parents (or named twice as a root)."""
+    chain = [above]
+    while chain[-1] >= 0 and chain[-1] != i:
+        chain.append(parent_of[chain[-1]])
+    if chain[-1] == i:
+        path = " -> ".join(str(n) for n in [i, *reversed(chain[:-1]), i])
+        return f"the node tree has a cycle ({path})"
+    first, second = parent_of[i], above
+    if first < 0 or second < 0:
+        return f"node {i} is a root of the scene and also a child (or a root twice)"
+    return f"node {i} is a child of two nodes ({first} and {second})"
 
 
 def scene_lights(tree: dict, label: str, targets: list[np.ndarray] | None = None

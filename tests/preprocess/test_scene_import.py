@@ -219,3 +219,75 @@ def test_a_light_that_cannot_be_drawn_right_is_one_line(tmp_path, capsys, gltf_s
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not (tmp_path / "street.json").exists()
+
+
+def _chain_gltf(path, depth: int, mesh_at: tuple[int, ...], edit=None):
+    """A glTF of one triangle mesh whose nodes form a chain `depth` deep (node i's child is
+    i + 1, each translated by 0.25 mm along x), the mesh placed in the nodes `mesh_at`."""
+    import base64
+
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    blob = pos.tobytes() + np.array([0, 1, 2], np.uint16).tobytes() + b"\0\0"
+    nodes = [{"children": [i + 1], "translation": [0.00025, 0, 0]} for i in range(depth - 1)]
+    nodes.append({"translation": [0.00025, 0, 0]})
+    for i in mesh_at:
+        nodes[i]["mesh"] = 0
+    tree = {"asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0]}], "nodes": nodes,
+            "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "indices": 1}]}],
+            "buffers": [{"byteLength": len(blob), "uri": "data:application/octet-stream;base64,"
+                         + base64.b64encode(blob).decode()}],
+            "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": 36},
+                            {"buffer": 0, "byteOffset": 36, "byteLength": 6}],
+            "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+                           "min": [0, 0, 0], "max": [1, 1, 0]},
+                          {"bufferView": 1, "componentType": 5123, "count": 3,
+                           "type": "SCALAR"}]}
+    if edit:
+        edit(tree)
+    path.write_text(json.dumps(tree))
+    return path
+
+
+def test_node_trees_of_any_depth_are_walked_in_linear_time(tmp_path):
+    """A chain 20,000 nodes deep (glTF sets no limit; a depth limit of 1,000 once refused such
+    files as cycles) is read, each instance at the sum of the translations above it."""
+    import time
+
+    src = _chain_gltf(tmp_path / "deep.gltf", 20_000, (9_999, 19_999))
+    t = time.perf_counter()
+    scene = read_scene(src)
+    assert time.perf_counter() - t < 20.0  # a few seconds; quadratic would be minutes
+    xs = sorted(float(world[0, 3]) for _, world in scene.instances)
+    assert xs == pytest.approx([10_000 * 0.00025, 20_000 * 0.00025], rel=1e-9)
+
+
+@pytest.mark.parametrize("bad, said", [
+    ("scene index", '"scene" is 7; the file has 1 scene'),
+    ("cycle", "the node tree has a cycle (1 -> 2 -> 3 -> 1)"),
+    ("two parents", "node 3 is a child of two nodes (2 and 6)"),
+    ("missing node", "node 99 is missing (the file has 6 nodes)"),
+    ("root twice", "node 0 is a root of the scene and also a child (or a root twice)"),
+])
+def test_a_node_graph_that_is_no_tree_is_named(tmp_path, capsys, bad, said):
+    """What is wrong with a node graph is said as it is: a cycle as a cycle (with its nodes), a
+    node with two parents as that, a scene or node index past the file's: one line, exit 2."""
+
+    def edit(tree):
+        if bad == "scene index":
+            tree["scene"] = 7
+        elif bad == "cycle":
+            tree["nodes"][3]["children"] = [1]
+        elif bad == "two parents":  # a second root, node 6, also names node 3
+            tree["nodes"].append({"children": [3]})
+            tree["scenes"][0]["nodes"].append(6)
+        elif bad == "missing node":
+            tree["nodes"][4]["children"].append(99)
+        else:
+            tree["scenes"][0]["nodes"].append(0)
+
+    src = _chain_gltf(tmp_path / "bad.gltf", 6, (2, 5), edit)
+    capsys.readouterr()
+    assert preprocess_main([str(src), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"preprocess: error: bad.gltf: {said}"]
+    assert not list(tmp_path.glob("*.tess")) and not list(tmp_path.glob("*.json"))
