@@ -195,14 +195,14 @@ def partition_clusters(pos_tris: np.ndarray, tri_cluster: np.ndarray, nclusters:
 
 
 def group_level(store: np.ndarray, tri_off: np.ndarray, pending: np.ndarray, wpos: np.ndarray,
-                positions: int, group_size: int) -> tuple[list[np.ndarray], np.ndarray]:
+                position_count: int, group_size: int) -> tuple[list[np.ndarray], np.ndarray]:
     """The clusters `pending` of a level (rows tri_off[c]:tri_off[c + 1] of store, wedge ids;
-    wpos: each wedge's position, of `positions`) in groups (METIS over their shared edges):
+    wpos: each wedge's position, of `position_count`) in groups (METIS over their shared edges):
     (each group's member clusters, the positions shared by groups: locked while they
     simplify)."""
     pos_tris, tri_cluster = gather_level(store, tri_off, pending, wpos)
     part = partition_clusters(pos_tris, tri_cluster, len(pending), group_size)
-    locked = shared_positions(pos_tris, part[tri_cluster], positions)
+    locked = shared_positions(pos_tris, part[tri_cluster], position_count)
     ngroups = int(part.max()) + 1
     order = np.argsort(part, kind="stable")
     bounds = np.searchsorted(part[order], np.arange(ngroups + 1))

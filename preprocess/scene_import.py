@@ -78,11 +78,11 @@ def _local(node: dict) -> np.ndarray:
     return m
 
 
-def _node_instances(tree: dict, label: str) -> list[tuple[int, int, np.ndarray]]:
-    """(node, mesh index, world) of every node with a mesh in the file's scene, in the order
-    a depth-first walk from the scene's roots meets them."""
-    return [(i, int(node["mesh"]), world) for i, node, world in _walk(tree, label)
-            if "mesh" in node]
+def _node_instances(walked: list[tuple[int, dict, np.ndarray]]
+                    ) -> list[tuple[int, int, np.ndarray]]:
+    """(node, mesh index, world) of every node with a mesh among the nodes `_walk` met, in its
+    order (depth first from the scene's roots)."""
+    return [(i, int(node["mesh"]), world) for i, node, world in walked if "mesh" in node]
 
 
 def _walk(tree: dict, label: str) -> list[tuple[int, dict, np.ndarray]]:
@@ -137,7 +137,13 @@ def _revisit(i: int, above: int, parent_of: dict[int, int]) -> str:
     return f"node {i} is a child of two nodes ({first} and {second})"
 
 
-def scene_lights(tree: dict, label: str, targets: list[np.ndarray] | None = None
+def _places_light(node: dict) -> bool:
+    """Whether a glTF node places a light (`KHR_lights_punctual`)."""
+    return "light" in ((node.get("extensions") or {}).get("KHR_lights_punctual") or {})
+
+
+def scene_lights(tree: dict, label: str, walked: list[tuple[int, dict, np.ndarray]],
+                 targets: list[np.ndarray] | None = None
                  ) -> tuple[tuple[float, float] | None, list[dict]]:
     """The lights of a glTF scene (`KHR_lights_punctual`, each shining down its node's -Z):
     its sun, (azimuth, elevation) degrees as `RenderOptions.sun`, from its first directional
@@ -147,10 +153,10 @@ def scene_lights(tree: dict, label: str, targets: list[np.ndarray] | None = None
     one sun at the mean distance to `targets` (the meshes' world origins; 1 without them).
     What is not drawn is named in a `MeshWarning`: other directional lights, one below the
     horizon, lights past MAX_LIGHTS, the sun's colour and intensity (Tessera's sun is white).
-    A light's values are checked by `load.read_gltf_json`."""
+    walked: the scene's nodes as `_walk` met them. A light's values are checked by
+    `io.gltf.read_gltf_json`."""
     lights = ((tree.get("extensions") or {}).get("KHR_lights_punctual") or {}).get("lights") or []
-    placed = [(node, world) for _i, node, world in _walk(tree, label)
-              if "light" in ((node.get("extensions") or {}).get("KHR_lights_punctual") or {})]
+    placed = [(node, world) for _i, node, world in walked if _places_light(node)]
     sun, sun_lux, local, left = None, 1.0, [], []
     for node, world in placed:
         light = lights[int(node["extensions"]["KHR_lights_punctual"]["light"])]
@@ -322,15 +328,15 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MeshWarning)
         tree = read_gltf_json(p)
-        placed = _node_instances(tree, label)
-    lit = any("light" in ((node.get("extensions") or {}).get("KHR_lights_punctual") or {})
-              for _i, node, _w in _walk(tree, label))
+        walked = _walk(tree, label)  # once: the meshes and the lights are read off it
+        placed = _node_instances(walked)
+    lit = any(_places_light(node) for _i, node, _w in walked)
     if len(placed) < (1 if lit else 2):  # one mesh with lights placed is a scene
         return None
     for w in caught:  # the lights are the scene's to name (scene_lights)
         if not str(w.message).startswith(f"{label}: lights "):
             warnings.warn(w.message, w.category, stacklevel=2)
-    sun, lights = scene_lights(tree, label, [world[:3, 3] for _, _, world in placed])
+    sun, lights = scene_lights(tree, label, walked, [world[:3, 3] for _, _, world in placed])
     meshes = tree.get("meshes") or []
     signature = {m: _signature(meshes[m]) for m in {m for _, m, _ in placed}
                  if 0 <= m < len(meshes)}

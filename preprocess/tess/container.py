@@ -624,6 +624,7 @@ class TessFile:
         self.sections = self._parse_sections(h)
         table = self._parse_page_table(h)
         self._check_padding()
+        del self._covered  # only the parse needs it
 
         def frozen(a: np.ndarray) -> np.ndarray:
             a = np.ascontiguousarray(a)
