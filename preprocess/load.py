@@ -1,10 +1,11 @@
 """Step 1 of the offline build: read a mesh file and weld it into a `Mesh`.
 
 `load_mesh` reads OBJ, STL, PLY and OFF with the fast readers of `preprocess.io` (one module per
-format: `obj`, `stl`, `ply`, `off`, dispatched by `preprocess.io.parts.read_parts`), and glTF/GLB
-and whatever those readers leave out through trimesh (`preprocess.io.trimesh_path`, with
-``process=False``: trimesh neither merges nor drops anything, so the attributes survive; a glTF
-file checked first by `preprocess.io.gltf`); both give the same raw arrays, which
+format: `obj`, `stl`, `ply`, `off`, dispatched by `preprocess.io.parts.read_parts`), glTF/GLB
+with `preprocess.io.gltf` (checked, its geometry read with numpy and placed by its nodes, its
+materials through trimesh), and whatever the fast readers leave out through trimesh
+(`preprocess.io.trimesh_path`, with ``process=False``: trimesh neither merges nor drops
+anything, so the attributes survive); all give the same raw arrays, which
 `preprocess.io.arrays.merge_and_weld` and `mesh_from_arrays` weld and validate (see there:
 positions welded by exact value, wedges, normals kept or computed with a crease angle,
 degenerate and repeated triangles dropped, winding repaired, a mesh the position grid cannot
@@ -27,7 +28,7 @@ import numpy as np
 from preprocess.config import DEFAULT_CREASE_DEGREES
 from preprocess.io import obj, off
 from preprocess.io.arrays import merge_and_weld, mesh_from_arrays
-from preprocess.io.gltf import read_gltf_json
+from preprocess.io.gltf import gltf_parts, read_gltf_json
 from preprocess.io.mtl import mtl_extras
 from preprocess.io.obj import absolute_obj_indices
 from preprocess.io.parts import read_parts
@@ -122,10 +123,10 @@ def _load(path: str | os.PathLike, *, fast: bool,
     if p.stat().st_size == 0:
         raise MeshError(f"{label}: the file is empty")
 
-    if file_type in ("gltf", "glb"):
-        read_gltf_json(p)  # checked before trimesh reads it
     meshes = None
-    if fast:
+    if file_type in ("gltf", "glb"):  # checked, its geometry read by us, the rest by trimesh
+        meshes = gltf_parts(p, read_gltf_json(p))
+    elif fast:
         try:
             with np.errstate(all="ignore"):
                 meshes = read_parts(p, file_type, label)
@@ -162,7 +163,7 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
                 f"{label}: cannot read as {file_type.upper()}: {why or one_line(exc)}"
             ) from None
         try:
-            parts = flatten(scene, label, linear_colors=file_type in ("gltf", "glb"))
+            parts = flatten(scene, label)
         except Exception as exc:
             raise MeshError(f"{label}: cannot read the scene: {one_line(exc)}") from None
 

@@ -18,7 +18,10 @@ accessors). A node whose transform mirrors (negative determinant) uses a mirrore
 (x negated, winding reversed) and the transform times that mirror, so that every instance
 transform keeps the winding (the renderer culls back faces by it). A file of one mesh in one node
 is no scene (`preprocess` builds it as one `.tess`) unless a node places a light: the scene file
-carries the lights (`scene_lights`). (Named apart from `renderer/scene.py`, the GPU scene.)
+carries the lights (`scene_lights`). A node that scales its mesh to nothing is left out with a
+warning (`gltf_nodes.drawn`); one the renderer could not place is refused as the scene file's
+reader and the renderer would refuse it (`check_transform`, `instance_reach`), before anything
+is built. (Named apart from `renderer/scene.py`, the GPU scene.)
 """
 
 from __future__ import annotations
@@ -33,8 +36,16 @@ from pathlib import Path
 
 import numpy as np
 
+from preprocess.io.gltf_nodes import drawn, placements, walk
 from preprocess.mesh import Mesh, MeshError, MeshWarning
-from preprocess.tess.scene_file import MAX_LIGHTS, write_scene_file
+from preprocess.tess.limits import MAX_WORLD
+from preprocess.tess.scene_file import (
+    MAX_LIGHTS,
+    box_sphere,
+    check_transform,
+    instance_reach,
+    write_scene_file,
+)
 
 __all__ = ["SceneMeshes", "build_scene", "read_scene", "scene_summary"]
 
@@ -56,87 +67,6 @@ class SceneMeshes:
     sunless: bool = False  # lit by its own lights only: the scene file says "sun": null
 
 
-def _local(node: dict) -> np.ndarray:
-    """A glTF node's local transform (`matrix`, column-major, or T * R * S)."""
-    if "matrix" in node:
-        return np.asarray(node["matrix"], np.float64).reshape(4, 4).T
-    m = np.eye(4)
-    if "scale" in node:
-        m = np.diag([*np.asarray(node["scale"], np.float64), 1.0]) @ m
-    if "rotation" in node:
-        x, y, z, w = np.asarray(node["rotation"], np.float64)
-        r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-        rot = np.eye(4)
-        rot[:3, :3] = r
-        m = rot @ m
-    if "translation" in node:
-        t = np.eye(4)
-        t[:3, 3] = np.asarray(node["translation"], np.float64)
-        m = t @ m
-    return m
-
-
-def _node_instances(walked: list[tuple[int, dict, np.ndarray]]
-                    ) -> list[tuple[int, int, np.ndarray]]:
-    """(node, mesh index, world) of every node with a mesh among the nodes `_walk` met, in its
-    order (depth first from the scene's roots)."""
-    return [(i, int(node["mesh"]), world) for i, node, world in walked if "mesh" in node]
-
-
-def _walk(tree: dict, label: str) -> list[tuple[int, dict, np.ndarray]]:
-    """(node index, node, world) of every node of the file's scene, depth first from its
-    roots, in time linear in the nodes whatever their depth. A scene index past the file's
-    scenes, a node index past its nodes, a node with two parents and a cycle are one line each
-    (glTF's nodes form disjoint trees)."""
-    nodes = tree.get("nodes") or []
-    scenes = tree.get("scenes") or []
-    if scenes:
-        index = tree.get("scene", 0)
-        if index is None:
-            index = 0
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(scenes):
-            raise MeshError(f"{label}: \"scene\" is {index!r}; the file has {len(scenes)} "
-                            f"scene{'s' if len(scenes) != 1 else ''}")
-        roots = (scenes[index] or {}).get("nodes") or []
-    else:  # no scene: every node nobody names as a child
-        children = {c for n in nodes for c in n.get("children") or []}
-        roots = [i for i in range(len(nodes)) if i not in children]
-    out = []
-    parent_of: dict[int, int] = {}  # node -> the node that names it as a child (-1: a root)
-    stack = [(int(i), np.eye(4), -1) for i in reversed(roots)]
-    while stack:
-        i, parent, above = stack.pop()
-        if not 0 <= i < len(nodes):
-            raise MeshError(f"{label}: node {i} is missing (the file has {len(nodes)} nodes)")
-        if i in parent_of:
-            raise MeshError(f"{label}: {_revisit(i, above, parent_of)}")
-        parent_of[i] = above
-        node = nodes[i]
-        world = parent @ _local(node)
-        if not np.isfinite(world).all():
-            raise MeshError(f"{label}: node {i}'s transform is not finite")
-        out.append((i, node, world))
-        stack.extend((int(c), world, i) for c in reversed(node.get("children") or []))
-    return out
-
-
-def _revisit(i: int, above: int, parent_of: dict[int, int]) -> str:
-    """What it means that the walk reaches node i again, from `above`: a cycle where i is among
-    the nodes above it, else a node with two parents (or named twice as a root)."""
-    chain = [above]
-    while chain[-1] >= 0 and chain[-1] != i:
-        chain.append(parent_of[chain[-1]])
-    if chain[-1] == i:
-        path = " -> ".join(str(n) for n in [i, *reversed(chain[:-1]), i])
-        return f"the node tree has a cycle ({path})"
-    first, second = parent_of[i], above
-    if first < 0 or second < 0:
-        return f"node {i} is a root of the scene and also a child (or a root twice)"
-    return f"node {i} is a child of two nodes ({first} and {second})"
-
-
 def _places_light(node: dict) -> bool:
     """Whether a glTF node places a light (`KHR_lights_punctual`)."""
     return "light" in ((node.get("extensions") or {}).get("KHR_lights_punctual") or {})
@@ -153,7 +83,7 @@ def scene_lights(tree: dict, label: str, walked: list[tuple[int, dict, np.ndarra
     one sun at the mean distance to `targets` (the meshes' world origins; 1 without them).
     What is not drawn is named in a `MeshWarning`: other directional lights, one below the
     horizon, lights past MAX_LIGHTS, the sun's colour and intensity (Tessera's sun is white).
-    walked: the scene's nodes as `_walk` met them. A light's values are checked by
+    walked: the scene's nodes as `gltf_nodes.walk` met them. A light's values are checked by
     `io.gltf.read_gltf_json`."""
     lights = ((tree.get("extensions") or {}).get("KHR_lights_punctual") or {}).get("lights") or []
     placed = [(node, world) for _i, node, world in walked if _places_light(node)]
@@ -309,7 +239,8 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
     object, or another format): then `load_mesh` reads it as one asset.
 
     Raises:
-        MeshError: one line naming the file (a broken file, a node tree with a cycle).
+        MeshError: one line naming the file (a broken file, a node tree with a cycle, a node
+            the renderer could not place: a number past MAX_WORLD, bounds reaching past it).
     Warns:
         MeshWarning: as `load_mesh`.
     """
@@ -328,8 +259,8 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MeshWarning)
         tree = read_gltf_json(p)
-        walked = _walk(tree, label)  # once: the meshes and the lights are read off it
-        placed = _node_instances(walked)
+        walked = walk(tree, label)  # once: the meshes and the lights are read off it
+        placed = drawn(placements(walked), label)  # a node scaled to nothing: left out
     lit = any(_places_light(node) for _i, node, _w in walked)
     if len(placed) < (1 if lit else 2):  # one mesh with lights placed is a scene
         return None
@@ -337,13 +268,40 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
         if not str(w.message).startswith(f"{label}: lights "):
             warnings.warn(w.message, w.category, stacklevel=2)
     sun, lights = scene_lights(tree, label, walked, [world[:3, 3] for _, _, world in placed])
-    meshes = tree.get("meshes") or []
-    signature = {m: _signature(meshes[m]) for m in {m for _, m, _ in placed}
-                 if 0 <= m < len(meshes)}
+    for node, _m, world in placed:  # before any mesh is read
+        try:
+            check_transform(world, f"node {node}")
+        except ValueError as e:
+            raise MeshError(f"{label}: {e}") from None
+    names = _mesh_names(tree.get("meshes") or [], placed)
+    out = SceneMeshes(sun=sun, lights=lights, sunless=sun is None and bool(lights))
+    for node, m, world in placed:
+        key, name = names[m]
+        if name not in out.meshes:
+            out.meshes[name] = mesh_from_gltf_json(p, _single_mesh_tree(tree, key), name=name,
+                                                   crease_angle=crease)
+        if np.linalg.det(world[:3, :3]) < 0:
+            mirror = name + "-mirrored"
+            if mirror not in out.meshes:
+                out.meshes[mirror] = _mirrored(out.meshes[name])
+            name, world = mirror, world @ MIRROR
+        out.instances.append((name, world))
+        pos = out.meshes[name].positions
+        reach = instance_reach(world, box_sphere(pos.min(axis=0), pos.max(axis=0)))
+        if not reach <= MAX_WORLD:  # Renderer.add_instance's test, before anything is built
+            raise MeshError(f"{label}: node {node} places mesh {name!r} {reach:.3g} from the "
+                            f"world origin; float32 positions hold at most {MAX_WORLD:.0e}")
+    return out
+
+
+def _mesh_names(meshes: list[dict], placed: list[tuple[int, int, np.ndarray]]
+                ) -> dict[int, tuple[int, str]]:
+    """Mesh index -> (the first placed mesh of the same geometry, `_signature`; the asset name
+    they share: the mesh's name made safe, numbered where two are the same)."""
+    signature = {m: _signature(meshes[m]) for _, m, _ in placed}
     first: dict[str, int] = {}  # signature -> the first mesh index with it
     for _, m, _ in placed:
-        if m in signature:
-            first.setdefault(signature[m], m)
+        first.setdefault(signature[m], m)
     names: dict[int, str] = {}
     taken: set[str] = set()
     for m in first.values():
@@ -353,23 +311,7 @@ def read_scene(path: str | os.PathLike, *, crease_angle: float | None = None
             name, k = f"{base}-{k}", k + 1
         taken.add(name)
         names[m] = name
-    out = SceneMeshes(sun=sun, lights=lights, sunless=sun is None and bool(lights))
-    for _node, m, world in placed:
-        if m not in signature:
-            raise MeshError(f"{label}: a node names mesh {m}; the file has {len(meshes)}")
-        key = first[signature[m]]
-        name = names[key]
-        if name not in out.meshes:
-            out.meshes[name] = mesh_from_gltf_json(p, _single_mesh_tree(tree, key), name=name,
-                                                   crease_angle=crease)
-        if np.linalg.det(world[:3, :3]) < 0:
-            mirror = name + "-mirrored"
-            if mirror not in out.meshes:
-                out.meshes[mirror] = _mirrored(out.meshes[name])
-            out.instances.append((mirror, world @ MIRROR))
-        else:
-            out.instances.append((name, world))
-    return out
+    return {m: (first[sig], names[first[sig]]) for m, sig in signature.items()}
 
 
 def scene_summary(scene: SceneMeshes) -> str:

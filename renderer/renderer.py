@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from preprocess.tess.pages import octahedral_decode
+from preprocess.tess.scene_file import instance_reach
 from renderer.camera import Camera
 from renderer.device import GpuContext, create_context
 from renderer.frame import Frame, binding_limit, image_buffers
@@ -196,10 +197,8 @@ class Renderer:
         malformed transform is left to the scene's one-line SceneError)."""
         m = np.asarray(transform, np.float64)
         if m.shape == (4, 4) and np.isfinite(m).all():
-            s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
-            reach = (np.abs(m[:3, :3] @ s[:3] + m[:3, 3])
-                     + s[3] * np.linalg.norm(m[:3, :3], axis=0).max())
-            _check_world(float(reach.max()), "the instance's bounds")
+            reach = instance_reach(m, self.scene.assets[asset].bounds_sphere)
+            _check_world(reach, "the instance's bounds")
 
     def add_grid(self, asset: int, count: int, *, spacing: float | None = None,
                  origin=(0.0, 0.0, 0.0)) -> range:

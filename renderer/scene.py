@@ -29,6 +29,7 @@ from preprocess.tess.records import (
 from preprocess.tess.limits import ROOT_ERROR
 from preprocess.tess.color import srgb_to_linear
 from preprocess.tess.container import TessFile, read_tess
+from preprocess.tess.scene_file import box_sphere, is_singular
 from renderer.gpu import buffer_with
 from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE, MATERIALS_HEADER_WORDS, SRGB_TABLE_WORDS
 from renderer.limits import SLOT_BITS
@@ -59,9 +60,7 @@ class Asset:
     @property
     def bounds_sphere(self) -> np.ndarray:
         """(4,) float32: a sphere around the asset's bounding box (for framing and placing)."""
-        lo = np.asarray(self.meta["bounds_min"], np.float64)
-        hi = np.asarray(self.meta["bounds_max"], np.float64)
-        return np.array([*(lo + hi) / 2, np.linalg.norm(hi - lo) / 2], np.float32)
+        return box_sphere(self.meta["bounds_min"], self.meta["bounds_max"])
 
     @property
     def depth(self) -> int:
@@ -159,7 +158,7 @@ def checked_world(world: np.ndarray) -> np.ndarray:
     m = np.array(world, np.float32)
     if m.shape != (4, 4) or not np.isfinite(m).all():
         raise SceneError("an instance transform must be a finite (4, 4) matrix")
-    if abs(float(np.linalg.det(m[:3, :3].astype(np.float64)))) < 1e-30:
+    if is_singular(m):
         raise SceneError("an instance transform must not be singular")
     return m
 

@@ -1,7 +1,8 @@
 """Polygons and corners as trimesh builds its faces, copied so that the fast readers give its
 triangles in its order: polygons of one size (`triangulate_uniform`: ``Trimesh.faces``), polygons
 line by line (`triangulate_lines`: its OBJ fallback) and ragged polygons (`triangulate_mixed`:
-``trimesh.geometry.triangulate_quads``), and faces unmerged into one vertex per distinct
+``trimesh.geometry.triangulate_quads``), triangle strips (`strip_triangles`: a PLY's and a
+glTF primitive's, wound as OpenGL draws them), and faces unmerged into one vertex per distinct
 (v, vt, vn) index tuple (`unmerge`: ``trimesh.visual.texture.unmerge_faces``).
 
 The order decides the wedge order of the `Mesh`, so trimesh's is copied, not improved.
@@ -62,6 +63,31 @@ def triangulate_mixed(flat: np.ndarray, counts: np.ndarray) -> np.ndarray:
         base = np.repeat(starts[big] - (np.cumsum(sizes) - sizes), sizes - 2)
         parts.append(flat[fans + base[:, None]])
     return np.concatenate(parts).astype(np.int64)
+
+
+def strip_triangles(flat: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """Triangle strips to (t, 3) int64 triangles.
+
+    ``flat`` (k,) the strips' vertex ids, -1 ending a strip; ``row`` (k,) the file row of each
+    (a row ends a strip too). Strip v0 v1 v2 v3 v4 ... gives (v0 v1 v2) (v2 v1 v3) (v2 v3 v4):
+    every other triangle reversed, so that all face the same way (OpenGL's rule); the count
+    restarts with each strip. Triangles with a repeated vertex (strips joined by repeating one)
+    keep their place in the count and are dropped.
+    """
+    flat = flat.astype(np.int64)
+    n = flat.size
+    if n < 3:
+        return np.zeros((0, 3), np.int64)
+    stop = flat == -1
+    begins = np.ones(n, dtype=bool)
+    begins[1:] = stop[:-1] | (row[1:] != row[:-1])
+    strip_start = np.maximum.accumulate(np.where(begins, np.arange(n), 0))
+    i = np.arange(n - 2)
+    i = i[~stop[i] & ~stop[i + 1] & ~stop[i + 2] & (strip_start[i + 2] == strip_start[i])]
+    a, b, c = flat[i], flat[i + 1], flat[i + 2]
+    odd = (i - strip_start[i]) % 2 == 1
+    tris = np.stack([np.where(odd, b, a), np.where(odd, a, b), c], axis=1)
+    return tris[(a != b) & (b != c) & (a != c)]
 
 
 def _hashable_rows(stack: np.ndarray) -> np.ndarray:

@@ -1,15 +1,19 @@
-"""glTF and GLB: the container and the JSON checked before trimesh reads them, and what the file
-asks that is not drawn, named.
+"""glTF and GLB: the container and the JSON checked, the geometry read, and what the file asks
+that is not drawn, named.
 
-trimesh reads glTF/GLB files (`load_mesh`), but its errors on a broken file named a file it
-looked for instead, and it ignores extensions silently. `read_gltf_json` checks the file first
-(`_check_gltf`): a GLB container that is not one or is cut short, JSON that does not parse,
-extensions required and not known, buffers missing or too short, accessors reading past their
-views, lights that cannot be drawn each raise `MeshError` with one line; extensions used and not
-known, material features left out (a second uv set, clamping samplers, missing or broken image
-files), animations, skins, cameras, lights and other scenes are named in `MeshWarning`s.
-`mesh_from_gltf_json` reads one mesh of a scene (`preprocess.scene_import`) from the file's
-edited JSON.
+`read_gltf_json` checks the file first (`_check_gltf`): a GLB container that is not one or is cut
+short, JSON that does not parse, an index past its array or a value of the wrong type
+(`gltf_refs`), extensions required and not known, buffers missing or too short, accessors whose
+layout glTF forbids or that read past their views (`gltf_accessors`), lights that cannot be
+drawn each raise `MeshError` with one line; extensions used and not known, material features
+left out (a second uv set, clamping samplers, missing or broken image files), animations, skins,
+cameras, lights, other scenes, points and lines are named in `MeshWarning`s.
+
+`gltf_parts` (`load_mesh`'s glTF reader) places every mesh of the scene by our own walk of the
+node tree (`gltf_nodes`) and `mesh_from_gltf_json` reads one mesh of a scene
+(`preprocess.scene_import`); both read the geometry with numpy (`gltf_primitives`: strides,
+sparse accessors, normalized integers, strips and fans) and hand trimesh a GLB of it tightly
+packed, which trimesh reads with the file's materials, textures and colours.
 """
 
 from __future__ import annotations
@@ -23,6 +27,15 @@ from pathlib import Path
 
 from preprocess.config import DEFAULT_CREASE_DEGREES
 from preprocess.io.arrays import merge_and_weld
+from preprocess.io.gltf_accessors import (
+    QUANTIZATION,
+    Buffers,
+    check_accessors,
+    decode_data_uri,
+)
+from preprocess.io.gltf_nodes import drawn, flat_tree, placements, walk
+from preprocess.io.gltf_primitives import DRACO, draco_available, packed_tree
+from preprocess.io.gltf_refs import check_refs
 from preprocess.io.trimesh_path import flatten, load_scene_from, one_line, quiet
 from preprocess.mesh import Mesh, MeshError, mesh_warning
 
@@ -34,14 +47,13 @@ _GLTF_HARMLESS = frozenset({"KHR_lights_punctual", "KHR_texture_basisu", "EXT_te
                             "EXT_texture_avif", "KHR_xmp_json_ld", "KHR_xmp",
                             "EXT_lights_image_based", "KHR_animation_pointer",
                             "MSFT_texture_dds", "KHR_techniques_webgl"})
-_DRACO = "KHR_draco_mesh_compression"
 
 
 def _gltf_extension_ok(name: str) -> bool:
-    if name == _DRACO:  # trimesh decodes it through DracoPy, when installed
-        import importlib.util
-
-        return importlib.util.find_spec("DracoPy") is not None
+    if name == DRACO:  # decoded through DracoPy, when installed (gltf_primitives)
+        return draco_available()
+    if name == QUANTIZATION:  # integer attributes, read by gltf_accessors
+        return True
     return name in _GLTF_HARMLESS or (name.startswith("KHR_materials_")
                                       and name not in _GLTF_MATERIAL_DRAWN)
 
@@ -80,8 +92,8 @@ def _check_gltf(path: Path, file_type: str, label: str) -> dict:
     if not version.startswith("2"):
         raise MeshError(f"{label}: glTF version {version} (only 2.0 is supported)")
     required = [str(e) for e in tree.get("extensionsRequired") or []]
-    if _DRACO in required and not _gltf_extension_ok(_DRACO):
-        raise MeshError(f"{label}: Draco-compressed meshes ({_DRACO}) are not supported "
+    if DRACO in required and not _gltf_extension_ok(DRACO):
+        raise MeshError(f"{label}: Draco-compressed meshes ({DRACO}) are not supported "
                         f"(install DracoPy to read them)")
     missing = [e for e in required if not _gltf_extension_ok(e)
                and e not in _GLTF_MATERIAL_DRAWN]
@@ -97,7 +109,9 @@ def _check_gltf(path: Path, file_type: str, label: str) -> dict:
     if drawn:
         mesh_warning(f"{label}: glTF extensions not supported, drawn with the core material model: "
                      f"{', '.join(drawn)}")
+    check_refs(tree, label)  # every index and type, once, before anything follows them
     _check_gltf_buffers(tree, path, binary, label)
+    check_accessors(tree, label)
     _check_gltf_materials(tree, path, label)
     _check_gltf_scene_features(tree, label)
     return tree
@@ -190,39 +204,67 @@ def read_gltf_json(path: Path) -> dict:
         raise MeshError(f"{label}: invalid glTF: {one_line(exc)}") from None
 
 
+def gltf_parts(path: Path, tree: dict) -> list[tuple]:
+    """The triangle geometry of a glTF file whose checked JSON is `tree`, in world space, as
+    `flatten` gives it: every mesh a node of its scene places, at the node's world transform
+    (`gltf_nodes`: composed by our walk, in linear time however deep the tree), a node that
+    scales its mesh to nothing left out with a warning."""
+    label = path.name
+    placed = placements(walk(tree, label))
+    if not placed:
+        raise MeshError(f"{label}: no node of its scene places a mesh (the file has "
+                        f"{len(tree.get('meshes') or [])} meshes)")
+    return _scene_parts(path, flat_tree(tree, drawn(placed, label)))
+
+
 def mesh_from_gltf_json(path: Path, tree: dict, *, name: str,
                         crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
-    """The `Mesh` of a glTF file whose JSON is `tree` (the file's, edited: its buffers and
-    images still resolved beside `path`, a GLB's BIN chunk reused), read through trimesh like
-    `load_mesh` reads a glTF: materials, colours, node transforms."""
+    """The `Mesh` of a glTF file whose checked JSON is `tree`, edited so that its nodes place
+    what the mesh holds (`preprocess.scene_import`: one untransformed node)."""
+    parts = _scene_parts(path, tree, name=name)
+    return merge_and_weld(parts, name=name, source=path.name, crease_angle=crease_angle)
+
+
+def _scene_parts(path: Path, tree: dict, *, name: str | None = None) -> list[tuple]:
+    """`flatten`'s parts of the meshes `tree`'s nodes place (its buffers and images resolved
+    beside `path`, a GLB's BIN chunk reused): the geometry read by `gltf_primitives` and
+    handed to trimesh tightly packed, which reads the materials, colours and node transforms."""
     import trimesh
 
     label = path.name
-    data = json.dumps(tree).encode()
-    if path.suffix.lower() == ".glb":
-        with path.open("rb") as f:
-            _, binary = _glb_json(f, path.stat().st_size, label)
-            f.seek(0)
-            raw = f.read()
-        chunks = [(data + b" " * (-len(data) % 4), _GLB_JSON)]
-        if binary >= 0:
-            at = 20 + struct.unpack("<I", raw[12:16])[0]
-            chunks.append((raw[at + 8 : at + 8 + binary], _GLB_BIN))
-        body = b"".join(struct.pack("<II", len(c), k) + c for c, k in chunks)
-        glb = b"glTF" + struct.pack("<II", 2, 12 + len(body)) + body
-        source, file_type = io.BytesIO(glb), "glb"
-    else:
-        source, file_type = io.BytesIO(data), "gltf"
+    binary = _glb_binary(path) if path.suffix.lower() == ".glb" else None
+    packed, data = packed_tree(tree, Buffers(path, tree, binary, label), binary, label)
+    what = f"mesh {name!r}" if name else "its meshes"
     with quiet():
         try:
-            scene = load_scene_from(trimesh, source, file_type,
+            scene = load_scene_from(trimesh, io.BytesIO(_glb(packed, data)), "glb",
                                     trimesh.resolvers.FilePathResolver(str(path)))
             parts = flatten(scene, label, linear_colors=True)[0]
         except Exception as exc:
-            raise MeshError(f"{label}: cannot read mesh {name!r}: {one_line(exc)}") from None
+            raise MeshError(f"{label}: cannot read {what}: {one_line(exc)}") from None
     if not parts:
-        raise MeshError(f"{label}: mesh {name!r} has no triangles")
-    return merge_and_weld(parts, name=name, source=label, crease_angle=crease_angle)
+        raise MeshError(f"{label}: {what} has no triangles")
+    return parts
+
+
+def _glb_binary(path: Path) -> memoryview | None:
+    """The BIN chunk of a GLB file (its container checked by `_check_gltf`), or None."""
+    raw = path.read_bytes()
+    length, json_length = struct.unpack("<II", raw[8:16])
+    at = 20 + json_length
+    if at + 8 > length:
+        return None
+    size, kind = struct.unpack("<II", raw[at : at + 8])
+    return memoryview(raw)[at + 8 : at + 8 + size] if kind == _GLB_BIN else None
+
+
+def _glb(tree: dict, binary: bytes) -> bytes:
+    """A GLB file's bytes: `tree`'s JSON and the BIN chunk `binary`."""
+    data = json.dumps(tree).encode()
+    chunks = [(data + b" " * (-len(data) % 4), _GLB_JSON),
+              (binary + b"\0" * (-len(binary) % 4), _GLB_BIN)]
+    body = b"".join(struct.pack("<II", len(c), k) + c for c, k in chunks)
+    return b"glTF" + struct.pack("<II", 2, 12 + len(body)) + body
 
 
 _GLTF_TEXTURE_ROLES = (("pbrMetallicRoughness", "baseColorTexture", "base colour"),
@@ -296,7 +338,7 @@ def _image_problem(file: Path) -> str | None:
         return one_line(exc) or type(exc).__name__
 
 
-def _glb_json(f: io.BufferedReader, size: int, label: str) -> tuple[bytes, int]:
+def _glb_json(f: io.BufferedIOBase, size: int, label: str) -> tuple[bytes, int]:
     """(the JSON chunk, the BIN chunk's length or -1) of an open GLB file of ``size`` bytes."""
     head = f.read(20)
     if len(head) < 20:
@@ -330,47 +372,27 @@ def _glb_json(f: io.BufferedReader, size: int, label: str) -> tuple[bytes, int]:
 
 
 def _check_gltf_buffers(tree: dict, path: Path, binary: int, label: str) -> None:
-    """Buffers present and as long as they say; buffer views and accessors inside them."""
+    """Buffers present and as long as they say (a `data:` URI decoded); buffer views inside
+    them. Expects `check_refs`'s types."""
     sizes = []
     for i, buffer in enumerate(tree.get("buffers") or []):
-        need = int(buffer.get("byteLength", 0))
+        need = buffer["byteLength"]
         uri = buffer.get("uri")
         if uri is None:
             have = binary if binary >= 0 else 0
             where = "the GLB's BIN chunk"
-        elif str(uri).startswith("data:"):
-            sizes.append(need)  # decoded by trimesh; its length is checked there
-            continue
+        elif uri.startswith("data:"):
+            have = len(decode_data_uri(uri, f"buffer {i}", label))
+            where = "its data: URI"
         else:
-            file = path.parent / urllib.parse.unquote(str(uri))
+            file = path.parent / urllib.parse.unquote(uri)
             if not file.is_file():
                 raise MeshError(f"{label}: buffer {i} is in {uri!r}, which is missing")
             have = file.stat().st_size
-            where = repr(str(uri))
+            where = repr(uri)
         if have < need:
             raise MeshError(f"{label}: buffer {i} needs {need} bytes, {where} holds {have}")
         sizes.append(need)
-    views = tree.get("bufferViews") or []
-    for i, view in enumerate(views):
-        b = view.get("buffer", 0)
-        end = int(view.get("byteOffset", 0)) + int(view.get("byteLength", 0))
-        if not 0 <= b < len(sizes) or end > sizes[b]:
+    for i, view in enumerate(tree.get("bufferViews") or []):
+        if view.get("byteOffset", 0) + view["byteLength"] > sizes[view["buffer"]]:
             raise MeshError(f"{label}: buffer view {i} reads past the end of its buffer")
-    for i, acc in enumerate(tree.get("accessors") or []):
-        if "bufferView" not in acc:
-            continue
-        v = acc["bufferView"]
-        if not 0 <= v < len(views):
-            raise MeshError(f"{label}: accessor {i} names buffer view {v}, which is missing")
-        item = (_GLTF_COMPONENT.get(acc.get("componentType"), 4)
-                * _GLTF_WIDTH.get(acc.get("type"), 1))
-        stride = int(views[v].get("byteStride") or item)
-        count = int(acc.get("count", 0))
-        need = int(acc.get("byteOffset", 0)) + (stride * (count - 1) + item if count else 0)
-        if need > int(views[v].get("byteLength", 0)):
-            raise MeshError(f"{label}: accessor {i} reads past the end of buffer view {v} "
-                            f"({need} bytes, the view holds {views[v].get('byteLength', 0)})")
-
-
-_GLTF_COMPONENT = {5120: 1, 5121: 1, 5122: 2, 5123: 2, 5125: 4, 5126: 4}  # bytes
-_GLTF_WIDTH = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}

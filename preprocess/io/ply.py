@@ -17,7 +17,7 @@ import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
 import numpy as np
 
-from preprocess.io.faces import triangulate_mixed, triangulate_uniform
+from preprocess.io.faces import strip_triangles, triangulate_mixed, triangulate_uniform
 from preprocess.io.text import Part, Raw, cut_last_line, table_checked, truncated
 from preprocess.mesh import MeshError
 
@@ -309,31 +309,6 @@ def _ply_ascii_elements(raw: Raw, start: int, elements: list, label: str) -> dic
     return out
 
 
-def _strip_triangles(flat: np.ndarray, row: np.ndarray) -> np.ndarray:
-    """Triangle strips to (t, 3) int64 triangles.
-
-    ``flat`` (k,) the strips' vertex ids, -1 ending a strip; ``row`` (k,) the file row of each
-    (a row ends a strip too). Strip v0 v1 v2 v3 v4 ... gives (v0 v1 v2) (v2 v1 v3) (v2 v3 v4):
-    every other triangle reversed, so that all face the same way (OpenGL's rule); the count
-    restarts with each strip. Triangles with a repeated vertex (strips joined by repeating one)
-    keep their place in the count and are dropped.
-    """
-    flat = flat.astype(np.int64)
-    n = flat.size
-    if n < 3:
-        return np.zeros((0, 3), np.int64)
-    stop = flat == -1
-    begins = np.ones(n, dtype=bool)
-    begins[1:] = stop[:-1] | (row[1:] != row[:-1])
-    strip_start = np.maximum.accumulate(np.where(begins, np.arange(n), 0))
-    i = np.arange(n - 2)
-    i = i[~stop[i] & ~stop[i + 1] & ~stop[i + 2] & (strip_start[i + 2] == strip_start[i])]
-    a, b, c = flat[i], flat[i + 1], flat[i + 2]
-    odd = (i - strip_start[i]) % 2 == 1
-    tris = np.stack([np.where(odd, b, a), np.where(odd, a, b), c], axis=1)
-    return tris[(a != b) & (b != c) & (a != c)]
-
-
 def _ply_strips(raw: Raw, fmt: str, start: int, elements: list, label: str) -> list[Part] | None:
     """A PLY whose faces are triangle strips (element 'tristrips', as range scanners write):
     read here, trimesh reads them as a point cloud."""
@@ -355,7 +330,7 @@ def _ply_strips(raw: Raw, fmt: str, start: int, elements: list, label: str) -> l
         flat, cnt = lists[0]
         flat = flat.astype(np.int64)
         if name == "tristrips":
-            parts.append(_strip_triangles(flat, np.repeat(np.arange(cnt.size), cnt)))
+            parts.append(strip_triangles(flat, np.repeat(np.arange(cnt.size), cnt)))
         elif cnt.size:
             keep = np.repeat(cnt >= 3, cnt)  # a face of fewer than 3 corners draws nothing
             flat, cnt = flat[keep], cnt[cnt >= 3]

@@ -66,9 +66,11 @@ import numpy as np
 
 from preprocess.tess.limits import MAX_LIGHTS, MAX_WORLD, UP_AXES
 
-__all__ = ["MAX_LIGHTS", "Placement", "SceneChecks", "SceneDoc", "SceneFileError",
-           "parse_scene", "read_scene_file", "scene_text", "write_scene_file"]
+__all__ = ["MAX_LIGHTS", "Placement", "SceneChecks", "SceneDoc", "SceneFileError", "box_sphere",
+           "check_transform", "instance_reach", "is_singular", "parse_scene", "read_scene_file",
+           "scene_text", "write_scene_file"]
 
+SINGULAR_DET = 1e-30  # |det| below which an instance transform is singular (is_singular)
 SCENE_KEYS = {"assets", "instances", "grids", "camera", "sun", "lights"}
 LIGHT_KEYS = {"type", "position", "intensity", "color", "range", "direction", "inner_cone",
               "outer_cone", "shadows"}
@@ -184,7 +186,42 @@ def _instance(e: dict, where: str) -> np.ndarray:
         m = np.eye(4)
         m[:3, :3] = _rotation(r) @ np.diag(sv)
         m[:3, 3] = t
-    if abs(float(np.linalg.det(m[:3, :3]))) < 1e-30:  # Scene.add_instance's test
+    return check_transform(m, where)
+
+
+def is_singular(m: np.ndarray) -> bool:
+    """Whether a (4, 4) transform scales what it places to (next to) nothing: the renderer's
+    test (`renderer.scene.checked_world`), |det| of its 3 x 3 part below 1e-30."""
+    return abs(float(np.linalg.det(np.asarray(m, np.float64)[:3, :3]))) < SINGULAR_DET
+
+
+def box_sphere(lo, hi) -> np.ndarray:
+    """(4,) float32 (x, y, z, r): the sphere around a box (an asset's bounds), as the renderer
+    frames and places assets (`renderer.scene.Asset.bounds_sphere`)."""
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    return np.array([*(lo + hi) / 2, np.linalg.norm(hi - lo) / 2], np.float32)
+
+
+def instance_reach(m: np.ndarray, sphere: np.ndarray) -> float:
+    """How far from the world origin, along an axis, an instance whose asset's bounding sphere
+    is `sphere` (`box_sphere`) reaches under the (4, 4) transform `m`: what the renderer holds
+    to MAX_WORLD (`Renderer.add_instance`)."""
+    m, s = np.asarray(m, np.float64), np.asarray(sphere, np.float64)
+    reach = np.abs(m[:3, :3] @ s[:3] + m[:3, 3]) + s[3] * np.linalg.norm(m[:3, :3], axis=0).max()
+    return float(reach.max())
+
+
+def check_transform(m: np.ndarray, where: str) -> np.ndarray:
+    """An instance's (4, 4) affine transform as the renderer takes it, float32: ValueError
+    naming `where` for a number that is not finite or past MAX_WORLD, or a singular one
+    (`is_singular`). The scene file's instances and `preprocess.scene_import`'s both pass here."""
+    m = np.asarray(m, np.float64)
+    if not np.isfinite(m).all():
+        raise ValueError(f"{where}: the transform is not finite")
+    if not np.abs(m).max() <= MAX_WORLD:
+        raise ValueError(f"{where}: the transform holds {np.abs(m).max():.3g}, beyond "
+                         f"float32's reach on the GPU (at most {MAX_WORLD:.0e} in magnitude)")
+    if is_singular(m):
         raise ValueError(f"{where}: the transform is singular (its determinant is below 1e-30: "
                          "a uniform scale must be above 1e-10)")
     return m.astype(np.float32)

@@ -337,3 +337,134 @@ def shared(shared_assets):
         return path
 
     return find
+
+
+# ------------------------------------------------------------------------------ small glTF files
+
+_GLTF_COMPONENT = {np.dtype("int8"): 5120, np.dtype("uint8"): 5121, np.dtype("int16"): 5122,
+                   np.dtype("uint16"): 5123, np.dtype("uint32"): 5125,
+                   np.dtype("float32"): 5126}
+_GLTF_TYPE = {1: "SCALAR", 2: "VEC2", 3: "VEC3", 4: "VEC4"}
+
+
+class GltfBuilder:
+    """A glTF file written piece by piece, for the loading tests of glTF's corners (strides,
+    sparse accessors, primitive modes, broken references): arrays go into one buffer as views
+    and accessors, primitives into meshes, meshes into nodes; `write` makes a GLB (a `.glb`
+    path) or a glTF with the buffer as a base64 data: URI, after an optional `edit(tree)`.
+
+        b = GltfBuilder()
+        b.node(mesh=b.mesh(b.triangles(V, F)))
+        b.write(tmp_path / "sphere.glb")
+    """
+
+    def __init__(self) -> None:
+        self.tree: dict = {"asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": []}],
+                           "nodes": [], "meshes": [], "buffers": [], "bufferViews": [],
+                           "accessors": []}
+        self.blob = bytearray()
+
+    def view(self, data: bytes, **fields) -> int:
+        """A buffer view of `data` (4-byte aligned in the buffer); its index."""
+        self.blob += b"\0" * (-len(self.blob) % 4)
+        self.tree["bufferViews"].append({"buffer": 0, "byteOffset": len(self.blob),
+                                         "byteLength": len(data), **fields})
+        self.blob += data
+        return len(self.tree["bufferViews"]) - 1
+
+    def accessor(self, array, *, view: int | None = None, **fields) -> int:
+        """An accessor of `array` ((n,) or (n, k), its dtype the component type) in a view of
+        its own, or reading `view` (with `byteOffset` in `fields`), or none where `fields`
+        has a sparse block and `view` is -1; its index."""
+        a = np.asarray(array)
+        rows = a.reshape(len(a), -1)
+        if view is None:
+            view = self.view(np.ascontiguousarray(rows).tobytes())
+        acc = {"componentType": _GLTF_COMPONENT[a.dtype], "count": len(a),
+               "type": _GLTF_TYPE[rows.shape[1]]}
+        if view >= 0:
+            acc["bufferView"] = view
+        self.tree["accessors"].append({**acc, **fields})
+        return len(self.tree["accessors"]) - 1
+
+    def sparse(self, base, at, values, **fields) -> int:
+        """An accessor of `base` (or of zeros, without a view, where `base` is an int: the
+        count) whose sparse block sets elements `at` (uint32) to `values`; its index."""
+        values = np.asarray(values)
+        if isinstance(base, int):
+            base, view = np.zeros((base, *values.shape[1:]), values.dtype), -1
+        else:  # the base's view first, then the block's indices and values
+            base = np.asarray(base)
+            view = self.view(np.ascontiguousarray(base).tobytes())
+        block = {"count": len(at),
+                 "indices": {"bufferView": self.view(np.asarray(at, np.uint32).tobytes()),
+                             "componentType": 5125},
+                 "values": {"bufferView": self.view(np.ascontiguousarray(values).tobytes())}}
+        return self.accessor(base, view=view, sparse=block, **fields)
+
+    def interleaved(self, *arrays, stride: int | None = None) -> list[int]:
+        """Accessors of (n, k) arrays interleaved in one view (one record a vertex, padded to
+        `stride` bytes); their indices."""
+        rec = np.dtype({"names": [f"a{k}" for k in range(len(arrays))],
+                        "formats": [(a.dtype, a.shape[1:]) for a in arrays],
+                        "itemsize": stride or sum(a[0].nbytes for a in arrays)})
+        rows = np.zeros(len(arrays[0]), rec)
+        for k, a in enumerate(arrays):
+            rows[f"a{k}"] = a
+        v = self.view(rows.tobytes(), byteStride=rec.itemsize)
+        return [self.accessor(a, view=v, byteOffset=rec.fields[f"a{k}"][1])
+                for k, a in enumerate(arrays)]
+
+    def triangles(self, v, f=None, *, mode: int | None = None, **attributes) -> dict:
+        """A primitive: positions `v` ((n, 3) float32), indices `f` (uint32, any shape; None:
+        not indexed), `mode` (None: glTF's default, triangles), more attributes by name (an
+        array, or an accessor index)."""
+        attrs = {"POSITION": self.accessor(np.asarray(v, np.float32))}
+        for name, a in attributes.items():
+            attrs[name] = a if isinstance(a, int) else self.accessor(a)
+        p: dict = {"attributes": attrs}
+        if f is not None:
+            p["indices"] = self.accessor(np.asarray(f, np.uint32).reshape(-1))
+        if mode is not None:
+            p["mode"] = mode
+        return p
+
+    def mesh(self, *primitives: dict) -> int:
+        self.tree["meshes"].append({"primitives": list(primitives)})
+        return len(self.tree["meshes"]) - 1
+
+    def node(self, *, root: bool = True, **fields) -> int:
+        """A node (a root of the scene unless `root` is False); its index."""
+        self.tree["nodes"].append(fields)
+        if root:
+            self.tree["scenes"][0]["nodes"].append(len(self.tree["nodes"]) - 1)
+        return len(self.tree["nodes"]) - 1
+
+    def write(self, path: Path, edit: Callable[[dict], None] | None = None) -> Path:
+        import base64
+        import json
+        import struct
+
+        tree = json.loads(json.dumps(self.tree))
+        blob = bytes(self.blob) + b"\0" * (-len(self.blob) % 4)
+        tree["buffers"] = [{"byteLength": len(blob)}]
+        if path.suffix != ".glb":
+            tree["buffers"][0]["uri"] = ("data:application/octet-stream;base64,"
+                                         + base64.b64encode(blob).decode())
+        if edit is not None:
+            edit(tree)
+        if path.suffix != ".glb":
+            path.write_text(json.dumps(tree))
+            return path
+        js = json.dumps(tree).encode()
+        js += b" " * (-len(js) % 4)
+        body = struct.pack("<II", len(js), 0x4E4F534A) + js
+        body += struct.pack("<II", len(blob), 0x004E4942) + blob
+        path.write_bytes(struct.pack("<4sII", b"glTF", 2, 12 + len(body)) + body)
+        return path
+
+
+@pytest.fixture
+def gltf_builder() -> type[GltfBuilder]:
+    """`GltfBuilder`: small glTF and GLB files written in a test, piece by piece."""
+    return GltfBuilder

@@ -364,19 +364,19 @@ def test_triangle_strip_ply(fmt, one_row, tmp_path, capsys):
 def test_triangle_strips_skip_degenerate_joins():
     """Strips joined by repeating a vertex: the joins make degenerate triangles, which are
     dropped but keep their place in the alternation (v0 v1 v2 | v2 v2 v3 | ...)."""
-    from preprocess.io.ply import _strip_triangles
+    from preprocess.io.faces import strip_triangles
 
     #   0 --- 2         strip 1 0 3 2 | -1 | 4 5 6: (1 0 3) (3 0 2); restart: (4 5 6)
     #   |  \  |         the same strips joined: 1 0 3 2 2 4 4 5 6 (joins: 3 2 2, 2 2 4, 2 4 4,
     #   1 --- 3         4 4 5 dropped; (4 5 6) is window 6, even: kept as is)
     flat = np.array([1, 0, 3, 2, -1, 4, 5, 6])
-    np.testing.assert_array_equal(_strip_triangles(flat, np.zeros(8, int)),
+    np.testing.assert_array_equal(strip_triangles(flat, np.zeros(8, int)),
                                   [[1, 0, 3], [3, 0, 2], [4, 5, 6]])
     joined = np.array([1, 0, 3, 2, 2, 4, 4, 5, 6])
-    np.testing.assert_array_equal(_strip_triangles(joined, np.zeros(9, int)),
+    np.testing.assert_array_equal(strip_triangles(joined, np.zeros(9, int)),
                                   [[1, 0, 3], [3, 0, 2], [4, 5, 6]])
     # a new row restarts the alternation, as -1 does
-    np.testing.assert_array_equal(_strip_triangles(np.array([1, 0, 3, 2, 4, 5, 6]),
+    np.testing.assert_array_equal(strip_triangles(np.array([1, 0, 3, 2, 4, 5, 6]),
                                                    np.array([0, 0, 0, 0, 1, 1, 1])),
                                   [[1, 0, 3], [3, 0, 2], [4, 5, 6]])
 

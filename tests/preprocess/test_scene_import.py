@@ -265,7 +265,7 @@ def test_node_trees_of_any_depth_are_walked_in_linear_time(tmp_path):
     ("scene index", '"scene" is 7; the file has 1 scene'),
     ("cycle", "the node tree has a cycle (1 -> 2 -> 3 -> 1)"),
     ("two parents", "node 3 is a child of two nodes (2 and 6)"),
-    ("missing node", "node 99 is missing (the file has 6 nodes)"),
+    ("missing node", "node 4: child 99 is missing (the file has 6 nodes)"),
     ("root twice", "node 0 is a root of the scene and also a child (or a root twice)"),
 ])
 def test_a_node_graph_that_is_no_tree_is_named(tmp_path, capsys, bad, said):
@@ -291,3 +291,62 @@ def test_a_node_graph_that_is_no_tree_is_named(tmp_path, capsys, bad, said):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"preprocess: error: bad.gltf: {said}"]
     assert not list(tmp_path.glob("*.tess")) and not list(tmp_path.glob("*.json"))
+
+
+def _ball(tree) -> dict:
+    return next(n for n in tree["nodes"] if n.get("name") == "ball")
+
+
+def test_a_node_scaled_to_nothing_is_left_out_of_the_scene(tmp_path, capsys, gltf_street):
+    """A node scaled [0, 0, 0] beside the others draws nothing: it is named in a warning and
+    left out, and the scene file the rest makes opens in the renderer (it was written with the
+    instance, and `tessera render` refused it)."""
+    src = gltf_street.write(tmp_path / "street.glb")
+    gltf_street.rewrite(src, lambda tree: _ball(tree).update(scale=[0.0, 0.0, 0.0]))
+    capsys.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MeshWarning)
+        scene = read_scene(src)
+    assert sorted(scene.meshes) == ["post", "post-mirrored"] and len(scene.instances) == 3
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1 and said[0].startswith("street.glb: node ") and said[0].endswith(
+        " to nothing (its transform is singular); left out")
+    assert preprocess_main([str(src), "-q"]) == 0
+    spec = load_scene_file(tmp_path / "street.json")
+    assert len(spec.placements) == 3
+
+
+@pytest.mark.parametrize("bad, said", [
+    ("far", ": the transform holds 1e+30, beyond float32's reach on the GPU (at most 1e+18 in "
+            "magnitude)"),
+    ("reach", " places mesh 'ball' 1.25e+18 from the world origin; float32 positions hold at "
+              "most 1e+18"),
+    ("overflow", "'s transform is not finite"),
+    ("nan", ": matrix is [nan, 0.0, 0, 0, 0, 1, 0, 0, 0, 0, 1,..., not 16 finite numbers"),
+])
+def test_a_node_the_renderer_cannot_place_is_one_line(tmp_path, capsys, gltf_street, bad, said):
+    """A node translated by 1e30 (past what float32 holds on the GPU), one whose mesh reaches
+    past it, one whose transforms overflow and one with a NaN: `preprocess` refuses the scene
+    as `tessera render` would refuse its scene file (the scene file's own check), in one line,
+    writing nothing."""
+    def edit(tree):
+        ball = _ball(tree)
+        if bad == "far":
+            ball["translation"] = [1e30, 0.0, 0.0]
+        elif bad == "reach":  # every number within 1e18, the ball's bounds past it
+            ball.update(translation=[9e17, 0.0, 0.0], scale=[5e17, 5e17, 5e17])
+        elif bad == "overflow":
+            ball["scale"] = [1e300, 1e300, 1e300]
+            tree["nodes"][-1]["scale"] = [1e300, 1e300, 1e300]  # the parent
+        else:
+            ball.pop("translation")
+            ball["matrix"] = [float("nan"), 0.0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]
+
+    src = gltf_street.write(tmp_path / "street.glb")
+    gltf_street.rewrite(src, edit)
+    capsys.readouterr()
+    assert preprocess_main([str(src), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("preprocess: error: street.glb: node "), err
+    assert err[0].endswith(said), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["street.glb"]
