@@ -67,8 +67,8 @@ from preprocess.tess.records import (
     TEXTURE_SRGB,
 )
 
-__all__ = ["PageContext", "RecordError", "check_asset", "check_page", "check_positions",
-           "check_sources"]
+__all__ = ["PageContext", "RecordError", "check_asset", "check_nesting", "check_page",
+           "check_positions", "check_sources", "containment_excess", "read_page_records"]
 
 # the record type of each section; the first three make a file a Tessera asset
 SECTIONS = {"bvh_nodes": NODE_DTYPE, "groups": GROUP_DTYPE, "group_parts": PART_DTYPE,
@@ -175,6 +175,21 @@ def _record(section: str, noun: str) -> Where:
     return lambda k: f"section {section}, {noun} {k}"
 
 
+def containment_excess(outer: np.ndarray, inner_center: np.ndarray,
+                       inner_radius: np.ndarray) -> np.ndarray:
+    """How far each inner sphere pokes out of its outer sphere beyond the allowed slack
+    (SPHERE_REL_EPS of the outer radius plus a few float32 ulps of the coordinates: spheres are
+    stored as float32). outer (n, 4), inner_center (n, 3), inner_radius (n,) -> (n,) float64;
+    > 0 means not contained."""
+    o = np.asarray(outer, np.float64)
+    c = np.asarray(inner_center, np.float64)
+    r = np.asarray(inner_radius, np.float64)
+    reach = np.linalg.norm(c - o[:, :3], axis=1) + r
+    magnitude = np.maximum(np.abs(o[:, :3]).max(axis=1), np.abs(c).max(axis=1)) + o[:, 3]
+    slack = SPHERE_REL_EPS * o[:, 3] + F32_SLACK * magnitude
+    return reach - o[:, 3] - slack
+
+
 def _spheres(where: Where, field: str, s: np.ndarray) -> None:
     """Spheres (n, 4) float32 finite, within FAR, radius >= 0."""
     if (k := _first(~(np.abs(s) <= FAR).all(axis=1) | (s[:, 3] < 0))) is not None:
@@ -236,6 +251,15 @@ def check_groups(groups: np.ndarray, parts: np.ndarray, page_count: int,
     return int(roots[0])
 
 
+def _children(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The nodes' child slots: (n, BVH_FANOUT) int64 the node or group each names, and where a
+    slot names a node, where a group (neither: empty)."""
+    ch = nodes["children"].astype(np.int64)
+    is_group = (ch != CHILD_EMPTY) & (ch & CHILD_GROUP != 0)
+    is_node = (ch != CHILD_EMPTY) & ~is_group
+    return np.where(is_group, ch & (CHILD_GROUP - 1), ch), is_node, is_group
+
+
 def check_bvh(nodes: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """BVH nodes: each child slot empty, a node or a group in range; the root no child, every
     other node the child of one node, one level deeper (so no cycle, and every node reached);
@@ -243,11 +267,8 @@ def check_bvh(nodes: np.ndarray, groups: np.ndarray) -> np.ndarray:
     the children and leaf groups. Returns (g,) int64, the node of each group's leaf."""
     n, g = len(nodes), len(groups)
     where = _record("bvh_nodes", "node")
-    ch = nodes["children"].astype(np.int64)
-    fan = ch.shape[1]
-    is_group = (ch != CHILD_EMPTY) & (ch & CHILD_GROUP != 0)
-    is_node = (ch != CHILD_EMPTY) & ~is_group
-    ref = np.where(is_group, ch & (CHILD_GROUP - 1), ch)
+    ref, is_node, is_group = _children(nodes)
+    fan = ref.shape[1]
 
     def slot(k: int) -> str:
         return f"{where(k // fan)}: children[{k % fan}]"
@@ -398,11 +419,11 @@ def _streams(mode: np.ndarray, nv: np.ndarray, nt: np.ndarray) -> list[tuple[str
             ("index_offset", np.where(mixed, _align4(3 * nt) + nt, 3 * nt))]
 
 
-def check_records(pr: PageRecords, material_count: int) -> None:
+def check_records(pr: PageRecords, material_count: int, step: float) -> None:
     """Each cluster record's counts (1..MAX_CLUSTER_TRIANGLES triangles,
     1..MAX_CLUSTER_VERTICES vertices), mode (known bits, a position encoding, a material
-    within the materials) and streams (4-byte aligned, after its page's records and within the
-    page's bytes_used)."""
+    within the materials), streams (4-byte aligned, after its page's records and within the
+    page's bytes_used), spheres, and grid origin (pos_min, by the quantization step)."""
     r, where = pr.records, pr.where
     nv, nt = r["vertex_count"].astype(np.int64), r["triangle_count"].astype(np.int64)
     if (k := _first((nt < 1) | (nt > MAX_CLUSTER_TRIANGLES))) is not None:
@@ -428,6 +449,14 @@ def check_records(pr: PageRecords, material_count: int) -> None:
                   f"within the page's streams (bytes {lo[k]}..{hi[k]})")
     _spheres(where, "bounds", r["bounds"])
     _spheres(where, "self_sphere", r["self_sphere"])
+    # the grid origin every position is added to: the least coordinates of the cluster's
+    # vertices, so within the box around its bounds sphere (plus the rounding to the grid)
+    corner = r["pos_min"].astype(np.float64) * step
+    b = r["bounds"].astype(np.float64)
+    slack = (b[:, 3:] + step + F32_SLACK * (np.abs(b[:, :3]) + b[:, 3:]))
+    if (k := _first((np.abs(corner - b[:, :3]) > slack).any(axis=1))) is not None:
+        _fail(f"{where(k)}: pos_min {_vec(r['pos_min'][k])}, at {_vec(corner[k])} on the grid of "
+              f"step {step:g}, outside its bounds {_vec(b[k])}")
 
 
 def check_membership(pr: PageRecords, parts: np.ndarray) -> None:
@@ -606,6 +635,45 @@ def check_positions(page: np.ndarray, ctx: PageContext) -> None:
               f"{_vec(b[c])} by {math.sqrt(d[k] @ d[k]) - b[c, 3]:.3g}")
 
 
+def check_nesting(nodes: np.ndarray, groups: np.ndarray, pr: PageRecords,
+                  leaf_node: np.ndarray) -> None:
+    """The LOD bounds nest, as docs/ARCHITECTURE.md "Crack-free cuts" needs them to (projected
+    errors grow from child to parent only so; culling a node loses nothing below): a cluster's
+    self_sphere inside its group's sphere, its bounds inside its BVH leaf's sphere; a node's
+    sphere around its child nodes' and its leaf groups', its box around its child nodes'. What
+    culling trusts without following it, so `AssetFile.verify` checks it."""
+    ref, is_node, is_group = _children(nodes)
+    fan = ref.shape[1]
+    at = np.flatnonzero(is_node)
+    child, parent = ref.reshape(-1)[at], at // fan
+    at = np.flatnonzero(is_group)
+    leaf, holder = ref.reshape(-1)[at], at // fan
+    ns, gs = nodes["sphere"], groups["sphere"]
+    for inner, outer, what in ((child, parent, "child node"), (leaf, holder, "leaf group")):
+        s = ns[inner] if what == "child node" else gs[inner]
+        ex = containment_excess(ns[outer], s[:, :3], s[:, 3])
+        if (k := _first(ex > 0)) is not None:
+            _fail(f"section bvh_nodes, node {outer[k]}: sphere {_vec(ns[outer[k]])} does not "
+                  f"hold its {what} {inner[k]}'s {_vec(s[k])} (out by {ex[k]:.3g})")
+    lo, hi = nodes["box_min"], nodes["box_max"]
+    if (k := _first(((lo[child] < lo[parent]) | (hi[child] > hi[parent])).any(axis=1))
+            ) is not None:
+        _fail(f"section bvh_nodes, node {parent[k]}: its box does not hold its child node "
+              f"{child[k]}'s")
+    r = pr.records
+    group = r["group"].astype(np.int64)
+    ex = containment_excess(gs[group], r["self_sphere"][:, :3], r["self_sphere"][:, 3])
+    if (k := _first(ex > 0)) is not None:
+        _fail(f"{pr.where(k)}: self_sphere {_vec(r['self_sphere'][k])}, not inside the sphere "
+              f"{_vec(gs[group[k]])} of its group {group[k]} (out by {ex[k]:.3g})")
+    node = leaf_node[group]
+    ex = containment_excess(ns[node], r["bounds"][:, :3], r["bounds"][:, 3])
+    if (k := _first(ex > 0)) is not None:
+        _fail(f"{pr.where(k)}: bounds {_vec(r['bounds'][k])}, not inside the sphere "
+              f"{_vec(ns[node[k]])} of BVH node {node[k]}, its group's leaf (out by "
+              f"{ex[k]:.3g})")
+
+
 def check_asset(meta: Mapping[str, Any], sections: Mapping[str, np.ndarray], pages: np.ndarray,
                 page_flags: np.ndarray) -> PageContext:
     """Everything opening a file checks (see the module's docstring): the meta, the sections
@@ -618,7 +686,7 @@ def check_asset(meta: Mapping[str, Any], sections: Mapping[str, np.ndarray], pag
     leaf_node = check_bvh(nodes, groups)
     material_count = check_materials(s["materials"], s["textures"], s["texels"])
     pr = read_page_records(pages, page_flags)
-    check_records(pr, material_count)
+    check_records(pr, material_count, step)
     check_membership(pr, parts)
     check_sources(groups, pr.records, root, pr.where)
     box = np.hstack([nodes["box_min"], nodes["box_max"]]).astype(np.float64)

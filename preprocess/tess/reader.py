@@ -3,9 +3,9 @@ their checksums), then every value the GPU follows (`preprocess.tess.checks`): t
 sections and every page's header and cluster records when the file is opened, and a page's
 streams when it is first read (`page`, `verify_all`), which is before the renderer hands it to
 the GPU. `verify` (`read_tess(verify_pages=True)`, `tessera info --verify`) adds what culling
-trusts without following it: every page's positions decoded, inside their clusters' bounds and
-their BVH leaves' boxes. Any problem raises TessFormatError, one line naming the file, the
-section or page, the record and the field.
+trusts without following it: the LOD bounds nested, every page's positions decoded, inside their
+clusters' bounds and their BVH leaves' boxes. Any problem raises TessFormatError, one line
+naming the file, the section or page, the record and the field.
 
     from preprocess.tess import read_tess
     with read_tess("rock.tess") as f:
@@ -22,8 +22,10 @@ from preprocess.tess.checks import (
     PageContext,
     RecordError,
     check_asset,
+    check_nesting,
     check_page,
     check_positions,
+    read_page_records,
 )
 from preprocess.tess.container import TessFile
 
@@ -56,11 +58,17 @@ class AssetFile(TessFile):
 
 
     def verify(self) -> None:
-        """Everything: every page's checksum and streams (`verify_all`), then every page's
-        positions decoded (`preprocess.tess.checks.check_positions`). Raises TessFormatError
-        naming the first bad page."""
+        """Everything: every page's checksum and streams (`verify_all`), the LOD bounds' nesting
+        (`preprocess.tess.checks.check_nesting`), every page's positions decoded
+        (`check_positions`). Raises TessFormatError naming the first problem."""
         self.verify_all()
         assert self._context is not None  # set by the open, or it failed
+        records = read_page_records(self.pages_array(), self.page_flags)
+        try:
+            check_nesting(self.sections["bvh_nodes"], self.sections["groups"], records,
+                          self._context.leaf_node)
+        except RecordError as e:
+            self._fail(str(e))
         for i in range(self.page_count):  # a loop over pages, each checked whole
             try:
                 check_positions(self.page(i), self._context)

@@ -267,6 +267,8 @@ AT_OPEN = [
      r"page 0 cluster 0: bounds .*nan.* not a sphere"),
     ("cluster-self-sphere", _record()("self_sphere", lambda r: (*r["self_sphere"][:3], -1)),
      r"page 0 cluster 0: self_sphere .* not a sphere"),
+    ("cluster-pos-min", _record()("pos_min", lambda r: r["pos_min"] + (1 << 20)),
+     r"page 0 cluster 0: pos_min \(.*\), at \(.*\) on the grid of step .*, outside its bounds"),
     ("cluster-group", _record()("group", lambda r: r["group"] + 1),
      r"page 0 cluster 0: group \d+, but group part \d+ holds it for group \d+"),
     ("cluster-source-group", _record(_produced)("source_group", 999),
