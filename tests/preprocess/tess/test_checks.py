@@ -145,6 +145,13 @@ def _index_byte(parts):  # the first corner of the first triangle names a vertex
     parts.pages[0, int(rec["index_offset"])] = int(rec["vertex_count"])
 
 
+def _shared_indices(parts):  # cluster 1 reads cluster 0's indices (overlapping streams), 1 vertex
+    recs = parts.records(0)
+    recs["index_offset"][1] = recs["index_offset"][0]
+    recs["triangle_count"][1] = min(recs["triangle_count"][:2])
+    recs["vertex_count"][1] = 1
+
+
 def _material_byte(parts):  # a mixed cluster's first triangle names material 5 of 2
     p, k = _where(parts, lambda r: r["mode"] & MODE_HAS_MATERIAL)
     rec = parts.records(p)[k]
@@ -290,6 +297,8 @@ AT_OPEN = [
 AT_PAGE = [
     ("stream-index", _index_byte,
      r"page 0 cluster 0: triangle 0 names vertex \d+, past its vertex_count \d+"),
+    ("stream-index-overlapping", _shared_indices,
+     r"page 0 cluster 1: triangle 0 names vertex \d+, past its vertex_count 1"),
     ("stream-material", _material_byte,
      r"page \d cluster \d+: triangle 0's material byte names material 5, past the file's 2 "
      r"materials"),
