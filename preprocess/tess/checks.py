@@ -68,8 +68,10 @@ from preprocess.tess.records import (
     TEXTURE_SRGB,
 )
 
-__all__ = ["PageContext", "RecordError", "check_asset", "check_nesting", "check_page",
-           "check_positions", "check_sources", "containment_excess", "read_page_records"]
+__all__ = ["PageContext", "PageRecords", "RecordError", "asset_sections", "check_asset",
+           "check_bvh", "check_groups", "check_materials", "check_membership", "check_meta",
+           "check_nesting", "check_page", "check_positions", "check_records", "check_sources",
+           "containment_excess", "read_page_records"]
 
 # the record type of each section; the first three make a file a Tessera asset
 SECTIONS = {"bvh_nodes": NODE_DTYPE, "groups": GROUP_DTYPE, "group_parts": PART_DTYPE,
@@ -78,6 +80,8 @@ REQUIRED = ("bvh_nodes", "groups", "group_parts")
 # a sphere or box coordinate: the mesh lies within MAX_WORLD, so a radius within its diagonal
 FAR = 4 * MAX_WORLD
 F32_SLACK = 4.0 * float(np.finfo(np.float32).eps)  # float32 ulps of a coordinate's magnitude
+F32_MAX = float(np.finfo(np.float32).max)
+F32_TINY = float(np.finfo(np.float32).tiny)  # the least normal float32: a step below it is 0
 SPHERE_REL_EPS = 1e-5  # containment slack, relative to the sphere's radius
 KNOWN_MODE_BITS = (MODE_POSITION_MASK | MODE_HAS_UV | MODE_HAS_COLOR | MODE_HAS_MATERIAL
                    | MODE_DOUBLE_SIDED | MODE_ALPHA_MASK | MODE_UV_FLOAT
@@ -132,8 +136,9 @@ def _short(value: Any) -> str:
 
 
 def _number(value: Any) -> bool:
+    """A JSON number that float32, as the GPU reads it, holds (not inf there)."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
+            and math.isfinite(value) and abs(value) <= F32_MAX)
 
 
 def _meta_vector(meta: Mapping[str, Any], key: str, n: int) -> np.ndarray:
@@ -147,8 +152,9 @@ def check_meta(meta: Mapping[str, Any]) -> float:
     """The meta's values the renderer reads: the quantization step (finite, > 0), the bounds (a
     box within MAX_WORLD), the uv box where there is one. Returns the step."""
     step = meta.get("step")
-    if not (_number(step) and step > 0):
-        _fail(f"meta: step is {_short(step)}, not a finite number > 0")
+    if not (_number(step) and step >= F32_TINY):
+        _fail(f"meta: step is {_short(step)}, not a finite number > 0 (at least {F32_TINY:.3g}: "
+              f"the GPU reads it as float32)")
     lo, hi = _meta_vector(meta, "bounds_min", 3), _meta_vector(meta, "bounds_max", 3)
     if (lo > hi).any() or max(np.abs(lo).max(), np.abs(hi).max()) > MAX_WORLD:
         _fail(f"meta: bounds_min {_vec(lo)} and bounds_max {_vec(hi)} are no box within "
@@ -494,8 +500,9 @@ def check_sources(groups: np.ndarray, records: np.ndarray, root: int, where: Whe
     """The LOD bounds of cluster records (docs/ARCHITECTURE.md "Crack-free cuts"): the source
     group NO_GROUP exactly at level 0, else a group in range, not the root, one level finer,
     whose error and sphere are the cluster's self_error and self_sphere, bit for bit; a level-0
-    cluster's LOD bound its own bounds and error 0; its self error finite, >= 0 and at most its
-    group's (the parent's) error; every group but the root the source of some cluster.
+    cluster's LOD bound its own bounds and error 0; its group at its level or coarser (so a
+    group's parents are coarser than it), its self error finite, >= 0 and at most its group's
+    (the parent's) error; every group but the root the source of some cluster.
     records: CLUSTER_DTYPE (n,); `where(k)` names record k."""
     g = len(groups)
     src, level = records["source_group"].astype(np.int64), records["level"].astype(np.int64)
@@ -538,6 +545,9 @@ def check_sources(groups: np.ndarray, records: np.ndarray, root: int, where: Whe
     group = records["group"].astype(np.int64)
     if (k := _first(group >= g)) is not None:
         _fail(f"{where(k)}: group {group[k]}, past the file's {g} groups")
+    if (k := _first(level > glevel[group])) is not None:  # so parents are coarser (streaming)
+        _fail(f"{where(k)}: level {level[k]}, but its group {group[k]} has level "
+              f"{glevel[group[k]]}: a cluster's group is at its level or coarser")
     if (k := _first(own > gerr[group])) is not None:
         _fail(f"{where(k)}: self_error {own[k]:.9g}, more than the error {gerr[group[k]]:.9g} "
               f"of its group {group[k]}: a group's error is at least its members'")

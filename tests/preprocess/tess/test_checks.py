@@ -1,9 +1,10 @@
 """Values inside a checksum-valid `.tess` are checked, not believed (preprocess/tess/checks.py,
 through `read_tess`): a small textured asset is built once, then for each value the GPU follows
 one copy has that value made wrong and its checksums computed again (`craft_tess`). Opening it
-must refuse in one line naming the section or page, the record and the field; what lies in a
-page's streams is refused when the page is first read (before the GPU receives it), and what
-culling only trusts (decoded positions) by `verify`.
+must refuse in one line naming the section or page, the record and the field, and so must
+`tessera info --verify` (which passed every such file); what lies in a page's streams is refused
+when the page is first read (before the GPU receives it), and what culling only trusts (decoded
+positions) by `verify`.
 
 The asset: a 24 x 24 quad sheet from an OBJ whose halves have two textured materials (clusters
 on the border store a material byte a triangle), its uvs tiled 2,000 times (float uvs), on
@@ -171,6 +172,11 @@ def _far_vertex(parts):  # the first vertex of a 16-bit cluster at offsets 65535
     parts.pages[p, at : at + 6] = 255
 
 
+def _root_level_0(parts):  # the root group (coarsest) at level 0: below its members
+    groups = parts.sections["groups"]
+    groups["level"][int(np.argmax(groups["error"]))] = 0
+
+
 def _level0(r):
     return r["source_group"] == NO_GROUP
 
@@ -186,6 +192,9 @@ def _single_material(r):
 # (id, edit, the one line's pattern): refused when the file is opened
 AT_OPEN = [
     ("meta-step-zero", _meta("step", 0), r"meta: step is 0, not a finite number > 0"),
+    ("meta-step-float32", _meta("step", 1e-50),
+     r"meta: step is 1e-50, not a finite number > 0 \(at least 1.18e-38: the GPU reads it as "
+     r"float32"),
     ("meta-bounds", _meta("bounds_min", lambda m: [v + 10 for v in m["bounds_max"]]),
      r"meta: bounds_min .* and bounds_max .* are no box"),
     ("meta-uv-box", _meta("uv_min", [0.0]), r"meta: uv_min is \[0.0\], not 2 finite numbers"),
@@ -285,6 +294,9 @@ AT_OPEN = [
      r"NO_GROUP exactly at level 0"),
     ("cluster-level", _record(_produced)("level", lambda r: r["level"] + 1),
      r"level \d+, but its source group \d+ has level \d+: a produced cluster is exactly one"),
+    ("group-level", _root_level_0,
+     r"page 0 cluster \d+: level \d+, but its group \d+ has level 0: a cluster's group is at "
+     r"its level or coarser"),
     ("cluster-self-error-nan", _record()("self_error", np.nan),
      r"page 0 cluster 0: self_error nan, not a finite number >= 0"),
     ("cluster-self-error", _record(_produced)("self_error", lambda r: r["self_error"] + 1),
@@ -333,11 +345,14 @@ def test_the_sheet_opens_and_verifies(sheet):
 
 
 @pytest.mark.parametrize("edit, pattern", [c[1:] for c in AT_OPEN], ids=[c[0] for c in AT_OPEN])
-def test_a_wrong_value_is_refused_at_open(sheet, tmp_path, craft_tess, edit, pattern):
+def test_a_wrong_value_is_refused_at_open(sheet, tmp_path, craft_tess, capsys, edit, pattern):
     bad = _craft(sheet, tmp_path, craft_tess, edit)
     with pytest.raises(TessFormatError) as error:
         read_tess(bad)
     _refusal(error, pattern, bad)
+    assert cli.main(["info", "--verify", str(bad)]) == 2  # it passed every such file
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(pattern, err), err
 
 
 @pytest.mark.parametrize("edit, pattern", [c[1:] for c in AT_PAGE], ids=[c[0] for c in AT_PAGE])
