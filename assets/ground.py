@@ -46,7 +46,7 @@ def ground_tess() -> str:
 def _usable(path: Path) -> bool:
     """Whether a cached file opens cleanly: header, version, the checksums of its sections and of
     every page (a small file: all of them are read)."""
-    from preprocess.tess.container import read_tess
+    from preprocess.tess.reader import read_tess
 
     try:
         with read_tess(path, verify_pages=True) as f:

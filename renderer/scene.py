@@ -21,18 +21,17 @@ import wgpu
 from preprocess.tess.records import (
     MATERIAL_TEXTURES,
     NO_TEXTURE,
-    PAGE_HEADER_DTYPE,
     TEXTURE_DTYPE,
     chain_texels,
     default_material_record,
 )
 from preprocess.tess.limits import ROOT_ERROR
 from preprocess.tess.color import srgb_to_linear
-from preprocess.tess.container import TessFile, read_tess
+from preprocess.tess.container import TessFile
+from preprocess.tess.reader import read_tess
 from preprocess.tess.scene_file import box_sphere, is_singular
 from renderer.gpu import buffer_with
 from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE, MATERIALS_HEADER_WORDS, SRGB_TABLE_WORDS
-from renderer.limits import SLOT_BITS
 
 PREV_WORLD_BYTES = 64  # a row of `prev_worlds`: one column-major mat4x4<f32> an instance
 
@@ -68,7 +67,9 @@ class Asset:
 
 
 def open_asset(path: str | os.PathLike) -> Asset:
-    """Open and check a `.tess` file (raises SceneError with the reason)."""
+    """Open and check a `.tess` file (raises SceneError with the reason): every value the GPU
+    follows, its sections' and its pages' records (`preprocess.tess.checks`); a page's streams
+    when it is first read."""
     try:
         f = read_tess(path)
     except FileNotFoundError:
@@ -76,18 +77,6 @@ def open_asset(path: str | os.PathLike) -> Asset:
     except ValueError as e:  # TessFormatError
         raise SceneError(str(e)) from None
     s = f.sections
-    for name in ("bvh_nodes", "groups", "group_parts"):
-        if name not in s:
-            raise SceneError(f"{path}: section {name!r} missing (not a Tessera asset?)")
-    pages = f.pages_array()
-    counts = pages[:, :16].copy().view(PAGE_HEADER_DTYPE)["cluster_count"].reshape(-1)
-    if len(counts) and counts.max() > (1 << SLOT_BITS):
-        try:  # a corrupted page says so before its (unverified) header is believed
-            f.page(int(counts.argmax()))
-        except ValueError as e:  # TessFormatError
-            raise SceneError(str(e)) from None
-        raise SceneError(f"{path}: a page holds {counts.max()} clusters; the renderer addresses "
-                         f"at most {1 << SLOT_BITS} per page")
     return Asset(path=str(path), file=f, meta=dict(f.meta), nodes=s["bvh_nodes"],
                  groups=s["groups"], parts=s["group_parts"], page_count=f.page_count,
                  page_size=f.page_size, materials=s.get("materials"),

@@ -85,6 +85,58 @@ def sphere_tess(tmp_path_factory) -> str:
     return str(path)
 
 
+class _TessParts:
+    """A `.tess` file's parts as writable copies, for `craft_tess` to edit: `meta` (a dict),
+    `sections` (name -> array), `pages` ((P, page_size) uint8), `page_flags` ((P,) uint32)."""
+
+    def __init__(self, meta: dict, sections: dict, pages, page_flags) -> None:
+        self.meta, self.sections, self.pages, self.page_flags = meta, sections, pages, page_flags
+
+    def header(self, p: int):
+        """Page p's header (PAGE_HEADER_DTYPE), a writable view."""
+        from preprocess.tess.records import PAGE_HEADER_DTYPE
+
+        return self.pages[p, : PAGE_HEADER_DTYPE.itemsize].view(PAGE_HEADER_DTYPE)[0]
+
+    def records(self, p: int):
+        """Page p's cluster records (CLUSTER_DTYPE), a writable view."""
+        from preprocess.tess.records import CLUSTER_DTYPE, PAGE_HEADER_DTYPE
+
+        start = PAGE_HEADER_DTYPE.itemsize
+        n = int(self.header(p)["cluster_count"])
+        return self.pages[p, start : start + n * CLUSTER_DTYPE.itemsize].view(CLUSTER_DTYPE)
+
+
+def _craft_tess(src, dst, edit: Callable[[_TessParts], None]) -> Path:
+    """Copy the `.tess` file `src` to `dst` with `edit(parts)` applied to its parts: written
+    with the container's own writer, which computes every checksum again. So the bytes are
+    whole and the values what the edit made them, as a file from another writer or edited on
+    purpose would be."""
+    import json
+
+    import numpy as np
+
+    from preprocess.tess.container import TessFile, write_tess
+
+    with TessFile(src) as f:  # the plain container: the bytes checked, not the values
+        parts = _TessParts(json.loads(json.dumps(f.meta)),
+                           {k: np.array(v) for k, v in f.sections.items()},
+                           np.array(f.pages_array()), np.array(f.page_flags))
+    edit(parts)
+    write_tess(dst, meta=parts.meta, sections=parts.sections, pages=parts.pages,
+               page_flags=parts.page_flags)
+    return Path(dst)
+
+
+@pytest.fixture(scope="session")
+def craft_tess() -> Callable[..., Path]:
+    """`craft_tess(src, dst, edit)`: a copy of a `.tess` file with `edit(parts)` applied to its
+    meta, sections, pages and page flags (`_TessParts`: `records(p)`, `header(p)` are views of
+    page p), its checksums computed again (tests/preprocess/tess/test_checks.py,
+    tests/renderer/apps/test_cli_errors.py)."""
+    return _craft_tess
+
+
 # -------------------------------------------------------------------------------------- the viewer
 
 

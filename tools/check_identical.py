@@ -76,7 +76,7 @@ def _decoded_digest(path: Path) -> str:
     materials) with its record's fields but the stream offsets, by cluster id, the meta but the
     stage times, and the sections the file keeps besides the page layout's (`group_parts`). It
     holds through a format change that moves bytes but keeps what they say."""
-    from preprocess.tess.container import read_tess
+    from preprocess.tess.reader import read_tess
     from preprocess.tess.pages import decode_cluster, page_clusters
 
     skip = {"position_offset", "normal_offset", "uv_offset", "index_offset", *RETIRED}
@@ -107,7 +107,7 @@ def _decoded_digest(path: Path) -> str:
 
 def build_all(out: Path) -> dict[str, str]:
     """name -> digest of the file with the stage times blanked (they differ run to run)."""
-    from preprocess.tess.container import read_tess
+    from preprocess.tess.reader import read_tess
 
     digests = {}
     for name, args in BUILDS:

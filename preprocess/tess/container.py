@@ -123,7 +123,6 @@ __all__ = [
     "TessFile",
     "TessFormatError",
     "check_writable",
-    "read_tess",
     "write_tess",
 ]
 
@@ -570,7 +569,10 @@ class TessFile:
     section's checksum, the page table checksum and all padding before the pages are verified;
     pages are verified lazily (`page(i)` checks page i's CRC the first time) unless
     `verify_pages=True`, or all at once with `verify_all()`. Any problem raises TessFormatError
-    with one line naming the file and what is broken.
+    with one line naming the file and what is broken. This is the container: bytes and
+    checksums. What the sections and pages of an asset mean, and whether the GPU may follow
+    them, a subclass checks (`check_contents`, `page_contents_problem`): `read_tess`
+    (`preprocess.tess.reader.AssetFile`).
 
     Attributes:
         path: the file's path.
@@ -607,6 +609,7 @@ class TessFile:
         self._buf = np.frombuffer(self._mmap, dtype=np.uint8)
         try:
             self._parse(size)
+            self.check_contents()
             if verify_pages:
                 self.verify_all()
         except BaseException:
@@ -792,6 +795,17 @@ class TessFile:
             return "checksum mismatch"
         if np.any(buf[start + self.page_size : start + self.page_stride]):
             return "padding is not zero"
+        return self.page_contents_problem(buf[start : start + self.page_size])
+
+    # ------------------------------------------------------------------ what a subclass knows
+    def check_contents(self) -> None:
+        """Check what the sections and pages mean, once the file is parsed; a plain container
+        knows no meaning (`preprocess.tess.reader.AssetFile` checks every value of an asset that
+        the GPU follows). Raises TessFormatError."""
+
+    def page_contents_problem(self, page: np.ndarray) -> str | None:
+        """What is wrong with a page's contents once its checksum held, or None (a plain
+        container: nothing)."""
         return None
 
     def page(self, i: int) -> np.ndarray:
@@ -867,7 +881,3 @@ class TessFile:
             f"pages={getattr(self, 'page_count', '?')}x{getattr(self, 'page_size', '?')})"
         )
 
-
-def read_tess(path: str | os.PathLike, *, verify_pages: bool = False) -> TessFile:
-    """Open a .tess file (see TessFile); `verify_pages=True` checks every page's CRC now."""
-    return TessFile(path, verify_pages=verify_pages)

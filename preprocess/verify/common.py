@@ -3,7 +3,8 @@ naming the first few offenders), sphere containment with its slack, and the tria
 clusters (their rows, owners, areas, uniform samples).
 
 Containment of spheres is tested with a slack of `SPHERE_REL_EPS` of the outer radius plus a few
-float32 ulps of the coordinates (spheres are stored as float32).
+float32 ulps of the coordinates (spheres are stored as float32): `containment_excess`, the one a
+`.tess` file's checks use (`preprocess.tess.checks`).
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from preprocess.lod import LodDag
+from preprocess.tess.checks import SPHERE_REL_EPS, containment_excess
 
-SPHERE_REL_EPS = 1e-5  # containment slack, relative to the outer sphere's radius
-_F32_SLACK = 4.0 * float(np.finfo(np.float32).eps)  # ulps of the coordinates' magnitude
+__all__ = ["MAX_REPORTED", "SPHERE_REL_EPS", "VerifyError", "cluster_of_triangles",
+           "containment_excess", "fail", "first_few", "sphere_str", "triangle_areas",
+           "triangle_index", "uniform_weights"]
+
 MAX_REPORTED = 5  # offenders listed in a message
 
 
@@ -29,21 +33,6 @@ def fail(message: str) -> None:
 def first_few(mask: np.ndarray) -> np.ndarray:
     """The first few indices where mask is true."""
     return np.flatnonzero(mask)[:MAX_REPORTED]
-
-
-def containment_excess(outer: np.ndarray, inner_center: np.ndarray,
-                       inner_radius: np.ndarray) -> np.ndarray:
-    """How far each inner sphere pokes out of its outer sphere beyond the allowed slack.
-
-    outer (n, 4), inner_center (n, 3), inner_radius (n,) -> (n,) float64; > 0 means not contained.
-    """
-    o = np.asarray(outer, np.float64)
-    c = np.asarray(inner_center, np.float64)
-    r = np.asarray(inner_radius, np.float64)
-    reach = np.linalg.norm(c - o[:, :3], axis=1) + r
-    magnitude = np.maximum(np.abs(o[:, :3]).max(axis=1), np.abs(c).max(axis=1)) + o[:, 3]
-    slack = SPHERE_REL_EPS * o[:, 3] + _F32_SLACK * magnitude
-    return reach - o[:, 3] - slack
 
 
 def sphere_str(s: np.ndarray) -> str:

@@ -46,9 +46,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    """Print the statistics stored in a `.tess` file (and check every checksum with --verify)."""
+    """Print the statistics stored in a `.tess` file, once it opened (its records checked); with
+    --verify, every page checked and decoded first (`AssetFile.verify`)."""
     from preprocess.tess.summary import summarize
-    from preprocess.tess.container import TessFormatError, read_tess
+    from preprocess.tess.container import TessFormatError
+    from preprocess.tess.reader import read_tess
 
     why = _input_error(args.file)  # missing, a folder (was a traceback), unreadable
     if why:
@@ -64,7 +66,7 @@ def cmd_info(args: argparse.Namespace) -> int:
                       f"{message}")
     print(text)
     if args.verify:
-        print("  checksums     all sections and pages verified")
+        print("  verified      every checksum, record and page, positions decoded")
     return 0
 
 
@@ -602,7 +604,8 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=run_build)
     p = sub.add_parser("info", help="print the statistics of a .tess file")
     p.add_argument("file", help="a .tess file")
-    p.add_argument("--verify", action="store_true", help="also check every page checksum")
+    p.add_argument("--verify", action="store_true",
+                   help="also check every page: checksums, streams, positions decoded")
     p.set_defaults(func=cmd_info)
     _add_render_command(sub)
     _add_view_command(sub)

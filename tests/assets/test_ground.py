@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from assets.ground import GROUND_CELLS, ground_tess
-from preprocess.tess.container import TESS_VERSION, read_tess
+from preprocess.tess import read_tess
+from preprocess.tess.container import TESS_VERSION
 
 
 @pytest.mark.parametrize("stale", ["older-version", "damaged"])

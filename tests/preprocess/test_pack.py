@@ -17,7 +17,7 @@ from preprocess.tess.pages import decode_cluster, octahedral_decode, page_cluste
 from preprocess.tess.records import CHILD_EMPTY, CHILD_GROUP
 from preprocess.build import build_asset
 from preprocess.config import BuildConfig
-from preprocess.tess.container import read_tess, write_tess
+from preprocess.tess import read_tess, write_tess
 
 
 def test_octahedral_normals_round_trip():

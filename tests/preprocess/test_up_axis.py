@@ -25,7 +25,7 @@ from preprocess.build import build_file
 from preprocess.config import BuildConfig
 from preprocess.load import load_mesh
 from preprocess.mesh import Mesh, MeshWarning
-from preprocess.tess.container import read_tess
+from preprocess.tess import read_tess
 from preprocess.up_axis import Z_UP_TO_Y_UP, to_y_up
 
 HEIGHT = 2.0

@@ -23,7 +23,6 @@ from preprocess.tess.container import (
     TESS_VERSION,
     TessFile,
     TessFormatError,
-    read_tess,
     write_tess,
 )
 from preprocess.tess.limits import PAGE_ROOT
@@ -94,7 +93,7 @@ def test_round_trip_bit_exact(tmp_path: Path, page_size: int, n_pages: int) -> N
     path = tmp_path / "a.tess"
     size = write_tess(path, **kw)
     assert size == path.stat().st_size
-    with read_tess(path, verify_pages=True) as t:
+    with TessFile(path, verify_pages=True) as t:
         assert t.file_size == size and t.version == TESS_VERSION
         _assert_same(t, kw)
         # writing what was read gives the same bytes
@@ -125,7 +124,7 @@ def test_layout_alignment(tmp_path: Path) -> None:
     table = np.frombuffer(data[pt : pt + 3 * PAGE_ENTRY_DTYPE.itemsize], PAGE_ENTRY_DTYPE)
     assert all(int(o) % PAGE_ALIGN == 0 for o in table["offset"])
     assert list(table["flags"]) == [PAGE_ROOT, 0, 0]
-    with read_tess(path) as t:
+    with TessFile(path) as t:
         for name, arr in t.sections.items():  # views into the mapping, 16-aligned
             if arr.size:
                 assert arr.__array_interface__["data"][0] % SECTION_ALIGN == 0, name
@@ -139,7 +138,7 @@ def test_writer_normalizes_inputs(tmp_path: Path) -> None:
     kw["sections"] = {"t": transposed, "big": big, "x" * 31: np.arange(3)}
     path = tmp_path / "a.tess"
     write_tess(path, **kw)
-    with read_tess(path) as t:
+    with TessFile(path) as t:
         assert np.array_equal(t.sections["t"], transposed) and t.sections["t"].flags.c_contiguous
         assert np.array_equal(t.sections["big"], big)
         assert t.sections["big"].dtype == np.dtype("<i4")
@@ -254,7 +253,7 @@ def _expected_errors(data: bytes) -> list[str]:
 
 
 def _open_and_verify(path: Path) -> None:
-    with read_tess(path) as t:
+    with TessFile(path) as t:
         t.verify_all()
 
 
@@ -298,7 +297,7 @@ def test_page_checks_are_lazy(tmp_path: Path) -> None:
     p1 = int(_header(bytes(data))["pages_offset"]) + PAGE_ALIGN + 5  # a byte of page 1
     data[p1] ^= 0xFF
     path.write_bytes(bytes(data))
-    with read_tess(path) as t:  # opens: pages are not read yet
+    with TessFile(path) as t:  # opens: pages are not read yet
         assert np.array_equal(t.page(0), kw["pages"][0])
         assert np.array_equal(t.page(2), kw["pages"][2])
         with pytest.raises(TessFormatError, match="page 1 checksum mismatch"):
@@ -308,7 +307,7 @@ def test_page_checks_are_lazy(tmp_path: Path) -> None:
         with pytest.raises(IndexError):
             t.page(3)
     with pytest.raises(TessFormatError, match="page 1 checksum mismatch"):
-        read_tess(path, verify_pages=True)
+        TessFile(path, verify_pages=True)
 
 
 def test_wrong_magic(tmp_path: Path) -> None:
@@ -316,16 +315,16 @@ def test_wrong_magic(tmp_path: Path) -> None:
         path = tmp_path / "mesh.obj"
         path.write_bytes(content)
         with pytest.raises(TessFormatError, match=r"not a \.tess file"):
-            read_tess(path)
+            TessFile(path)
     # text-mode damage (CRLF -> LF) breaks the magic
     path = tmp_path / "a.tess"
     write_tess(path, **_sample(64, 1))
     path.write_bytes(path.read_bytes().replace(b"\r\n", b"\n"))
     with pytest.raises(TessFormatError, match=r"not a \.tess file"):
-        read_tess(path)
+        TessFile(path)
     path.write_bytes(b"")
     with pytest.raises(TessFormatError, match="empty file"):
-        read_tess(path)
+        TessFile(path)
 
 
 @pytest.mark.slow
@@ -337,10 +336,10 @@ def test_truncated_and_extended(tmp_path: Path) -> None:
     for n in [*range(1, 200), *range(200, len(data), 97), len(data) - 1]:
         cut.write_bytes(data[:n])
         with pytest.raises(TessFormatError, match="truncated"):
-            read_tess(cut)
+            TessFile(cut)
     cut.write_bytes(data + b"\x00")
     with pytest.raises(TessFormatError, match="trailing"):
-        read_tess(cut)
+        TessFile(cut)
 
 
 def _with_version(data: bytes, version: int) -> bytes:
@@ -360,7 +359,7 @@ def test_future_older_and_unknown_version(tmp_path: Path) -> None:
     path.write_bytes(_with_version(data, newer))
     msg = f"written by a newer Tessera \\(version {newer}\\); this reader knows {TESS_VERSION}"
     with pytest.raises(TessFormatError, match=msg):
-        read_tess(path)
+        TessFile(path)
     assert TESS_VERSION == 3
     # 1: cluster records without source groups; 2: with parent_error and the page_deps sections
     for older in (1, 2):
@@ -368,10 +367,10 @@ def test_future_older_and_unknown_version(tmp_path: Path) -> None:
         msg = (f"a.tess: written by an older Tessera \\(version {older}\\); rebuild it with "
                "`preprocess`$")
         with pytest.raises(TessFormatError, match=msg):
-            read_tess(path)
+            TessFile(path)
     path.write_bytes(_with_version(data, 0))
     with pytest.raises(TessFormatError, match="unsupported version 0"):
-        read_tess(path)
+        TessFile(path)
 
 
 def test_close_and_views(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from preprocess.tess.container import read_tess, write_tess
+from preprocess.tess import read_tess, write_tess
 from preprocess.tess.records import NO_GROUP
 from preprocess.verify import VerifyError, check_packed, check_source_groups, packed_records
 
@@ -50,11 +50,11 @@ def test_source_group_checks_fail(built):
         check_source_groups(groups, bad)
     bad = recs.copy()
     bad["self_error"][k] = np.nextafter(bad["self_error"][k], np.float32(np.inf))
-    with pytest.raises(VerifyError, match=r"self error .* must be equal"):
+    with pytest.raises(VerifyError, match=r"self_error .* must be equal"):
         check_source_groups(groups, bad)
     bad = recs.copy()
     bad["self_sphere"][k, 3] *= 2
-    with pytest.raises(VerifyError, match=r"self sphere .* bit for bit"):
+    with pytest.raises(VerifyError, match=r"self_sphere .* bit for bit"):
         check_source_groups(groups, bad)
     bad = recs.copy()
     bad["level"][k] += 1

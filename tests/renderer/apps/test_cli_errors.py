@@ -11,11 +11,14 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from renderer.apps import cli
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _main(args: list[str]) -> int:
@@ -130,6 +133,33 @@ def test_missing_or_unreadable_input_refused_before_the_gpu(tmp_path, capsys, no
     assert _main(["bench", tmp_path / "missing.tess", "--json", tmp_path / "b.json"]) == 2
     assert "no such file" in _one_line_error(capsys)
     assert not out.exists()
+
+
+def _255_triangles(parts) -> None:
+    parts.records(0)["triangle_count"][0] = 255
+
+
+def test_a_wrong_value_in_a_checksum_valid_file_refused_before_the_gpu(
+        sphere_tess, craft_tess, tmp_path, capsys, no_gpu) -> None:
+    """A file edited and checksummed again: its bytes are whole, a record is wrong. Once it
+    rendered garbage with status 0; now opening it refuses, naming the page, record and field
+    (every case: tests/preprocess/tess/test_checks.py)."""
+    bad = craft_tess(sphere_tess, tmp_path / "bad.tess", _255_triangles)
+    out = tmp_path / "out.png"
+    assert _main(["render", bad, "-o", out]) == 2
+    assert f"{bad}: page 0 cluster 0: triangle_count 255, not 1..128" in _one_line_error(capsys)
+    assert not out.exists()
+
+
+def test_info_refuses_a_wrong_value_in_a_checksum_valid_file(sphere_tess, craft_tess,
+                                                            tmp_path) -> None:
+    """`tessera info` as a program: status 2 and one line, no traceback."""
+    bad = craft_tess(sphere_tess, tmp_path / "bad.tess", _255_triangles)
+    done = subprocess.run([sys.executable, "-m", "renderer.apps.cli", "info", str(bad)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 2 and done.stdout == "", done
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "page 0 cluster 0: triangle_count 255" in done.stderr
 
 
 @pytest.mark.parametrize("option, content, message", [

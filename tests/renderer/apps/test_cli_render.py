@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from preprocess.tess.container import read_tess
+from preprocess.tess import read_tess
 from renderer.apps import cli as tessera_cli
 
 

@@ -34,7 +34,7 @@ from assets.shapes import geodesic_sphere
 from preprocess.build import KERNEL_SECONDS, build_asset, compile_seconds
 from preprocess.load import mesh_from_arrays
 from preprocess.mesh import Mesh
-from preprocess.tess.container import read_tess, write_tess
+from preprocess.tess import read_tess, write_tess
 from preprocess.verify import VerifyError, check_all
 from renderer.apps import preprocess_cli
 from renderer.apps.preprocess_cli import COMPILE_NOTE

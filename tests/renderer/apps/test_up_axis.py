@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from preprocess.tess.container import read_tess
+from preprocess.tess import read_tess
 from renderer.apps import cli as tessera_cli
 from renderer.apps import preprocess_cli
 from renderer.apps.loader import LoadJob, cache_path
