@@ -27,7 +27,7 @@ import numpy as np
 from preprocess.config import DEFAULT_CREASE_DEGREES
 from preprocess.io import obj, off
 from preprocess.io.arrays import merge_and_weld, mesh_from_arrays
-from preprocess.io.gltf import read_gltf_json
+from preprocess.io.gltf import gltf_source, read_gltf
 from preprocess.io.mtl import mtl_extras
 from preprocess.io.obj import absolute_obj_indices
 from preprocess.io.parts import read_parts
@@ -122,8 +122,10 @@ def _load(path: str | os.PathLike, *, fast: bool,
     if p.stat().st_size == 0:
         raise MeshError(f"{label}: the file is empty")
 
+    repaired = None  # a glTF's JSON where its check repaired it: what trimesh reads
     if file_type in ("gltf", "glb"):
-        read_gltf_json(p)  # checked before trimesh reads it
+        tree, edited = read_gltf(p)  # checked before trimesh reads it
+        repaired = tree if edited else None
     meshes = None
     if fast:
         try:
@@ -135,23 +137,25 @@ def _load(path: str | os.PathLike, *, fast: bool,
             # A bug in a fast reader must not make a readable file fail: trimesh reads it.
             meshes = None
     if meshes is None:
-        meshes = _trimesh_parts(p, file_type, label)
+        meshes = _trimesh_parts(p, file_type, label, repaired)
     mesh = merge_and_weld(meshes, name=p.stem, source=label, crease_angle=crease_angle,
                           base_color_texture=texture)
-    if file_type == "obj" and mesh.materials:
+    if file_type == "obj":
         mtl_extras(mesh, p, label)
     return mesh
 
 
-def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
-    """The geometry of a file read through trimesh, as `flatten` gives it (never empty)."""
+def _trimesh_parts(p: Path, file_type: str, label: str, tree: dict | None = None
+                   ) -> list[tuple]:
+    """The geometry of a file read through trimesh, as `flatten` gives it (never empty);
+    ``tree``: a glTF's repaired JSON, read instead of the file's."""
     raw = b""
     if file_type in ("obj", "off"):
         raw = p.read_bytes()  # read once for the checks around trimesh's own reading
         (obj if file_type == "obj" else off).before_trimesh(raw, label)
     with quiet():
         try:
-            scene = _load_scene(p, file_type, raw)
+            scene = _load_scene(p, file_type, raw, tree)
         except MeshError:
             raise
         except IndexError as exc:
@@ -180,26 +184,26 @@ def _trimesh_parts(p: Path, file_type: str, label: str) -> list[tuple]:
     return parts[0]
 
 
-def _load_scene(path: Path, file_type: str, data: bytes = b""):
-    """trimesh's scene of a file (data: its bytes where the caller read them already)."""
+def _load_scene(path: Path, file_type: str, data: bytes = b"", tree: dict | None = None):
+    """trimesh's scene of a file (data: its bytes where the caller read them already; tree: a
+    glTF's repaired JSON)."""
     import trimesh
 
     source: str | io.BytesIO = str(path)
-    resolver = None
+    if tree is not None:
+        source, file_type = gltf_source(path, tree)
     if file_type in ("obj", "off", "stl"):
         data = data or path.read_bytes()
         if file_type == "obj" and (absolute := absolute_obj_indices(data, path.name)):
             # trimesh reads a relative index from the end of the whole file's list
             data = absolute
             source = io.BytesIO(data)
-            resolver = trimesh.resolvers.FilePathResolver(str(path))
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
             if not is_text(data):
-                return load_scene_from(trimesh, source, file_type, resolver)  # binary STL
+                return load_scene_from(trimesh, source, file_type, path)  # binary STL
             # trimesh guesses another encoding with charset_normalizer (not installed): Latin-1
             # gives every byte a character, and only names are text
             source = io.BytesIO(data.decode("latin-1").encode("utf-8"))
-            resolver = trimesh.resolvers.FilePathResolver(str(path))
-    return load_scene_from(trimesh, source, file_type, resolver)
+    return load_scene_from(trimesh, source, file_type, path)

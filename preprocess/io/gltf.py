@@ -6,8 +6,10 @@ looked for instead, and it ignores extensions silently. `read_gltf_json` checks 
 (`_check_gltf`): a GLB container that is not one or is cut short, JSON that does not parse,
 extensions required and not known, buffers missing or too short, accessors reading past their
 views, lights that cannot be drawn each raise `MeshError` with one line; extensions used and not
-known, material features left out (a second uv set, clamping samplers, missing or broken image
-files), animations, skins, cameras, lights and other scenes are named in `MeshWarning`s.
+known (listed in ``extensionsUsed`` or not), animations, skins, cameras, lights and other scenes
+are named in `MeshWarning`s, and what the materials ask and Tessera cannot draw (textures that
+cannot be read, factors that are not numbers, ...) by `preprocess.io.gltf_materials`, which
+repairs the JSON to match (`read_gltf`: trimesh then reads the JSON, `gltf_source`).
 `mesh_from_gltf_json` reads one mesh of a scene (`preprocess.scene_import`) from the file's
 edited JSON.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from preprocess.config import DEFAULT_CREASE_DEGREES
 from preprocess.io.arrays import merge_and_weld
+from preprocess.io.gltf_materials import check_materials, material_extensions
 from preprocess.io.trimesh_path import flatten, load_scene_from, one_line, quiet
 from preprocess.mesh import Mesh, MeshError, mesh_warning
 
@@ -55,12 +58,12 @@ _GLTF_MATERIAL_DRAWN = frozenset({"KHR_materials_emissive_strength", "KHR_materi
                                   "KHR_materials_pbrSpecularGlossiness", "KHR_texture_transform"})
 
 
-def _check_gltf(path: Path, file_type: str, label: str) -> dict:
+def _check_gltf(path: Path, file_type: str, label: str) -> tuple[dict, bool]:
     """Raise `MeshError` for a glTF/GLB file trimesh cannot read right: a GLB container that is
     not one or is cut short, JSON that does not parse, extensions it requires and trimesh does not
     know, buffers missing or too short, accessors reading past their views. Extensions used but
     not required and not known are named in a `MeshWarning` (their content is ignored). Returns
-    the JSON."""
+    the JSON, and whether its materials were repaired (`gltf_materials.check_materials`)."""
     binary = -1  # bytes of the GLB's BIN chunk
     if file_type == "glb":
         with path.open("rb") as f:  # the header and the JSON: the BIN chunk is trimesh's to read
@@ -88,19 +91,21 @@ def _check_gltf(path: Path, file_type: str, label: str) -> dict:
     if missing:
         raise MeshError(f"{label}: requires glTF extensions that are not supported: "
                         f"{', '.join(missing)}")
-    ignored = [str(e) for e in tree.get("extensionsUsed") or []
-               if str(e) not in required and not _gltf_extension_ok(str(e))
-               and str(e) not in _GLTF_MATERIAL_DRAWN]
+    used = [str(e) for e in tree.get("extensionsUsed") or []]
+    used += [e for e in material_extensions(tree) if e not in used]  # used, and not listed
+    ignored = [e for e in used if e not in required and not _gltf_extension_ok(e)
+               and e not in _GLTF_MATERIAL_DRAWN]
     if ignored:
         mesh_warning(f"{label}: glTF extensions not supported, ignored: {', '.join(ignored)}")
-    drawn = [str(e) for e in tree.get("extensionsUsed") or [] if str(e) in _GLTF_MATERIAL_DRAWN]
+    drawn = [e for e in used if e in _GLTF_MATERIAL_DRAWN]
     if drawn:
         mesh_warning(f"{label}: glTF extensions not supported, drawn with the core material model: "
                      f"{', '.join(drawn)}")
     _check_gltf_buffers(tree, path, binary, label)
-    _check_gltf_materials(tree, path, label)
+    repaired = check_materials(tree, path, label, (28 + len(text), binary) if binary >= 0
+                               else None)  # the BIN chunk follows the JSON's and its header
     _check_gltf_scene_features(tree, label)
-    return tree
+    return tree, repaired
 
 
 def _check_gltf_scene_features(tree: dict, label: str) -> None:
@@ -179,7 +184,14 @@ def _check_lights(tree: dict, label: str) -> int:
 
 def read_gltf_json(path: Path) -> dict:
     """The checked JSON of a glTF/GLB file (`_check_gltf`: `MeshError` with one line for a
-    broken file; its `MeshWarning`s as the caller's)."""
+    broken file; its `MeshWarning`s as the caller's), its materials repaired as the warnings
+    say (`read_gltf`)."""
+    return read_gltf(path)[0]
+
+
+def read_gltf(path: Path) -> tuple[dict, bool]:
+    """`read_gltf_json`, and whether the JSON was repaired: then trimesh must read it
+    (`gltf_source`), not the file."""
     label = path.name
     file_type = "glb" if path.suffix.lower() == ".glb" else "gltf"
     try:
@@ -190,110 +202,41 @@ def read_gltf_json(path: Path) -> dict:
         raise MeshError(f"{label}: invalid glTF: {one_line(exc)}") from None
 
 
+def gltf_source(path: Path, tree: dict) -> tuple[io.BytesIO, str]:
+    """(a file object, its trimesh file type) of a glTF file whose JSON is `tree` (the file's,
+    edited: its buffers and images still resolved beside `path`, a GLB's BIN chunk reused)."""
+    data = json.dumps(tree).encode()
+    if path.suffix.lower() != ".glb":
+        return io.BytesIO(data), "gltf"
+    with path.open("rb") as f:
+        _, binary = _glb_json(f, path.stat().st_size, path.name)
+        f.seek(0)
+        raw = f.read()
+    chunks = [(data + b" " * (-len(data) % 4), _GLB_JSON)]
+    if binary >= 0:
+        at = 20 + struct.unpack("<I", raw[12:16])[0]
+        chunks.append((raw[at + 8 : at + 8 + binary], _GLB_BIN))
+    body = b"".join(struct.pack("<II", len(c), k) + c for c, k in chunks)
+    return io.BytesIO(b"glTF" + struct.pack("<II", 2, 12 + len(body)) + body), "glb"
+
+
 def mesh_from_gltf_json(path: Path, tree: dict, *, name: str,
                         crease_angle: float = DEFAULT_CREASE_DEGREES) -> Mesh:
-    """The `Mesh` of a glTF file whose JSON is `tree` (the file's, edited: its buffers and
-    images still resolved beside `path`, a GLB's BIN chunk reused), read through trimesh like
-    `load_mesh` reads a glTF: materials, colours, node transforms."""
+    """The `Mesh` of a glTF file whose JSON is `tree` (`gltf_source`), read through trimesh
+    like `load_mesh` reads a glTF: materials, colours, node transforms."""
     import trimesh
 
     label = path.name
-    data = json.dumps(tree).encode()
-    if path.suffix.lower() == ".glb":
-        with path.open("rb") as f:
-            _, binary = _glb_json(f, path.stat().st_size, label)
-            f.seek(0)
-            raw = f.read()
-        chunks = [(data + b" " * (-len(data) % 4), _GLB_JSON)]
-        if binary >= 0:
-            at = 20 + struct.unpack("<I", raw[12:16])[0]
-            chunks.append((raw[at + 8 : at + 8 + binary], _GLB_BIN))
-        body = b"".join(struct.pack("<II", len(c), k) + c for c, k in chunks)
-        glb = b"glTF" + struct.pack("<II", 2, 12 + len(body)) + body
-        source, file_type = io.BytesIO(glb), "glb"
-    else:
-        source, file_type = io.BytesIO(data), "gltf"
+    source, file_type = gltf_source(path, tree)
     with quiet():
         try:
-            scene = load_scene_from(trimesh, source, file_type,
-                                    trimesh.resolvers.FilePathResolver(str(path)))
+            scene = load_scene_from(trimesh, source, file_type, path)
             parts = flatten(scene, label, linear_colors=True)[0]
         except Exception as exc:
             raise MeshError(f"{label}: cannot read mesh {name!r}: {one_line(exc)}") from None
     if not parts:
         raise MeshError(f"{label}: mesh {name!r} has no triangles")
     return merge_and_weld(parts, name=name, source=label, crease_angle=crease_angle)
-
-
-_GLTF_TEXTURE_ROLES = (("pbrMetallicRoughness", "baseColorTexture", "base colour"),
-                       ("pbrMetallicRoughness", "metallicRoughnessTexture", "metallic-roughness"),
-                       (None, "normalTexture", "normal"), (None, "emissiveTexture", "emissive"),
-                       (None, "occlusionTexture", "occlusion"))
-
-
-def _check_gltf_materials(tree: dict, path: Path, label: str) -> None:
-    """`MeshWarning`s for what the materials ask and Tessera leaves out: image files missing on
-    disk (drawn without them), textures reading a second uv set, samplers that do not repeat,
-    and an emissive factor without a texture that lights a whole surface."""
-    images = tree.get("images") or []
-    textures = tree.get("textures") or []
-    samplers = tree.get("samplers") or []
-    missing: dict[str, list[str]] = {}
-    broken: dict[str, list[str]] = {}
-    checked: dict[str, str | None] = {}
-    for mi, mat in enumerate(tree.get("materials") or []):
-        if not isinstance(mat, dict):
-            continue
-        name = str(mat.get("name") or f"#{mi}")
-        for outer, key, role in _GLTF_TEXTURE_ROLES:
-            holder = (mat.get(outer) or {}) if outer else mat
-            info = holder.get(key) if isinstance(holder, dict) else None
-            if not isinstance(info, dict):
-                continue
-            if int(info.get("texCoord", 0) or 0) != 0:
-                mesh_warning(f"{label}: material {name!r}: its {role} texture reads uv set "
-                             f"{info.get('texCoord')}; drawn with the first")
-            ti = info.get("index")
-            tex = textures[ti] if isinstance(ti, int) and 0 <= ti < len(textures) else {}
-            si = tex.get("sampler") if isinstance(tex, dict) else None
-            samp = samplers[si] if isinstance(si, int) and 0 <= si < len(samplers) else {}
-            wraps = {samp.get("wrapS", 10497), samp.get("wrapT", 10497)} - {10497}
-            if wraps:
-                mesh_warning(f"{label}: material {name!r}: its {role} texture clamps or mirrors; "
-                             f"drawn repeating")
-            src = tex.get("source") if isinstance(tex, dict) else None
-            img = images[src] if isinstance(src, int) and 0 <= src < len(images) else None
-            uri = img.get("uri") if isinstance(img, dict) else None
-            if isinstance(uri, str) and not uri.startswith("data:"):
-                file = path.parent / urllib.parse.unquote(uri)
-                if not file.is_file():
-                    missing.setdefault(uri, []).append(f"{name} {role}")
-                elif uri not in checked:
-                    checked[uri] = _image_problem(file)
-                if checked.get(uri):
-                    broken.setdefault(uri, []).append(f"{name} {role}")
-        emissive = mat.get("emissiveFactor")
-        if (isinstance(emissive, list) and any(float(x) > 0 for x in emissive[:3])
-                and "emissiveTexture" not in mat):
-            mesh_warning(f"{label}: material {name!r}: emissive factor {tuple(emissive[:3])} "
-                         f"without an emissive texture: the whole surface glows (as the file says)")
-    for uri, uses in missing.items():
-        mesh_warning(f"{label}: texture {uri!r} not found ({', '.join(uses)}); drawn without it")
-    for uri, uses in broken.items():
-        mesh_warning(f"{label}: texture {uri!r} cannot be read ({checked[uri]}; "
-                     f"{', '.join(uses)}); drawn without it")
-
-
-def _image_problem(file: Path) -> str | None:
-    """Why an image file cannot be decoded (Pillow's verdict on its header and data), or None."""
-    from PIL import Image
-
-    try:
-        with Image.open(file) as img:
-            img.verify()
-        return None
-    except Exception as exc:
-        return one_line(exc) or type(exc).__name__
 
 
 def _glb_json(f: io.BufferedReader, size: int, label: str) -> tuple[bytes, int]:

@@ -908,8 +908,7 @@ def mesh_from_obj_text(path: Path, data: bytes, *, name: str,
         data = absolute_obj_indices(data, label) or data  # trimesh counts them from the end
         with quiet():
             try:
-                scene = load_scene_from(trimesh, io.BytesIO(data), "obj",
-                                        trimesh.resolvers.FilePathResolver(str(path)))
+                scene = load_scene_from(trimesh, io.BytesIO(data), "obj", path)
                 parts = flatten(scene, label)[0]
             except Exception as exc:
                 raise MeshError(f"{label}: cannot read object {name!r}: {one_line(exc)}"
@@ -919,6 +918,5 @@ def mesh_from_obj_text(path: Path, data: bytes, *, name: str,
     if not parts:
         raise MeshError(f"{label}: object {name!r} has no triangles")
     mesh = merge_and_weld(parts, name=name, source=label, crease_angle=crease_angle)
-    if mesh.materials:
-        mtl_extras(mesh, path, label)
+    mtl_extras(mesh, path, label)
     return mesh
