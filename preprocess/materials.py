@@ -226,7 +226,7 @@ def image_rgba(img) -> np.ndarray:
 
     Raises:
         TextureError: a side past `MAX_TEXTURE_SIDE` (said before decoding), an image that
-            does not decode (cut short, corrupt), an array that is not (h, w, 1 to 4).
+            does not decode (cut short, corrupt), an array not (h, w), (h, w, 3) or (h, w, 4).
     """
     if hasattr(img, "convert"):
         problem = side_problem(*img.size)

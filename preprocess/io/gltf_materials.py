@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from preprocess.materials import image_problem, side_problem, texture_pixel_limit, warn_texture
-from preprocess.mesh import mesh_warning
+from preprocess.mesh import MeshError, mesh_warning
 
 __all__ = ["check_materials", "material_extensions"]
 
@@ -46,33 +46,31 @@ _REPEAT = 10497  # the sampler wrap mode Tessera draws
 
 
 class _Bytes:
-    """The bytes of a glTF's buffer views, read as they are asked for: a GLB's BIN chunk at
-    ``glb_bin`` (its offset and length in the file), a data URI, a file beside the glTF. The
-    buffers and views were checked in range (`gltf._check_gltf_buffers`)."""
+    """The bytes of a glTF's buffer views, read as they are asked for: from a GLB's BIN chunk at
+    ``glb_bin`` (its offset and length in the file) or a file beside the glTF, only the view's
+    range; from a data URI, decoded once. The buffers and views were checked in range
+    (`gltf._check_gltf_buffers`)."""
 
     def __init__(self, tree: dict, path: Path, glb_bin: tuple[int, int] | None):
         self.tree, self.path, self.glb_bin = tree, path, glb_bin
-        self.data: dict[int, bytes] = {}
+        self.decoded: dict[int, bytes] = {}  # data URI buffers
 
-    def view(self, index: int) -> memoryview:
+    def view(self, index: int) -> bytes:
         view = (self.tree.get("bufferViews") or [])[index]
-        start = int(view.get("byteOffset", 0))
-        return memoryview(self._buffer(int(view.get("buffer", 0))))[
-            start : start + int(view.get("byteLength", 0))]
-
-    def _buffer(self, index: int) -> bytes:
-        if index not in self.data:
-            uri = (self.tree.get("buffers") or [])[index].get("uri")
-            if uri is None and self.glb_bin is not None:
-                with self.path.open("rb") as f:
-                    f.seek(self.glb_bin[0])
-                    self.data[index] = f.read(self.glb_bin[1])
-            elif isinstance(uri, str) and uri.startswith("data:"):
-                self.data[index] = base64.b64decode(uri[uri.find(",") + 1 :])
-            else:
-                self.data[index] = (self.path.parent / urllib.parse.unquote(str(uri))
-                                    ).read_bytes()
-        return self.data[index]
+        start, size = int(view.get("byteOffset", 0)), int(view.get("byteLength", 0))
+        b = int(view.get("buffer", 0))
+        uri = (self.tree.get("buffers") or [])[b].get("uri")
+        if isinstance(uri, str) and uri.startswith("data:"):
+            if b not in self.decoded:
+                self.decoded[b] = base64.b64decode(uri[uri.find(",") + 1 :])
+            return self.decoded[b][start : start + size]
+        if uri is None and self.glb_bin is not None:
+            file, start = self.path, self.glb_bin[0] + start
+        else:
+            file = _path_of(self.path, str(uri))
+        with file.open("rb") as f:
+            f.seek(start)
+            return f.read(size)
 
 
 def material_extensions(tree: dict) -> list[str]:
@@ -98,11 +96,9 @@ def check_materials(tree: dict, path: Path, label: str,
     data = _Bytes(tree, path, glb_bin)
     # image -> (how it is named, problem): those naming a buffer view the file lacks, first
     images: dict[int, tuple[str, str | None]] = _neutralize_images(tree)
-    repaired = bool(images)
+    repaired = _material_references(tree, label) or bool(images)
     uses: dict[tuple[str, str | None], list[str]] = {}
-    for mi, mat in enumerate(tree.get("materials") or []):
-        if not isinstance(mat, dict):
-            continue
+    for mi, mat in enumerate(tree.get("materials") or []):  # objects, all of them
         name = str(mat.get("name") or f"#{mi}")
         repaired |= _repair_factors(mat, name, label)
         for outer, key, role in _TEXTURE_SLOTS:
@@ -127,6 +123,30 @@ def check_materials(tree: dict, path: Path, label: str,
 
 
 _MISSING = "not found"
+
+
+def _material_references(tree: dict, label: str) -> bool:
+    """`MeshError` for a material that is not a JSON object (a broken file); a primitive naming
+    a material the file lacks named and drawn with the default material (trimesh refused the
+    file for a "face index out of range"). Returns whether one was."""
+    materials = tree.get("materials") or []
+    if not isinstance(materials, list):
+        raise MeshError(f"{label}: its materials are not a JSON list")
+    for i, mat in enumerate(materials):
+        if not isinstance(mat, dict):
+            raise MeshError(f"{label}: material {i} is not a JSON object")
+    changed = False
+    for mi, mesh in enumerate(_dicts(tree.get("meshes"))):
+        for pi, prim in enumerate(_dicts(mesh.get("primitives"))):
+            m = prim.get("material")
+            if m is not None and not (isinstance(m, int) and not isinstance(m, bool)
+                                      and 0 <= m < len(materials)):
+                mesh_warning(f"{label}: mesh {mi} {mesh.get('name') or ''!r} primitive {pi} "
+                             f"names material {m!r}; the file has {len(materials)}: drawn with "
+                             f"the default material")
+                del prim["material"]
+                changed = True
+    return changed
 
 
 def _texture_image(tree: dict, info: dict, label: str, name: str,
@@ -176,7 +196,7 @@ def _image_problem(tree: dict, index: int, data: _Bytes) -> tuple[str, str | Non
     if img.get("mimeType") == "image/ktx2":
         return embedded if uri is None else repr(uri), "a KTX2 image, not supported"
     if isinstance(uri, str) and not uri.startswith("data:"):
-        file = path_of(data.path, uri)
+        file = _path_of(data.path, uri)
         if not file.is_file():
             return repr(uri), _MISSING
         return repr(uri), _open_problem(file)
@@ -191,7 +211,7 @@ def _image_problem(tree: dict, index: int, data: _Bytes) -> tuple[str, str | Non
         if not raw:
             return embedded, "its data URI holds no bytes (or is not base64)"
     elif isinstance(img.get("bufferView"), int):
-        raw = bytes(data.view(img["bufferView"]))
+        raw = data.view(img["bufferView"])
         if not raw:
             return embedded, f"its buffer view {img['bufferView']} holds no bytes"
     else:
@@ -199,7 +219,7 @@ def _image_problem(tree: dict, index: int, data: _Bytes) -> tuple[str, str | Non
     return embedded, _open_problem(io.BytesIO(raw))
 
 
-def path_of(gltf: Path, uri: str) -> Path:
+def _path_of(gltf: Path, uri: str) -> Path:
     """The file a glTF's relative URI names (percent-decoded, relative to the glTF's folder,
     above it too), as `trimesh_path.file_resolver` reads it."""
     return gltf.parent / urllib.parse.unquote(uri.strip())

@@ -174,6 +174,24 @@ def test_a_gltf_texture_that_cannot_be_read_is_named_and_left_out(case, tmp_path
     assert mesh.materials[0].base_color_texture == -1 and mesh.triangle_count == 2
 
 
+def test_a_gltf_material_index_past_the_materials_is_named(tmp_path):
+    # trimesh refused the file for a "face index out of range"
+    tree, binary = quad_gltf()
+    tree["meshes"][0]["primitives"][0]["material"] = 4
+    mesh, said = loaded(write_gltf(tmp_path / "lost.gltf", tree, binary))
+    assert said == ["lost.gltf: mesh 0 'quad' primitive 0 names material 4; the file has 1: "
+                    "drawn with the default material"]
+    assert mesh.materials == [] and mesh.triangle_count == 2
+
+
+def test_a_gltf_material_that_is_not_an_object_is_refused(tmp_path, load_error):
+    # the file itself is broken: one line (it was an AttributeError's)
+    tree, binary = quad_gltf()
+    tree["materials"][0] = "paint"
+    message = load_error(write_gltf(tmp_path / "junk.gltf", tree, binary))
+    assert message == "junk.gltf: material 0 is not a JSON object"
+
+
 def test_a_gltf_normal_texture_that_is_no_image_leaves_the_rest(tmp_path):
     tree, binary = quad_gltf()
     _broken_normal(tree)
@@ -235,6 +253,15 @@ def test_nan_vertex_colours_are_named_with_their_accessor_and_dropped(material, 
     assert said == ["nan.gltf: accessor 3 (COLOR_0 of mesh 0 'quad'): 4 of 4 colours are not "
                     "numbers (NaN); drawn without vertex colours"]
     assert mesh.wedge_color is None
+
+
+def test_nan_vertex_colours_of_an_off_are_counted(tmp_path):
+    path = tmp_path / "c.off"
+    path.write_text("COFF\n3 1 0\n0 0 0 nan 0 0\n1 0 0 255 0 0\n0 1 0 255 0 0\n3 0 1 2\n")
+    mesh, said = loaded(path)
+    assert said == ["c.off: 1 of 3 vertex colours are not numbers (NaN); those channels drawn "
+                    "as 1 (white, opaque)"]
+    np.testing.assert_allclose(mesh.wedge_color[:, :3], [[1, 0, 0]] * 3)  # 0..255, as the rest
 
 
 def test_a_texture_transform_not_listed_as_used_is_named(tmp_path):
