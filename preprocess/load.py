@@ -140,7 +140,7 @@ def _load(path: str | os.PathLike, *, fast: bool,
         meshes = _trimesh_parts(p, file_type, label, repaired)
     mesh = merge_and_weld(meshes, name=p.stem, source=label, crease_angle=crease_angle,
                           base_color_texture=texture)
-    if file_type == "obj":
+    if file_type == "obj" and mesh.materials:
         mtl_extras(mesh, p, label)
     return mesh
 

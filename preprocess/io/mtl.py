@@ -10,7 +10,7 @@ file's folder, above it or absolute, and a name with spaces; a texture that cann
 named with why, the material, the statement and its line, and the material is drawn without it.
 A ``Kd`` that is not numbers is named and drawn as a material without ``Kd`` is; transparency
 (``d`` < 1, ``Tr`` > 0) is named and drawn opaque, as glTF's BLEND; a library missing and the
-statements not drawn are named.
+statements not drawn are named (`has_material_library`, where the file is first read).
 """
 
 from __future__ import annotations
@@ -45,9 +45,18 @@ def mtl_library_names(raw: Raw) -> list[str]:
     return [m.group(1).strip().decode("utf-8", "replace") for m in _MTLLIB.finditer(raw)]
 
 
-def has_material_library(raw: Raw, path: Path) -> bool:
-    """Whether an OBJ names an MTL file that exists beside it (its materials need trimesh)."""
-    return any((path.parent / name).is_file() for name in mtl_library_names(raw))
+def has_material_library(raw: Raw, path: Path, label: str | None = None) -> bool:
+    """Whether an OBJ names an MTL file that exists beside it (its materials need trimesh).
+    ``label``: those it names and are not there are named in a `MeshWarning` (their materials
+    are drawn as the default material: the caller reads each file once, `read_parts`)."""
+    names = mtl_library_names(raw)
+    missing = [n for n in names if not (path.parent / n).is_file()]
+    if missing and label is not None:
+        mesh_warning(f"{label}: material librar{'y' if len(missing) == 1 else 'ies'} "
+                     f"{', '.join(map(repr, missing))} not found (mtllib); the faces of "
+                     f"{'its' if len(missing) == 1 else 'their'} materials drawn with the "
+                     f"default material")
+    return len(missing) < len(names)
 
 
 _MTL_DRAWN = {"newmtl", "kd", "ka", "ks", "ns", "ni", "map_kd", "illum", "map_bump", "bump",
@@ -96,29 +105,21 @@ def _number(text: str) -> float | None:
 def mtl_extras(mesh: Mesh, obj: Path, label: str) -> None:
     """Read what trimesh leaves of an OBJ's MTL files into `mesh`'s materials (see the module's
     docstring), naming in `MeshWarning`s what is left out."""
-    names = _library_names(obj)
-    missing = [n for n in names if not (obj.parent / n).is_file()]
-    if missing:
-        mesh_warning(f"{label}: material librar{'y' if len(missing) == 1 else 'ies'} "
-                     f"{', '.join(map(repr, missing))} not found (mtllib); the faces of "
-                     f"{'its' if len(missing) == 1 else 'their'} materials drawn with the "
-                     f"default material")
-    if not mesh.materials:
-        return
     reader = _MtlReader(mesh, label)
-    for name in names:
-        if (obj.parent / name).is_file():
-            reader.read(obj.parent / name)
+    for mtl in library_files(obj):
+        reader.read(mtl)
     reader.finish()
 
 
-def _library_names(obj: Path) -> list[str]:
-    """`mtl_library_names` of an OBJ file, mapped, not read (a scan's OBJ can be gigabytes)."""
+def library_files(obj: Path) -> list[Path]:
+    """The MTL files an OBJ file names that are there, in its order (the file mapped, not read:
+    a scan's OBJ can be gigabytes)."""
     with obj.open("rb") as f:
         if obj.stat().st_size == 0:
             return []
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as raw:
-            return mtl_library_names(raw)
+            names = mtl_library_names(raw)
+    return [obj.parent / n for n in names if (obj.parent / n).is_file()]
 
 
 class _MtlReader:

@@ -918,5 +918,6 @@ def mesh_from_obj_text(path: Path, data: bytes, *, name: str,
     if not parts:
         raise MeshError(f"{label}: object {name!r} has no triangles")
     mesh = merge_and_weld(parts, name=name, source=label, crease_angle=crease_angle)
-    mtl_extras(mesh, path, label)
+    if mesh.materials:
+        mtl_extras(mesh, path, label)
     return mesh

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from preprocess.io.mtl import library_files
 from preprocess.materials import (
     Material,
     Texture,
@@ -85,17 +86,21 @@ def file_resolver(trimesh, path: str | os.PathLike, *, uri: bool = False, obj: b
     """trimesh's resolver of the files a mesh file names, as Tessera reads them: a path relative
     to the mesh's folder, above it too (trimesh 5 refuses ``../x.png`` and then reads a file of
     the same name in the folder instead, if any), or absolute. ``uri``: names are URIs,
-    percent-decoded (glTF: ``my%20tex.png``; trimesh does not decode them). ``obj``: an OBJ's
-    MTL files are handed over without their ``map_Kd`` lines: `preprocess.io.mtl.mtl_extras`
-    reads those textures itself (trimesh took the options of ``map_Kd -s 2 2 tex.png`` for the
-    file's name and dropped the texture without a word)."""
+    percent-decoded (glTF: ``my%20tex.png``; trimesh does not decode them). ``obj``: the OBJ at
+    ``path``: trimesh asks for its first ``mtllib`` only, and is handed all of its MTL files that
+    are there (`mtl.library_files`: a first one missing lost the others' materials), without
+    their ``map_Kd`` lines: `preprocess.io.mtl.mtl_extras` reads those textures itself (trimesh
+    took the options of ``map_Kd -s 2 2 tex.png`` for the file's name and dropped the texture
+    without a word)."""
 
     class Resolver(trimesh.resolvers.FilePathResolver):  # made here: trimesh loads lazily
         def get(self, name: str) -> bytes:
+            if obj:
+                return b"\n".join(_MAP_KD.sub(b"", mtl.read_bytes())
+                                  for mtl in library_files(Path(path)))
             name = name.strip()
-            data = (Path(self.parent) / (urllib.parse.unquote(name) if uri else name)
+            return (Path(self.parent) / (urllib.parse.unquote(name) if uri else name)
                     ).read_bytes()
-            return _MAP_KD.sub(b"", data) if obj else data
 
     return Resolver(str(path), allow_anywhere=True)
 

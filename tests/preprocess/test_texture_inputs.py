@@ -358,11 +358,18 @@ def test_an_mtl_transparency_is_named_as_gltf_blending_is(line, tmp_path):
     assert mesh.materials[0].alpha_mode == "OPAQUE"
 
 
-def test_a_missing_material_library_is_named(tmp_path):
-    mesh, said = loaded(obj_quad(tmp_path, "newmtl paint\nKd 1 0 0\n", mtllib="gone.mtl"))
+@pytest.mark.parametrize("another", [False, True])
+def test_a_missing_material_library_is_named(another, tmp_path):
+    # trimesh reads the first mtllib only: the materials of the one after it were lost too
+    path = obj_quad(tmp_path, "newmtl paint\nKd 1 0 0\n", mtllib="gone.mtl")
+    if another:
+        path.write_text(path.read_text().replace("mtllib gone.mtl\n",
+                                                 "mtllib gone.mtl\nmtllib quad.mtl\n"))
+    mesh, said = loaded(path)
     assert said == ["quad.obj: material library 'gone.mtl' not found (mtllib); the faces of its "
                     "materials drawn with the default material"]
-    assert mesh.materials == []
+    assert [(m.name, m.base_color) for m in mesh.materials] == (
+        [("paint", (1.0, 0.0, 0.0, 1.0))] if another else [])
 
 
 def test_nan_and_zero_normals_are_counted(tmp_path):
@@ -378,7 +385,7 @@ def test_nan_and_zero_normals_are_counted(tmp_path):
 def test_the_warnings_of_an_obj_scene_are_given_once(tmp_path):
     path = obj_quad(tmp_path, "newmtl paint\nKd nan 1 1\n")
     text = path.read_text().replace("f 1/1 2/2 3/3\n", "o a\nf 1/1 2/2 3/3\no b\n")
-    path.write_text(text)
+    path.write_text("mtllib gone.mtl\n" + text)
     from preprocess.scene_import import read_scene
 
     with warnings.catch_warnings(record=True) as got:
@@ -386,6 +393,8 @@ def test_the_warnings_of_an_obj_scene_are_given_once(tmp_path):
         scene = read_scene(path)
     assert scene is not None and sorted(scene.meshes) == ["a", "b"]
     assert [str(w.message) for w in got] == [
+        "quad.obj: material library 'gone.mtl' not found (mtllib); the faces of its materials "
+        "drawn with the default material",
         "quad.obj: material 'paint': Kd 'nan 1 1' is not three numbers; drawn with the default, "
         "Kd 0.4 0.4 0.4 (quad.mtl line 2)"]
 
