@@ -431,6 +431,17 @@ def test_our_reads_use_the_texture_limit_not_pillows(tmp_path, monkeypatch):
     assert Image.MAX_IMAGE_PIXELS == 20  # raised for our reads only
 
 
+def test_a_texture_option_past_the_limit_is_refused_naming_it(tmp_path):
+    # the option is the user's, not the file's: refused in one line, as one not found is
+    from preprocess.mesh import MeshError
+
+    (tmp_path / "wide.png").write_bytes(png(size=(16385, 1)))
+    with pytest.raises(MeshError) as info:
+        load_mesh(obj_quad(tmp_path, "", mtllib=None), texture=tmp_path / "wide.png")
+    assert str(info.value) == ("quad.obj: cannot read the texture wide.png: 16,385 x 1 texels, "
+                               "more than 16,384 a side")
+
+
 @pytest.mark.slow
 def test_a_texture_of_16384_texels_a_side_is_read_and_downsized(tmp_path, capsys):
     # --texture refused it even with --max-texture-size 0; read (1 GiB decoded, 1.4 GiB at the
