@@ -267,6 +267,8 @@ def load_image(path: Path) -> np.ndarray:
         raise TextureNotFoundError("not found") from None
     except IsADirectoryError:
         raise TextureError("a folder, not a file") from None
+    except PermissionError:
+        raise TextureError("no permission to read it") from None
     except Exception as exc:
         raise TextureError(image_problem(exc)) from None
 
