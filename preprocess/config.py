@@ -10,6 +10,7 @@ from preprocess.tess.limits import (
     MAX_CLUSTER_TRIANGLES,
     MAX_CLUSTER_VERTICES,
     MAX_PAGE_SIZE,
+    MAX_TEXTURE_SIDE,
     MAX_TEXTURE_SIZE,
     MIN_PAGE_SIZE,
     PAGE_SIZE,
@@ -88,8 +89,8 @@ class BuildConfig:
             raise ValueError(f"normal cost must be 0..100, not {self.normal_cost}")
         if not 0 <= self.crease_angle <= 180:  # also refuses nan
             raise ValueError(f"crease angle must be 0..180 degrees, not {self.crease_angle}")
-        if not 0 <= self.max_texture_size <= 16384:
-            raise ValueError(f"max texture size must be 0 (no limit) to 16384, not "
+        if not 0 <= self.max_texture_size <= MAX_TEXTURE_SIDE:
+            raise ValueError(f"max texture size must be 0 (no limit) to {MAX_TEXTURE_SIDE}, not "
                              f"{self.max_texture_size}")
         if self.up not in UP_AXES:
             raise ValueError(f"up axis must be one of {', '.join(UP_AXES)}, not {self.up!r}")

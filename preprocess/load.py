@@ -186,21 +186,18 @@ def _load_scene(path: Path, file_type: str, data: bytes = b""):
     import trimesh
 
     source: str | io.BytesIO = str(path)
-    resolver = None
     if file_type in ("obj", "off", "stl"):
         data = data or path.read_bytes()
         if file_type == "obj" and (absolute := absolute_obj_indices(data, path.name)):
             # trimesh reads a relative index from the end of the whole file's list
             data = absolute
             source = io.BytesIO(data)
-            resolver = trimesh.resolvers.FilePathResolver(str(path))
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
             if not is_text(data):
-                return load_scene_from(trimesh, source, file_type, resolver)  # binary STL
+                return load_scene_from(trimesh, source, file_type, path)  # binary STL
             # trimesh guesses another encoding with charset_normalizer (not installed): Latin-1
             # gives every byte a character, and only names are text
             source = io.BytesIO(data.decode("latin-1").encode("utf-8"))
-            resolver = trimesh.resolvers.FilePathResolver(str(path))
-    return load_scene_from(trimesh, source, file_type, resolver)
+    return load_scene_from(trimesh, source, file_type, path)

@@ -199,6 +199,7 @@ def _obj_objects(path: Path, crease: float) -> SceneMeshes | None:
     """An OBJ of several objects (`o` lines with faces): a mesh per object (the file's text with
     the other objects' faces left out: vertices are global, unused ones drop), each placed once
     where it is (identity). None for fewer than two objects with faces."""
+    from preprocess.io.mtl import has_material_library
     from preprocess.io.obj import mesh_from_obj_text, warn_face_lines
 
     data = path.read_bytes()
@@ -218,17 +219,23 @@ def _obj_objects(path: Path, crease: float) -> SceneMeshes | None:
     bare = [b"".join(line for line in c.splitlines(keepends=True) if not _OBJ_FACE.match(line))
             for c in chunks]
     warn_face_lines(data, path.name)  # once, with the file's line numbers
+    has_material_library(data, path, path.name)  # the libraries missing named, once
     out = SceneMeshes()
     taken: set[str] = set()
-    for k in objects:
-        text = b"".join(chunks[j] if j == k else bare[j] for j in range(len(chunks)))
-        base = _safe(names[k])
-        key, n = base, 2
-        while key in taken:
-            key, n = f"{base}-{n}", n + 1
-        taken.add(key)
-        out.meshes[key] = mesh_from_obj_text(path, text, name=key, crease_angle=crease)
-        out.instances.append((key, np.eye(4)))
+    # every object reads the same material libraries: what they lack is said once, not per object
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MeshWarning)
+        for k in objects:
+            text = b"".join(chunks[j] if j == k else bare[j] for j in range(len(chunks)))
+            base = _safe(names[k])
+            key, n = base, 2
+            while key in taken:
+                key, n = f"{base}-{n}", n + 1
+            taken.add(key)
+            out.meshes[key] = mesh_from_obj_text(path, text, name=key, crease_angle=crease)
+            out.instances.append((key, np.eye(4)))
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        warnings.warn(message, MeshWarning, stacklevel=3)
     return out
 
 

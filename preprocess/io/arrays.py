@@ -35,7 +35,7 @@ from preprocess.io.normals import crease_normals
 from preprocess.io.repair import clean, fix_winding
 from preprocess.io.trimesh_path import materials_of
 from preprocess.io.weld import first_use, float_bits, group_keys, wedges
-from preprocess.materials import Texture, default_material
+from preprocess.materials import Texture, default_material, warn_textures_without_uvs
 from preprocess.mesh import Mesh, MeshError, column_bounds, mesh_warning
 from preprocess.tess.limits import MAX_MATERIALS, MAX_WORLD
 
@@ -290,9 +290,14 @@ def merge_and_weld(meshes: list[tuple], *, name: str, source: str,
     any_c = any(len(m) > 4 and m[4] is not None for m in meshes)
     Vs, Fs, Ns, UVs, Cs, Ms = [], [], [], [], [], []
     offset = 0
+    unusable = 0  # the file's normals that are zero or not numbers
     for part, mat in zip(meshes, part_material, strict=True):
         V, F, N, uv = part[:4]
         Vs.append(V)
+        if N is not None:
+            with np.errstate(all="ignore"):  # as `unit` finds them, without its copy
+                square = np.einsum("ij,ij->i", N, N, dtype=np.float64)
+            unusable += int(np.count_nonzero(~(np.isfinite(square) & (square > 0))))
         F = np.asarray(F, dtype=np.int64)
         Fs.append(F + offset if offset else F)  # no copy for the first (often only) part
         if any_n:
@@ -311,6 +316,9 @@ def merge_and_weld(meshes: list[tuple], *, name: str, source: str,
             return None
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
+    if unusable:
+        mesh_warning(f"{source}: {unusable:,} normals are zero or not numbers (NaN, infinite); "
+                     f"those vertices' normals computed from the faces")
     with np.errstate(all="ignore"):
         mesh = mesh_from_arrays(join(Vs, True), join(Fs, True), join(Ns, any_n),
                                 join(UVs, any_uv), colors=join(Cs, any_c),
@@ -320,7 +328,7 @@ def merge_and_weld(meshes: list[tuple], *, name: str, source: str,
     if materials:
         if mesh.wedge_uv is None and any(t >= 0 for m in materials
                                          for t in m.texture_indices()):
-            mesh_warning(f"{source}: textures without texture coordinates; drawn without them")
+            warn_textures_without_uvs(source)
             for m in materials:
                 m.drop_textures()
         mesh.materials, mesh.textures = materials, textures

@@ -2,12 +2,15 @@
 that is not drawn, named.
 
 `read_gltf_json` checks the file first (`_check_gltf`): a GLB container that is not one or is cut
-short, JSON that does not parse, an index past its array or a value of the wrong type
-(`gltf_refs`), extensions required and not known, buffers missing or too short, accessors whose
-layout glTF forbids or that read past their views (`gltf_accessors`), lights that cannot be
-drawn each raise `MeshError` with one line; extensions used and not known, material features
-left out (a second uv set, clamping samplers, missing or broken image files), animations, skins,
-cameras, lights, other scenes, points and lines are named in `MeshWarning`s.
+short, JSON that does not parse, an index of the geometry or the scene past its array or a
+value of the wrong type (`gltf_refs`), extensions required and not known, buffers missing or
+too short, accessors whose layout glTF forbids or that read past their views
+(`gltf_accessors`), lights that cannot be drawn each raise `MeshError` with one line;
+extensions used and not known (listed in ``extensionsUsed`` or not), animations, skins,
+cameras, lights, other scenes, points and lines are named in `MeshWarning`s, and so is what the
+materials ask and Tessera cannot draw (textures that cannot be read, references past the
+materials, textures, images or samplers, factors that are not numbers, a second uv set,
+clamping samplers) by `preprocess.io.gltf_materials`, which repairs the JSON to match.
 
 `gltf_parts` (`load_mesh`'s glTF reader) places every mesh of the scene by our own walk of the
 node tree (`gltf_nodes`) and `mesh_from_gltf_json` reads one mesh of a scene
@@ -35,6 +38,7 @@ from preprocess.io.gltf_accessors import (
 )
 from preprocess.io.gltf_nodes import drawn, flat_tree, placements, walk
 from preprocess.io.gltf_primitives import DRACO, draco_available, packed_tree
+from preprocess.io.gltf_materials import check_materials, material_extensions
 from preprocess.io.gltf_refs import check_refs
 from preprocess.io.trimesh_path import flatten, load_scene_from, one_line, quiet
 from preprocess.mesh import Mesh, MeshError, mesh_warning
@@ -100,19 +104,21 @@ def _check_gltf(path: Path, file_type: str, label: str) -> dict:
     if missing:
         raise MeshError(f"{label}: requires glTF extensions that are not supported: "
                         f"{', '.join(missing)}")
-    ignored = [str(e) for e in tree.get("extensionsUsed") or []
-               if str(e) not in required and not _gltf_extension_ok(str(e))
-               and str(e) not in _GLTF_MATERIAL_DRAWN]
+    used = [str(e) for e in tree.get("extensionsUsed") or []]
+    used += [e for e in material_extensions(tree) if e not in used]  # used, and not listed
+    ignored = [e for e in used if e not in required and not _gltf_extension_ok(e)
+               and e not in _GLTF_MATERIAL_DRAWN]
     if ignored:
         mesh_warning(f"{label}: glTF extensions not supported, ignored: {', '.join(ignored)}")
-    drawn = [str(e) for e in tree.get("extensionsUsed") or [] if str(e) in _GLTF_MATERIAL_DRAWN]
+    drawn = [e for e in used if e in _GLTF_MATERIAL_DRAWN]
     if drawn:
         mesh_warning(f"{label}: glTF extensions not supported, drawn with the core material model: "
                      f"{', '.join(drawn)}")
     check_refs(tree, label)  # every index and type, once, before anything follows them
     _check_gltf_buffers(tree, path, binary, label)
     check_accessors(tree, label)
-    _check_gltf_materials(tree, path, label)
+    check_materials(tree, path, label, (28 + len(text), binary) if binary >= 0
+                    else None)  # the BIN chunk follows the JSON's and its header
     _check_gltf_scene_features(tree, label)
     return tree
 
@@ -238,7 +244,7 @@ def _scene_parts(path: Path, tree: dict, *, name: str | None = None) -> list[tup
     with quiet():
         try:
             scene = load_scene_from(trimesh, io.BytesIO(_glb(packed, data)), "glb",
-                                    trimesh.resolvers.FilePathResolver(str(path)))
+                                    path)
             parts = flatten(scene, label, linear_colors=True)[0]
         except Exception as exc:
             raise MeshError(f"{label}: cannot read {what}: {one_line(exc)}") from None
@@ -265,77 +271,6 @@ def _glb(tree: dict, binary: bytes) -> bytes:
               (binary + b"\0" * (-len(binary) % 4), _GLB_BIN)]
     body = b"".join(struct.pack("<II", len(c), k) + c for c, k in chunks)
     return b"glTF" + struct.pack("<II", 2, 12 + len(body)) + body
-
-
-_GLTF_TEXTURE_ROLES = (("pbrMetallicRoughness", "baseColorTexture", "base colour"),
-                       ("pbrMetallicRoughness", "metallicRoughnessTexture", "metallic-roughness"),
-                       (None, "normalTexture", "normal"), (None, "emissiveTexture", "emissive"),
-                       (None, "occlusionTexture", "occlusion"))
-
-
-def _check_gltf_materials(tree: dict, path: Path, label: str) -> None:
-    """`MeshWarning`s for what the materials ask and Tessera leaves out: image files missing on
-    disk (drawn without them), textures reading a second uv set, samplers that do not repeat,
-    and an emissive factor without a texture that lights a whole surface."""
-    images = tree.get("images") or []
-    textures = tree.get("textures") or []
-    samplers = tree.get("samplers") or []
-    missing: dict[str, list[str]] = {}
-    broken: dict[str, list[str]] = {}
-    checked: dict[str, str | None] = {}
-    for mi, mat in enumerate(tree.get("materials") or []):
-        if not isinstance(mat, dict):
-            continue
-        name = str(mat.get("name") or f"#{mi}")
-        for outer, key, role in _GLTF_TEXTURE_ROLES:
-            holder = (mat.get(outer) or {}) if outer else mat
-            info = holder.get(key) if isinstance(holder, dict) else None
-            if not isinstance(info, dict):
-                continue
-            if int(info.get("texCoord", 0) or 0) != 0:
-                mesh_warning(f"{label}: material {name!r}: its {role} texture reads uv set "
-                             f"{info.get('texCoord')}; drawn with the first")
-            ti = info.get("index")
-            tex = textures[ti] if isinstance(ti, int) and 0 <= ti < len(textures) else {}
-            si = tex.get("sampler") if isinstance(tex, dict) else None
-            samp = samplers[si] if isinstance(si, int) and 0 <= si < len(samplers) else {}
-            wraps = {samp.get("wrapS", 10497), samp.get("wrapT", 10497)} - {10497}
-            if wraps:
-                mesh_warning(f"{label}: material {name!r}: its {role} texture clamps or mirrors; "
-                             f"drawn repeating")
-            src = tex.get("source") if isinstance(tex, dict) else None
-            img = images[src] if isinstance(src, int) and 0 <= src < len(images) else None
-            uri = img.get("uri") if isinstance(img, dict) else None
-            if isinstance(uri, str) and not uri.startswith("data:"):
-                file = path.parent / urllib.parse.unquote(uri)
-                if not file.is_file():
-                    missing.setdefault(uri, []).append(f"{name} {role}")
-                elif uri not in checked:
-                    checked[uri] = _image_problem(file)
-                if checked.get(uri):
-                    broken.setdefault(uri, []).append(f"{name} {role}")
-        emissive = mat.get("emissiveFactor")
-        if (isinstance(emissive, list) and any(float(x) > 0 for x in emissive[:3])
-                and "emissiveTexture" not in mat):
-            mesh_warning(f"{label}: material {name!r}: emissive factor {tuple(emissive[:3])} "
-                         f"without an emissive texture: the whole surface glows (as the file says)")
-    for uri, uses in missing.items():
-        mesh_warning(f"{label}: texture {uri!r} not found ({', '.join(uses)}); drawn without it")
-    for uri, uses in broken.items():
-        mesh_warning(f"{label}: texture {uri!r} cannot be read ({checked[uri]}; "
-                     f"{', '.join(uses)}); drawn without it")
-
-
-def _image_problem(file: Path) -> str | None:
-    """Why an image file cannot be decoded (Pillow's verdict on its header and data), or None."""
-    from PIL import Image
-
-    try:
-        with Image.open(file) as img:
-            img.verify()
-        return None
-    except Exception as exc:
-        return one_line(exc) or type(exc).__name__
 
 
 def _glb_json(f: io.BufferedIOBase, size: int, label: str) -> tuple[bytes, int]:

@@ -1,19 +1,22 @@
 """glTF JSON checked in one place before anything follows it: every index into another array
 names an entry the file has, and every value read is of the JSON type glTF says.
 
-A glTF file is arrays that point into each other by index (a primitive's `material`, an
-accessor's `bufferView`, a view's `buffer`, a texture's `source`, a node's `children` ...).
-Whoever follows an index that is past its array fails far from the cause (trimesh said "face
-index out of range" for a missing material), so `check_refs` walks the whole tree once, with the
-table `_SCHEMA` of what each object holds, and raises `MeshError` with one line in glTF's terms:
+A glTF file is arrays that point into each other by index (a primitive's `indices`, an
+accessor's `bufferView`, a view's `buffer`, a node's `children` ...). Whoever follows an index
+that is past its array fails far from the cause, so `check_refs` walks the geometry and the
+scene once, with the table `_SCHEMA` of what each object holds, and raises `MeshError` with one
+line in glTF's terms:
 
-    mesh.glb: mesh 0 primitive 0: material 50 is missing (the file has 1 material)
+    mesh.glb: accessor 0: bufferView 9 is missing (the file has 3 buffer views)
     mesh.glb: accessor 2: count is 'ten', not a whole number >= 1
 
 What the table leaves out is not read by Tessera (animations, skins, cameras, extras: named in a
 warning as not drawn, and dropped before trimesh reads the file) or is checked where its
-meaning is known: lights (`gltf._check_lights`), byte ranges and strides
-(`gltf_accessors.check_accessors`), the node graph's shape (`gltf_nodes.walk`).
+meaning is known: the materials, textures, images and samplers, and a primitive's `material`
+(`gltf_materials.check_materials`: a reference past its array or a value that is not a number
+is named in a warning and drawn without, as a texture that cannot be read is), lights
+(`gltf._check_lights`), byte ranges and strides (`gltf_accessors.check_accessors`), the node
+graph's shape (`gltf_nodes.walk`).
 """
 
 from __future__ import annotations
@@ -115,13 +118,10 @@ def _kind(kind: type, said: str) -> Rule:
 
 _STRING, _BOOL = _kind(str, "a string"), _kind(bool, "true or false")
 _COMPONENTS = _one_of(5120, 5121, 5122, 5123, 5125, 5126)
-_TEXTURE_INFO = {"index": (_ref("textures"), True), "texCoord": (_whole(0), False),
-                 "scale": (_number, False), "strength": (_number, False)}
-
 # key -> (rule or nested schema, required); a nested schema is a dict (an object) or a
 # one-element list (a list of such objects)
 _PRIMITIVE = {"attributes": ("accessors", True), "indices": (_ref("accessors"), False),
-              "material": (_ref("materials"), False), "mode": (_one_of(0, 1, 2, 3, 4, 5, 6), False),
+              "mode": (_one_of(0, 1, 2, 3, 4, 5, 6), False),
               "targets": (["accessors"], False)}
 _SCHEMA: dict[str, dict] = {
     "buffers": {"byteLength": (_whole(1), True), "uri": (_STRING, False)},
@@ -144,21 +144,6 @@ _SCHEMA: dict[str, dict] = {
               "matrix": (_numbers(16), False), "translation": (_numbers(3), False),
               "rotation": (_numbers(4), False), "scale": (_numbers(3), False)},
     "scenes": {"nodes": (_refs("nodes", "node"), False)},
-    "textures": {"source": (_ref("images"), False), "sampler": (_ref("samplers"), False)},
-    "images": {"bufferView": (_ref("bufferViews"), False), "uri": (_STRING, False),
-               "mimeType": (_STRING, False)},
-    "materials": {"pbrMetallicRoughness": ({"baseColorFactor": (_numbers(4), False),
-                                            "baseColorTexture": (_TEXTURE_INFO, False),
-                                            "metallicFactor": (_number, False),
-                                            "roughnessFactor": (_number, False),
-                                            "metallicRoughnessTexture": (_TEXTURE_INFO, False)},
-                                           False),
-                  "normalTexture": (_TEXTURE_INFO, False),
-                  "occlusionTexture": (_TEXTURE_INFO, False),
-                  "emissiveTexture": (_TEXTURE_INFO, False),
-                  "emissiveFactor": (_numbers(3), False),
-                  "alphaMode": (_one_of("OPAQUE", "MASK", "BLEND"), False),
-                  "alphaCutoff": (_number, False), "doubleSided": (_BOOL, False)},
 }
 
 

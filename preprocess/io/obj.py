@@ -908,8 +908,7 @@ def mesh_from_obj_text(path: Path, data: bytes, *, name: str,
         data = absolute_obj_indices(data, label) or data  # trimesh counts them from the end
         with quiet():
             try:
-                scene = load_scene_from(trimesh, io.BytesIO(data), "obj",
-                                        trimesh.resolvers.FilePathResolver(str(path)))
+                scene = load_scene_from(trimesh, io.BytesIO(data), "obj", path)
                 parts = flatten(scene, label)[0]
             except Exception as exc:
                 raise MeshError(f"{label}: cannot read object {name!r}: {one_line(exc)}"

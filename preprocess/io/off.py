@@ -108,7 +108,7 @@ def read_off(raw: Raw, label: str) -> list[Part] | None:
     if raw[head.start(): head.end()].lstrip()[:1] == b"C" and np.all(extra >= 3):
         # COFF: 'x y z r g b [a]' (trimesh drops them)
         width = 4 if np.all(extra >= 4) else 3
-        colors = _off_colors(vals[vrows[:, None] + 3 + np.arange(width)])
+        colors = _off_colors(vals[vrows[:, None] + 3 + np.arange(width)], label)
     elif np.any(extra > 0):
         warnings.warn(f"{label}: values after a vertex's position that are no COFF colour "
                       f"(x y z r g b [a]) are not supported: ignored", MeshWarning,
@@ -116,14 +116,16 @@ def read_off(raw: Raw, label: str) -> list[Part] | None:
     return [(vertices, faces, None, None, colors)]
 
 
-def _off_colors(c: np.ndarray) -> np.ndarray:
+def _off_colors(c: np.ndarray, label: str) -> np.ndarray:
     """(n, 4) float64 linear RGBA of COFF vertex colours: 0..255 where every value is a whole
     number and one is above 1 (MeshLab's), else 0..1 (Geomview's); 8-bit sRGB by convention, as
-    PLY's and OBJ's, so turned linear the same way (alpha 1 where absent)."""
+    PLY's and OBJ's, so turned linear the same way (alpha 1 where absent; NaN named)."""
     from preprocess.materials import vertex_rgba
 
     c = np.asarray(c, np.float64)
-    return vertex_rgba(c / 255.0 if np.all(c == np.round(c)) and c.max() > 1.0 else c)
+    whole = np.all(c[~np.isnan(c)] == np.round(c[~np.isnan(c)]))
+    return vertex_rgba(c / 255.0 if whole and np.nanmax(c, initial=0.0) > 1.0 else c,
+                       label=label)
 
 
 def _off_cut(raw: Raw, label: str, last_row: bool, what: str) -> None:

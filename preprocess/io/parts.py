@@ -49,7 +49,8 @@ def read_parts(path: Path, file_type: str, label: str) -> list[Part] | None:
 
     Warns:
         MeshWarning: what is read anyway (a binary STL's count of 0, bytes after its end), or
-            left out (OBJ uv and normal indices out of range, faces of fewer than 3 corners).
+            left out (OBJ uv and normal indices out of range, faces of fewer than 3 corners, an
+            MTL library it names and is not there).
     """
     reader = _READERS.get(file_type)
     if reader is None:
@@ -60,7 +61,7 @@ def read_parts(path: Path, file_type: str, label: str) -> list[Part] | None:
         # mapped, not read: no copy of the file, and its pages come from the page cache as the
         # parser reaches them (arrays made from it keep the map alive)
         raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    if file_type == "obj" and has_material_library(raw, path):
+    if file_type == "obj" and has_material_library(raw, path, label):
         return None  # materials: trimesh reads the MTL files and their textures
     return reader(raw, label)
 

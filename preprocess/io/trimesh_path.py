@@ -14,33 +14,47 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import re
+import urllib.parse
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 
+from preprocess.io.mtl import library_files
 from preprocess.materials import (
     Material,
     Texture,
+    TextureError,
     alpha_modes,
     default_material,
     image_rgba,
+    texture_pixel_limit,
     vertex_rgba,
+    warn_blending,
 )
-from preprocess.mesh import mesh_warning
+from preprocess.mesh import MeshWarning, mesh_warning
+
 
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
-    """Silence trimesh's logging, Python warnings and numpy floating point warnings."""
+    """Silence trimesh's logging, Python warnings and numpy floating point warnings; our own
+    `MeshWarning`s given inside (`flatten`'s) are given again once it ends."""
     logger = logging.getLogger("trimesh")
     was_disabled = logger.disabled
     logger.disabled = True
+    caught: list = []
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+            warnings.simplefilter("always")
             yield
     finally:
         logger.disabled = was_disabled
+    for w in caught:
+        if issubclass(w.category, MeshWarning):
+            warnings.warn(w.message, stacklevel=3)
 
 
 def one_line(exc: BaseException) -> str:
@@ -51,14 +65,44 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
-def load_scene_from(trimesh, source, file_type: str, resolver):
+def load_scene_from(trimesh, source, file_type: str, path: str | os.PathLike):
     """trimesh's scene of ``source`` (a path or a file object), nothing merged or dropped
-    (``trimesh``: the module, imported by the caller)."""
+    (``trimesh``: the module, imported by the caller), the files it names resolved beside the
+    file at ``path`` as `file_resolver` resolves them."""
+    resolver = file_resolver(trimesh, path, uri=file_type in ("gltf", "glb"),
+                             obj=file_type == "obj")
     load_scene = getattr(trimesh, "load_scene", None)
-    if load_scene is not None:
-        return load_scene(source, file_type=file_type, process=False, resolver=resolver)
-    return trimesh.load(source, file_type=file_type, process=False, force="scene",
-                        resolver=resolver)
+    with texture_pixel_limit():
+        if load_scene is not None:
+            return load_scene(source, file_type=file_type, process=False, resolver=resolver)
+        return trimesh.load(source, file_type=file_type, process=False, force="scene",
+                            resolver=resolver)
+
+
+_MAP_KD = re.compile(rb"^[ \t]*map_kd\b[^\r\n]*", re.IGNORECASE | re.MULTILINE)
+
+
+def file_resolver(trimesh, path: str | os.PathLike, *, uri: bool = False, obj: bool = False):
+    """trimesh's resolver of the files a mesh file names, as Tessera reads them: a path relative
+    to the mesh's folder, above it too (trimesh 5 refuses ``../x.png`` and then reads a file of
+    the same name in the folder instead, if any), or absolute. ``uri``: names are URIs,
+    percent-decoded (glTF: ``my%20tex.png``; trimesh does not decode them). ``obj``: the OBJ at
+    ``path``: trimesh asks for its first ``mtllib`` only, and is handed all of its MTL files that
+    are there (`mtl.library_files`: a first one missing lost the others' materials), without
+    their ``map_Kd`` lines: `preprocess.io.mtl.mtl_extras` reads those textures itself (trimesh
+    took the options of ``map_Kd -s 2 2 tex.png`` for the file's name and dropped the texture
+    without a word)."""
+
+    class Resolver(trimesh.resolvers.FilePathResolver):  # made here: trimesh loads lazily
+        def get(self, name: str) -> bytes:
+            if obj:
+                return b"\n".join(_MAP_KD.sub(b"", mtl.read_bytes())
+                                  for mtl in library_files(Path(path)))
+            name = name.strip()
+            return (Path(self.parent) / (urllib.parse.unquote(name) if uri else name)
+                    ).read_bytes()
+
+    return Resolver(str(path), allow_anywhere=True)
 
 
 def flatten(scene, label: str = "mesh", *,
@@ -99,7 +143,9 @@ def flatten(scene, label: str = "mesh", *,
                 uv = None
             else:
                 uv = uv[:, :2]
-        colors = _vertex_colors(geom, len(V), linear=linear_colors, label=label)
+        colors = _vertex_colors(geom, len(V), linear=linear_colors,
+                                label=f"{label}: mesh {geom_name!r} COLOR_0" if linear_colors
+                                else label)
         material = getattr(geom.visual, "material", None)
         T = np.asarray(transform, dtype=np.float64)
         if not np.array_equal(T, np.eye(4)):
@@ -140,7 +186,7 @@ def _vertex_colors(geom, n: int, *, linear: bool, label: str) -> np.ndarray | No
         c = raw.astype(np.float64)
     else:
         c = raw.astype(np.float64) / float(np.iinfo(raw.dtype).max)
-    return vertex_rgba(c, srgb=not linear)
+    return vertex_rgba(c, srgb=not linear, label=label)
 
 
 def materials_of(parts: list[tuple], label: str) -> tuple[list[Material], list[Texture],
@@ -155,14 +201,23 @@ def materials_of(parts: list[tuple], label: str) -> tuple[list[Material], list[T
     seen_mat: dict[int, int] = {}
     seen_tex: dict[tuple[int, bool], int] = {}
 
-    def texture(img, srgb: bool, what: str) -> int:
+    def texture(img, srgb: bool, material: str, role: str) -> int:
+        """The index of a material's texture, decoded once for all its uses; -1, named in a
+        warning, where it does not decode (Pillow opened it; `gltf_materials` named those it
+        could not open)."""
         if img is None:
             return -1
         key = (id(img), srgb)
         if key not in seen_tex:
+            try:
+                image = image_rgba(img)
+            except TextureError as e:
+                mesh_warning(f"{label}: material {material!r}: its {role} texture cannot be "
+                             f"read: {e}; drawn without it")
+                return -1
             seen_tex[key] = len(textures)
-            textures.append(Texture(image_rgba(img, label, what), srgb,
-                                    getattr(img, "filename", None) or what))
+            textures.append(Texture(image, srgb,
+                                    getattr(img, "filename", None) or f"{material} {role}"))
         return seen_tex[key]
 
     index = []
@@ -190,27 +245,26 @@ def _material_from_trimesh(m, texture, label: str) -> Material:
         if mode not in alpha_modes:
             mode = "OPAQUE"
         if mode == "BLEND":
-            mesh_warning(f"{label}: material {name!r}: alpha blending is not supported; drawn "
-                         f"opaque")
+            warn_blending(label, name)
         return Material(
             name=name, base_color=base,
-            base_color_texture=texture(m.baseColorTexture, True, f"{name} base colour"),
+            base_color_texture=texture(m.baseColorTexture, True, name, "base colour"),
             metallic=1.0 if m.metallicFactor is None else float(m.metallicFactor),
             roughness=1.0 if m.roughnessFactor is None else float(m.roughnessFactor),
-            metallic_roughness_texture=texture(m.metallicRoughnessTexture, False,
-                                               f"{name} metallic-roughness"),
-            normal_texture=texture(m.normalTexture, False, f"{name} normal"),
+            metallic_roughness_texture=texture(m.metallicRoughnessTexture, False, name,
+                                               "metallic-roughness"),
+            normal_texture=texture(m.normalTexture, False, name, "normal"),
             emissive=emissive,
-            emissive_texture=texture(m.emissiveTexture, True, f"{name} emissive"),
-            occlusion_texture=texture(m.occlusionTexture, False, f"{name} occlusion"),
+            emissive_texture=texture(m.emissiveTexture, True, name, "emissive"),
+            occlusion_texture=texture(m.occlusionTexture, False, name, "occlusion"),
             double_sided=bool(m.doubleSided),
             alpha_mode=mode,
             alpha_cutoff=0.5 if m.alphaCutoff is None else float(m.alphaCutoff))
-    # SimpleMaterial: MTL Kd (a linear factor, as glTF importers read it) and map_Kd
+    # SimpleMaterial: MTL Kd (a linear factor, as glTF importers read it); its map_Kd, norm and
+    # the rest are read by `preprocess.io.mtl.mtl_extras`
     diffuse = getattr(m, "diffuse", None)
     base = (tuple(float(x) / 255.0 for x in np.asarray(diffuse).reshape(-1)[:4])
             if diffuse is not None else (1.0, 1.0, 1.0, 1.0))
     return Material(name=name, base_color=base,
-                    base_color_texture=texture(getattr(m, "image", None), True,
-                                               f"{name} map_Kd"),
+                    base_color_texture=texture(getattr(m, "image", None), True, name, "map_Kd"),
                     metallic=0.0, roughness=0.6)

@@ -32,6 +32,10 @@ MAX_MATERIALS = 128
 # the largest texture side kept by default (BuildConfig.max_texture_size): larger ones start at
 # the first mip that fits. 2048 x 2048 with its mips is 21.3 MiB on the GPU (preprocess.textures)
 MAX_TEXTURE_SIZE = 2048
+# the largest texture side the builder reads (and `--max-texture-size` may keep): WebGPU's common
+# largest 2D texture. A 16,384^2 RGBA8 image is 1 GiB decoded; Pillow's decompression-bomb limit
+# is raised to its texel count for our reads only (preprocess.materials.texture_pixel_limit)
+MAX_TEXTURE_SIDE = 16384
 # the largest world coordinate a mesh, a camera or an instance's bounds may reach: the GPU squares
 # distances in float32, which overflows past 1.8e19 (on lavapipe a sphere scaled by 1e18
 # renders, by 1e19 it loses pixels, by 1e20 it is blank). `preprocess` refuses a mesh beyond it

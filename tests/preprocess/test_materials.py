@@ -194,8 +194,8 @@ def test_missing_texture_and_glowing_surface_are_named(shared_assets):
         load_mesh(shared_assets / "textured" / "WaterBottle" / "WaterBottle.gltf")
     text = [str(w.message) for w in caught]
     assert text == [
-        "BoomBox.gltf: texture 'BoomBox_occlusionRoughnessMetallic.png' not found (BoomBox_Mat "
-        "metallic-roughness, BoomBox_Mat occlusion); drawn without it",
+        "BoomBox.gltf: texture 'BoomBox_occlusionRoughnessMetallic.png' not found (material "
+        "'BoomBox_Mat' metallic-roughness; material 'BoomBox_Mat' occlusion); drawn without it",
         "WaterBottle.gltf: material 'BottleMat': emissive factor (1, 1, 1) without an emissive "
         "texture: the whole surface glows (as the file says)"]
 
@@ -276,9 +276,10 @@ def test_obj_mtl_colours_textures_and_normal_maps(tmp_path):
         mesh = load_mesh(tmp_path / "scene.obj")
     text = sorted(str(w.message) for w in caught)
     assert text == sorted([
-        "scene.obj: texture 'gone.png' not found (scene.mtl map_Kd); drawn without it",
-        "scene.obj: map_Bump 'height.png' is a height map (grey); bump maps are not supported, "
-        "normal maps are: drawn without it",
+        "scene.obj: texture 'gone.png' not found (material 'lost' map_Kd, scene.mtl line 11); "
+        "drawn without it",
+        "scene.obj: material 'bumpy': map_Bump 'height.png' is a height map (grey); bump maps "
+        "are not supported, normal maps are: drawn without it",
         "scene.obj: MTL statements not supported, ignored: map_Ks"])
     mats = {m.name: m for m in mesh.materials}
     assert sorted(mats) == ["bumpy", "lost", "painted"]
@@ -329,6 +330,6 @@ def test_an_unreadable_texture_file_is_named(tmp_path):
         warnings.simplefilter("always", MeshWarning)
         mesh = load_mesh(tmp_path / "box.gltf")
     text = [str(w.message) for w in caught]
-    assert len(text) == 1 and text[0].startswith(f"box.gltf: texture {uri!r} cannot be read (")
-    assert text[0].endswith("paint base colour); drawn without it")
+    assert len(text) == 1 and text[0].startswith(f"box.gltf: texture {uri!r} cannot be read: ")
+    assert text[0].endswith("(material 'paint' base colour); drawn without it")
     assert mesh.materials[0].base_color_texture == -1

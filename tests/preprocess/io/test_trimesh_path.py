@@ -53,3 +53,20 @@ def test_glb_normals_transformed_by_inverse_transpose(tmp_path):
     pos = mesh.positions[mesh.wedge_position] / np.array([2.0, 1, 1], dtype=np.float32)
     dist = np.linalg.norm(pos[:, None, :] - ico.vertices[None, :, :], axis=2)
     np.testing.assert_allclose(mesh.wedge_normal, expect[dist.argmin(axis=1)], atol=1e-5)
+
+
+def test_quiet_silences_trimesh_and_keeps_our_warnings():
+    # flatten runs inside quiet(): its MeshWarnings (per-face colours, NaN colours) were
+    # silenced with trimesh's own
+    import warnings
+
+    from preprocess.io.trimesh_path import quiet
+    from preprocess.mesh import MeshWarning, mesh_warning
+
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        with quiet():
+            warnings.warn("trimesh's own", UserWarning, stacklevel=1)
+            mesh_warning("x.ply: per-face colours are not supported; drawn without them")
+    assert [(w.category, str(w.message)) for w in got] == [
+        (MeshWarning, "x.ply: per-face colours are not supported; drawn without them")]
