@@ -36,7 +36,7 @@ from preprocess.io.gltf_accessors import (
     check_accessors,
     decode_data_uri,
 )
-from preprocess.io.gltf_nodes import drawn, flat_tree, placements, walk
+from preprocess.io.gltf_nodes import default_nodes, drawn, flat_tree, placements, walk
 from preprocess.io.gltf_primitives import DRACO, draco_available, packed_tree
 from preprocess.io.gltf_materials import check_materials, material_extensions
 from preprocess.io.gltf_refs import check_refs
@@ -120,7 +120,7 @@ def _check_gltf(path: Path, file_type: str, label: str) -> dict:
     check_materials(tree, path, label, (28 + len(text), binary) if binary >= 0
                     else None)  # the BIN chunk follows the JSON's and its header
     _check_gltf_scene_features(tree, label)
-    return tree
+    return default_nodes(tree, label)
 
 
 def _check_gltf_scene_features(tree: dict, label: str) -> None:
@@ -218,8 +218,9 @@ def gltf_parts(path: Path, tree: dict) -> list[tuple]:
     label = path.name
     placed = placements(walk(tree, label))
     if not placed:
-        raise MeshError(f"{label}: no node of its scene places a mesh (the file has "
-                        f"{len(tree.get('meshes') or [])} meshes)")
+        count = len(tree.get("meshes") or [])
+        raise MeshError(f"{label}: no node of its scene places a mesh (the file has {count} "
+                        f"mesh{'es' * (count != 1)})")
     return _scene_parts(path, flat_tree(tree, drawn(placed, label)))
 
 

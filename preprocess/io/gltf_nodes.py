@@ -7,7 +7,10 @@ rotation and scale) and perhaps a mesh; a node's world transform is its parent's
 nodes that place a mesh; `flat_tree` gives trimesh a tree of those alone, each a root with its
 world matrix, so that however deep the file's tree, trimesh's graph is one level deep. A node
 that scales its mesh to nothing (a singular transform, as the renderer tests it) draws nothing:
-`drawn` leaves it out with a warning.
+`drawn` leaves it out with a warning. A node with both a `matrix` and TRS properties (glTF allows
+one or the other) is drawn with its matrix, as glTF viewers do, and named; a rotation that is
+not a unit quaternion is normalized, one of length zero is one line. A file with meshes and no
+nodes at all (`default_nodes`) draws each mesh once where it is, named.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import numpy as np
 from preprocess.mesh import MeshError, mesh_warning
 from preprocess.tess.scene_file import is_singular
 
-__all__ = ["drawn", "flat_tree", "local_matrix", "placements", "walk"]
+__all__ = ["default_nodes", "drawn", "flat_tree", "local_matrix", "placements", "walk"]
 
 
 def local_matrix(node: dict) -> np.ndarray:
@@ -29,7 +32,8 @@ def local_matrix(node: dict) -> np.ndarray:
     if "scale" in node:
         m = np.diag([*np.asarray(node["scale"], np.float64), 1.0]) @ m
     if "rotation" in node:
-        x, y, z, w = np.asarray(node["rotation"], np.float64)
+        q = np.asarray(node["rotation"], np.float64)
+        x, y, z, w = q / np.linalg.norm(q)  # `walk` refused a zero quaternion
         r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
                       [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
                       [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
@@ -64,12 +68,40 @@ def walk(tree: dict, label: str) -> list[tuple[int, dict, np.ndarray]]:
             raise MeshError(f"{label}: {_revisit(i, above, parent_of)}")
         parent_of[i] = above
         node = nodes[i]
+        _check_local(i, node, label)
         world = parent @ local_matrix(node)
         if not np.isfinite(world).all():
             raise MeshError(f"{label}: node {i}'s transform is not finite")
         out.append((i, node, world))
         stack.extend((int(c), world, i) for c in reversed(node.get("children") or []))
     return out
+
+
+def _check_local(i: int, node: dict, label: str) -> None:
+    """A rotation of length zero is one line; a matrix beside TRS properties is named (the
+    matrix is drawn). The values' types were checked by `gltf_refs.check_refs`."""
+    if "rotation" in node and not np.linalg.norm(np.asarray(node["rotation"], np.float64)) > 0:
+        raise MeshError(f"{label}: node {i}: rotation {node['rotation']} is not a rotation (a "
+                        f"quaternion of length zero)")
+    trs = [k for k in _TRANSFORM[1:] if k in node]
+    if "matrix" in node and trs:
+        mesh_warning(f"{label}: node {i} has both a matrix and {', '.join(trs)} (glTF allows one "
+                     f"or the other): drawn with the matrix")
+
+
+def default_nodes(tree: dict, label: str) -> dict:
+    """`tree`, or where it has meshes and no nodes at all (nothing places them), a copy with one
+    node for each mesh, at the origin, named in a warning (trimesh drew them so)."""
+    meshes = tree.get("meshes") or []
+    if tree.get("nodes") or not meshes:
+        return tree
+    mesh_warning(f"{label}: no node places its {len(meshes)} mesh{'es' * (len(meshes) != 1)}: "
+                 f"each drawn once where it is")
+    t = dict(tree)
+    t["nodes"] = [{"mesh": m} for m in range(len(meshes))]
+    t["scenes"] = [{"nodes": list(range(len(meshes)))}]
+    t["scene"] = 0
+    return t
 
 
 def _revisit(i: int, above: int, parent_of: dict[int, int]) -> str:
@@ -114,7 +146,8 @@ def _flat_node(node: dict, mesh: int, world: np.ndarray) -> dict:
     """A root node placing `mesh` at `world`: with the node's own transform where that is its
     world (a root: trimesh composes it as it always did, to the bit), else the world matrix
     (column-major)."""
-    if np.array_equal(world, local_matrix(node)):
+    if np.array_equal(world, local_matrix(node)) and not (
+            "matrix" in node and any(k in node for k in _TRANSFORM[1:])):
         return {"mesh": mesh, **{k: node[k] for k in _TRANSFORM if k in node}}
     return {"mesh": mesh, "matrix": [float(x) for x in world.T.reshape(-1)]}
 

@@ -69,3 +69,49 @@ def test_a_node_scaled_to_nothing_is_left_out_with_a_warning(tmp_path, gltf_buil
         said = load_error(only.write(tmp_path / "flat.glb"))
     assert said == ("flat.glb: nothing to draw: every node that places a mesh scales it to "
                     "nothing (a singular transform)")
+
+
+def _load_said(path) -> tuple[object, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MeshWarning)
+        mesh = load_mesh(path)
+    return mesh, [str(w.message) for w in caught if issubclass(w.category, MeshWarning)]
+
+
+def test_a_matrix_beside_trs_is_drawn_as_the_matrix_and_named(tmp_path, gltf_builder):
+    # glTF allows a matrix or TRS; with both, the walk used the matrix and trimesh composed both
+    # (the sphere landed 1 further along x than the walk had placed it)
+    b = gltf_builder()
+    matrix = np.eye(4)
+    matrix[:3, 3] = [5, 0, 0]
+    b.node(mesh=b.mesh(b.triangles(V, F)), matrix=matrix.T.reshape(-1).tolist(),
+           translation=[1, 2, 3])
+    mesh, said = _load_said(b.write(tmp_path / "both.glb"))
+    np.testing.assert_allclose(mesh.positions.mean(0), V.mean(0) + [5, 0, 0], atol=1e-5)
+    assert said == ["both.glb: node 0 has both a matrix and translation (glTF allows one or the "
+                    "other): drawn with the matrix"]
+
+
+def test_a_rotation_is_normalized_and_one_of_length_zero_is_one_line(tmp_path, gltf_builder,
+                                                                     load_error):
+    b = gltf_builder()
+    b.node(mesh=b.mesh(b.triangles(V, F)), rotation=[0, 0, 2, 2], translation=[3, 0, 0])
+    mesh, _ = _load_said(b.write(tmp_path / "long.glb"))
+    turned = V @ np.array([[0, 1, 0], [-1, 0, 0], [0, 0, 1]]) + [3, 0, 0]  # 90 degrees about z
+    np.testing.assert_allclose(np.sort(mesh.positions, 0), np.sort(turned, 0), atol=1e-5)
+    b = gltf_builder()
+    b.node(mesh=b.mesh(b.triangles(V, F)), rotation=[0, 0, 0, 0])
+    assert load_error(b.write(tmp_path / "zero.glb")) == (
+        "zero.glb: node 0: rotation [0, 0, 0, 0] is not a rotation (a quaternion of length zero)")
+
+
+def test_meshes_without_nodes_are_drawn_once_where_they_are(tmp_path, gltf_builder):
+    # nothing places them: refused as "no node of its scene places a mesh" (trimesh drew them)
+    b = gltf_builder()
+    b.mesh(b.triangles(V, F))
+    b.mesh(b.triangles(V + [4, 0, 0], F))
+    assert not b.tree.get("nodes")
+    mesh, said = _load_said(b.write(tmp_path / "bare.gltf"))
+    assert mesh.triangle_count == 2 * len(F)
+    np.testing.assert_allclose(mesh.positions.max(0), V.max(0) + [4, 0, 0], atol=1e-5)
+    assert said == ["bare.gltf: no node places its 2 meshes: each drawn once where it is"]
