@@ -87,7 +87,7 @@ def test_a_matrix_beside_trs_is_drawn_as_the_matrix_and_named(tmp_path, gltf_bui
     b.node(mesh=b.mesh(b.triangles(V, F)), matrix=matrix.T.reshape(-1).tolist(),
            translation=[1, 2, 3])
     mesh, said = _load_said(b.write(tmp_path / "both.glb"))
-    np.testing.assert_allclose(mesh.positions.mean(0), V.mean(0) + [5, 0, 0], atol=1e-5)
+    np.testing.assert_allclose(mesh.positions.mean(0), V.mean(0) + np.array([5, 0, 0]), atol=1e-5)
     assert said == ["both.glb: node 0 has both a matrix and translation (glTF allows one or the "
                     "other): drawn with the matrix"]
 
@@ -109,9 +109,9 @@ def test_meshes_without_nodes_are_drawn_once_where_they_are(tmp_path, gltf_build
     # nothing places them: refused as "no node of its scene places a mesh" (trimesh drew them)
     b = gltf_builder()
     b.mesh(b.triangles(V, F))
-    b.mesh(b.triangles(V + [4, 0, 0], F))
+    b.mesh(b.triangles(V + np.float32([4, 0, 0]), F))
     assert not b.tree.get("nodes")
     mesh, said = _load_said(b.write(tmp_path / "bare.gltf"))
     assert mesh.triangle_count == 2 * len(F)
-    np.testing.assert_allclose(mesh.positions.max(0), V.max(0) + [4, 0, 0], atol=1e-5)
+    np.testing.assert_allclose(mesh.positions.max(0), V.max(0) + np.array([4, 0, 0]), atol=1e-5)
     assert said == ["bare.gltf: no node places its 2 meshes: each drawn once where it is"]
