@@ -3,14 +3,16 @@
 An OBJ that names an MTL file beside it (`has_material_library`) is read through trimesh, which
 reads the materials' names and ``Kd``; `mtl_extras` then reads the rest here, with the policy of
 the glTF loader (`preprocess.io.gltf_materials`, README "Input rules"): the textures (``map_Kd``,
-and the normal maps ``norm``, ``map_Bump``, ``bump``; trimesh is handed the MTL files without
-their ``map_Kd`` lines, `trimesh_path.file_resolver`) with their options (``-bm`` applied to a
+and the normal maps ``norm``, ``map_Bump``, ``bump``; trimesh is handed only the MTL files'
+``newmtl`` and well-formed ``Kd`` lines, `for_trimesh`) with their options (``-bm`` applied to a
 normal map, the others named: Tessera has no texture transform), a path relative to the MTL
-file's folder, above it or absolute, and a name with spaces; a texture that cannot be read is
+file's folder, above it or absolute, a name with spaces, in quotes or with ``\\`` separators
+(`find_file`); a texture that cannot be read is
 named with why, the material, the statement and its line, and the material is drawn without it.
 A ``Kd`` that is not numbers is named and drawn as a material without ``Kd`` is; transparency
-(``d`` < 1, ``Tr`` > 0) is named and drawn opaque, as glTF's BLEND; a library missing and the
-statements not drawn are named (`has_material_library`, where the file is first read).
+(``d`` < 1, ``Tr`` > 0) is named and drawn opaque, as glTF's BLEND; a library missing or not
+text, a ``usemtl`` no library defines (`has_material_library`, where the file is first read) and
+the statements not drawn are named.
 """
 
 from __future__ import annotations
