@@ -3,14 +3,16 @@
 An OBJ that names an MTL file beside it (`has_material_library`) is read through trimesh, which
 reads the materials' names and ``Kd``; `mtl_extras` then reads the rest here, with the policy of
 the glTF loader (`preprocess.io.gltf_materials`, README "Input rules"): the textures (``map_Kd``,
-and the normal maps ``norm``, ``map_Bump``, ``bump``; trimesh is handed the MTL files without
-their ``map_Kd`` lines, `trimesh_path.file_resolver`) with their options (``-bm`` applied to a
+and the normal maps ``norm``, ``map_Bump``, ``bump``; trimesh is handed only the MTL files'
+``newmtl`` and well-formed ``Kd`` lines, `for_trimesh`) with their options (``-bm`` applied to a
 normal map, the others named: Tessera has no texture transform), a path relative to the MTL
-file's folder, above it or absolute, and a name with spaces; a texture that cannot be read is
+file's folder, above it or absolute, a name with spaces, in quotes or with ``\\`` separators
+(`find_file`); a texture that cannot be read is
 named with why, the material, the statement and its line, and the material is drawn without it.
 A ``Kd`` that is not numbers is named and drawn as a material without ``Kd`` is; transparency
-(``d`` < 1, ``Tr`` > 0) is named and drawn opaque, as glTF's BLEND; a library missing and the
-statements not drawn are named (`has_material_library`, where the file is first read).
+(``d`` < 1, ``Tr`` > 0) is named and drawn opaque, as glTF's BLEND; a library missing or not
+text, a ``usemtl`` no library defines (`has_material_library`, where the file is first read) and
+the statements not drawn are named.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from preprocess.io.text import Raw
+from preprocess.io.text import Raw, is_text, line_number
 from preprocess.materials import (
     Material,
     Texture,
@@ -45,18 +47,104 @@ def mtl_library_names(raw: Raw) -> list[str]:
     return [m.group(1).strip().decode("utf-8", "replace") for m in _MTLLIB.finditer(raw)]
 
 
+def find_file(folder: Path, name: str) -> Path:
+    """The file an MTL or OBJ line names, relative to ``folder`` (or absolute): as written, or
+    else without the double quotes some exporters put around it, or else with its ``\\`` read
+    as ``/`` (a Windows exporter's ``sub\\tex.png``); as written where none of these is a file
+    (the caller names it as written)."""
+    tried = [name]
+    if len(name) > 2 and name[0] == name[-1] == '"':
+        tried.append(name[1:-1])
+    tried += [n.replace("\\", "/") for n in tried if "\\" in n]
+    return next((folder / n for n in tried if (folder / n).is_file()), folder / name)
+
+
+def printable(text: str) -> str:
+    """Text from a file as a message shows it: control characters escaped, as repr does."""
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
 def has_material_library(raw: Raw, path: Path, label: str | None = None) -> bool:
-    """Whether an OBJ names an MTL file that exists beside it (its materials need trimesh).
-    ``label``: those it names and are not there are named in a `MeshWarning` (their materials
-    are drawn as the default material: the caller reads each file once, `read_parts`)."""
+    """Whether an OBJ names an MTL file that is there beside it and is text (its materials need
+    trimesh). ``label``: what is lost is named in `MeshWarning`s, by the caller that reads the
+    file first (`read_parts`; an OBJ scene once): the libraries it names that are not there or
+    not text, and where none is lost, the `usemtl` names no library defines (their faces are
+    drawn with the default material)."""
     names = mtl_library_names(raw)
-    missing = [n for n in names if not (path.parent / n).is_file()]
-    if missing and label is not None:
-        mesh_warning(f"{label}: material librar{'y' if len(missing) == 1 else 'ies'} "
-                     f"{', '.join(map(repr, missing))} not found (mtllib); the faces of "
-                     f"{'its' if len(missing) == 1 else 'their'} materials drawn with the "
-                     f"default material")
-    return len(missing) < len(names)
+    files = [find_file(path.parent, n) for n in names]
+    missing = [n for n, f in zip(names, files, strict=True) if not f.is_file()]
+    binary = [n for n, f in zip(names, files, strict=True) if f.is_file() and not _is_text(f)]
+    if label is not None:
+        if missing:
+            mesh_warning(f"{label}: material librar{'y' if len(missing) == 1 else 'ies'} "
+                         f"{', '.join(map(repr, missing))} not found (mtllib); the faces of "
+                         f"{'its' if len(missing) == 1 else 'their'} materials drawn with the "
+                         f"default material")
+        for n in binary:
+            mesh_warning(f"{label}: material library {n!r} is not text: drawn with the default "
+                         f"material")
+        if not missing and not binary:
+            _warn_undefined_materials(raw, path, label)
+    return len(missing) + len(binary) < len(names)
+
+
+def _is_text(mtl: Path) -> bool:
+    with mtl.open("rb") as f:
+        if mtl.stat().st_size == 0:
+            return True
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as raw:
+            return is_text(raw)
+
+
+_USEMTL = re.compile(rb"^[ \t]*usemtl[ \t]+([^\r\n]*)", re.MULTILINE)
+
+
+def _warn_undefined_materials(raw: Raw, path: Path, label: str) -> None:
+    """Name once, with its first line, each `usemtl` name no `newmtl` of the OBJ's libraries
+    defines (trimesh drew its faces with a placeholder material, the fast reader with none)."""
+    if raw.find(b"usemtl") < 0:
+        return
+    defined = {" ".join(words[1:]) for _, text in library_texts(path)
+               for words in map(str.split, text.splitlines())
+               if words and words[0].lower() == "newmtl"}
+    said: set[str] = set()
+    for m in _USEMTL.finditer(raw):
+        name = m.group(1).decode("utf-8", "replace").strip()
+        if name and name not in defined and name not in said:
+            said.add(name)
+            mesh_warning(f"{label}: usemtl {name!r} (line {line_number(raw, m.start())}): no"
+                         f" material library defines it; drawn with the default material")
+
+
+def library_texts(obj: Path) -> list[tuple[Path, str]]:
+    """(file, its text) of each MTL file an OBJ names that is there and is text, in its order
+    (bytes that are not UTF-8 read as U+FFFD: trimesh, handed them, lost the whole library)."""
+    texts = []
+    for mtl in library_files(obj):
+        data = mtl.read_bytes()
+        if is_text(data):
+            texts.append((mtl, data.decode("utf-8", "replace")))
+    return texts
+
+
+def for_trimesh(obj: Path) -> bytes:
+    """The MTL text trimesh is handed for an OBJ (one file for all of its libraries: it reads
+    the first ``mtllib`` only): the ``newmtl`` lines and the ``Kd`` of one or three numbers, as
+    three (the spec's ``Kd 0.5`` is grey), all it reads that Tessera draws. trimesh's
+    ``parse_mtl`` dropped the whole library, without a word, on a ``Kd`` of one value, on bytes
+    not UTF-8, and took ``map_Kd -s 2 2 tex.png``'s options for the file's name; `mtl_extras`
+    reads the rest, and names what is wrong."""
+    kept = []
+    for _, text in library_texts(obj):
+        for line in text.splitlines():
+            words = line.split()
+            key = words[0].lower() if words else ""
+            values = [_number(w) for w in words[1:]]
+            if key == "newmtl":
+                kept.append(line)
+            elif key == "kd" and len(values) in (1, 3) and None not in values:
+                kept.append("Kd " + " ".join(words[1:] * (3 // len(values))))
+    return "\n".join(kept).encode()
 
 
 _MTL_DRAWN = {"newmtl", "kd", "ka", "ks", "ns", "ni", "map_kd", "illum", "map_bump", "bump",
@@ -106,8 +194,8 @@ def mtl_extras(mesh: Mesh, obj: Path, label: str) -> None:
     """Read what trimesh leaves of an OBJ's MTL files into `mesh`'s materials (see the module's
     docstring), naming in `MeshWarning`s what is left out."""
     reader = _MtlReader(mesh, label)
-    for mtl in library_files(obj):
-        reader.read(mtl)
+    for mtl, text in library_texts(obj):
+        reader.read(mtl, text)
     reader.finish()
 
 
@@ -119,7 +207,7 @@ def library_files(obj: Path) -> list[Path]:
             return []
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as raw:
             names = mtl_library_names(raw)
-    return [obj.parent / n for n in names if (obj.parent / n).is_file()]
+    return [f for f in (find_file(obj.parent, n) for n in names) if f.is_file()]
 
 
 class _MtlReader:
@@ -136,9 +224,9 @@ class _MtlReader:
         self.unread: dict[tuple[str, str | None], list[str]] = {}  # (name, problem) -> uses
         self.blending: set[str] = set()
 
-    def read(self, mtl: Path) -> None:
+    def read(self, mtl: Path, text: str) -> None:
         current = None
-        for n, line in enumerate(mtl.read_text(errors="replace").splitlines(), 1):
+        for n, line in enumerate(text.splitlines(), 1):
             words = line.split()
             if not words or words[0].startswith("#"):
                 continue
@@ -202,7 +290,7 @@ class _MtlReader:
         if self.mesh.wedge_uv is None:
             self.without_uvs = True
             return
-        index = self._load(mtl.parent / name, name, not normal,
+        index = self._load(find_file(mtl.parent, name), name, not normal,
                            f"material {material.name!r} {statement}, {where}")
         if index is None:
             return
@@ -247,4 +335,4 @@ class _MtlReader:
             warn_textures_without_uvs(self.label)
         if self.unknown:
             mesh_warning(f"{self.label}: MTL statements not supported, ignored: "
-                         f"{', '.join(sorted(self.unknown))}")
+                         f"{', '.join(sorted(map(printable, self.unknown)))}")

@@ -877,13 +877,20 @@ def after_trimesh(parts: list[tuple], raw: Raw, path: Path, label: str,
                   coloured: bool) -> list[tuple]:
     """The parts trimesh read of an OBJ (``coloured``: whether one has vertex colours): a
     `MeshWarning` where it dropped 'v x y z r g b' colours (it keeps them only where a geometry
-    has no uvs), and its placeholder materials dropped where the file names no MTL file."""
+    has no uvs), and its placeholder materials dropped (`without_placeholders`)."""
     if not coloured and _OBJ_COLOURED.search(raw):
         mesh_warning(f"{label}: vertex colours beside uvs in a file read through trimesh (for its "
                      f"materials or an unusual line): drawn without them")
-    if not has_material_library(raw, path):  # trimesh's placeholder materials
-        return [(*part[:5], None) for part in parts]
-    return parts
+    return without_placeholders(parts, has_material_library(raw, path))
+
+
+def without_placeholders(parts: list[tuple], mtl: bool) -> list[tuple]:
+    """trimesh's parts of an OBJ with the materials it made up left out (the faces drawn with
+    the default material): all where the file has no MTL library (``mtl``), else those of a
+    `usemtl` no library defines, a grey 2 x 2 texture (`has_material_library` named them; it is
+    handed no ``map_Kd``, `mtl.for_trimesh`, so a material with an image is one of these)."""
+    return [(*part[:5], None if not mtl or getattr(part[5], "image", None) is not None
+             else part[5]) for part in parts]
 
 
 def mesh_from_obj_text(path: Path, data: bytes, *, name: str,
@@ -913,8 +920,7 @@ def mesh_from_obj_text(path: Path, data: bytes, *, name: str,
             except Exception as exc:
                 raise MeshError(f"{label}: cannot read object {name!r}: {one_line(exc)}"
                                 ) from None
-        if not mtl:  # trimesh's placeholder materials
-            parts = [(*part[:5], None) for part in parts]
+        parts = without_placeholders(parts, mtl)
     if not parts:
         raise MeshError(f"{label}: object {name!r} has no triangles")
     mesh = merge_and_weld(parts, name=name, source=label, crease_angle=crease_angle)

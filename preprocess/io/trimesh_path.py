@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import urllib.parse
 import warnings
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from preprocess.io.mtl import library_files
+from preprocess.io.mtl import for_trimesh
 from preprocess.materials import (
     Material,
     Texture,
@@ -79,25 +78,19 @@ def load_scene_from(trimesh, source, file_type: str, path: str | os.PathLike):
                             resolver=resolver)
 
 
-_MAP_KD = re.compile(rb"^[ \t]*map_kd\b[^\r\n]*", re.IGNORECASE | re.MULTILINE)
-
-
 def file_resolver(trimesh, path: str | os.PathLike, *, uri: bool = False, obj: bool = False):
     """trimesh's resolver of the files a mesh file names, as Tessera reads them: a path relative
     to the mesh's folder, above it too (trimesh 5 refuses ``../x.png`` and then reads a file of
     the same name in the folder instead, if any), or absolute. ``uri``: names are URIs,
     percent-decoded (glTF: ``my%20tex.png``; trimesh does not decode them). ``obj``: the OBJ at
-    ``path``: trimesh asks for its first ``mtllib`` only, and is handed all of its MTL files that
-    are there (`mtl.library_files`: a first one missing lost the others' materials), without
-    their ``map_Kd`` lines: `preprocess.io.mtl.mtl_extras` reads those textures itself (trimesh
-    took the options of ``map_Kd -s 2 2 tex.png`` for the file's name and dropped the texture
-    without a word)."""
+    ``path``: trimesh asks for its first ``mtllib`` only, and is handed what it reads of all of
+    its MTL files that are there (`mtl.for_trimesh`: a first one missing lost the others'
+    materials; no ``map_Kd``: `preprocess.io.mtl.mtl_extras` reads the textures itself)."""
 
     class Resolver(trimesh.resolvers.FilePathResolver):  # made here: trimesh loads lazily
         def get(self, name: str) -> bytes:
             if obj:
-                return b"\n".join(_MAP_KD.sub(b"", mtl.read_bytes())
-                                  for mtl in library_files(Path(path)))
+                return for_trimesh(Path(path))
             name = name.strip()
             return (Path(self.parent) / (urllib.parse.unquote(name) if uri else name)
                     ).read_bytes()

@@ -280,8 +280,8 @@ def test_a_texture_transform_not_listed_as_used_is_named(tmp_path):
 def obj_quad(folder: Path, mtl: str, *, mtllib: str | None = "quad.mtl",
              normals: str = "") -> Path:
     """An OBJ quad with uvs, its faces using material 'paint', naming ``mtllib`` (None: no
-    mtllib line; ``mtl`` written as quad.mtl), bad.png (not an image) beside it; ``normals``: vn
-    lines, each corner using the first."""
+    mtllib line, nor usemtl; ``mtl`` written as quad.mtl), bad.png (not an image) beside it;
+    ``normals``: vn lines, each corner using the first."""
     folder.mkdir(exist_ok=True)
     (folder / "quad.mtl").write_text(mtl)
     (folder / "bad.png").write_bytes(b"<html>not an image</html>")
@@ -289,7 +289,8 @@ def obj_quad(folder: Path, mtl: str, *, mtllib: str | None = "quad.mtl",
     (folder / "quad.obj").write_text(
         (f"mtllib {mtllib}\n" if mtllib else "")
         + "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\n"
-        f"{normals}usemtl paint\nf 1/1{n} 2/2{n} 3/3{n}\nf 1/1{n} 3/3{n} 4/4{n}\n")
+        + normals + "usemtl paint\n" * bool(mtllib)
+        + f"f 1/1{n} 2/2{n} 3/3{n}\nf 1/1{n} 3/3{n} 4/4{n}\n")
     return folder / "quad.obj"
 
 
@@ -457,3 +458,63 @@ def test_a_texture_of_16384_texels_a_side_is_read_and_downsized(tmp_path, capsys
         t = f.sections["textures"][0]
         assert (t["width"], t["height"], t["mips"]) == (2048, 2048, 12)
         assert f.sections["texels"][0] == 0xFF000000 | PAINT[2] << 16 | PAINT[1] << 8 | PAINT[0]
+
+
+# ------------------------------------------------- MTL cases once silently wrong (issue 33, part 5)
+
+
+def test_a_kd_of_one_value_is_grey_and_keeps_the_library(tmp_path):
+    # the spec's 'Kd 0.5' is g = b = r; trimesh failed on the whole library, every material lost
+    mesh, said = loaded(obj_quad(tmp_path, "newmtl paint\nKd 0.5\nnewmtl other\nKd 1 0 0\n"))
+    assert said == []
+    (m,) = mesh.materials
+    assert m.name == "paint" and np.allclose(m.base_color, (0.5, 0.5, 0.5, 1.0), atol=1 / 255)
+
+
+@pytest.mark.parametrize("mtllib", ["quad.mtl", None])
+def test_a_usemtl_no_library_defines_is_named_once(mtllib, tmp_path):
+    # read through trimesh (a library there) and by the fast reader (none): the faces of the
+    # name drawn with the default material (trimesh's made-up grey 2 x 2 texture, without a word)
+    path = obj_quad(tmp_path, "newmtl paint\nKd 1 0 0\n", mtllib=mtllib)
+    text = path.read_text().replace("f 1/1 3/3 4/4", "usemtl nothere\nf 1/1 3/3 4/4")
+    path.write_text(text + "v 2 0 0\nvt 0 0\nusemtl nothere\nf 2/2 5/5 3/3\n")
+    mesh, said = loaded(path)
+    assert said == [f"quad.obj: usemtl 'nothere' (line {12 if mtllib else 10}): no material "
+                    f"library defines it; drawn with the default material"]
+    assert not mesh.textures
+    assert sorted(m.name for m in mesh.materials) == ([] if mtllib is None
+                                                      else ["default", "paint"])
+
+
+def test_a_material_library_that_is_not_text_is_named_in_one_clean_line(tmp_path):
+    path = obj_quad(tmp_path, "")
+    (tmp_path / "quad.mtl").write_bytes(b"\x00\xff\xfe\x1b[31m" * 50)
+    mesh, said = loaded(path)
+    assert said == ["quad.obj: material library 'quad.mtl' is not text: drawn with the default "
+                    "material"]
+    assert mesh.materials == [] and not mesh.textures
+
+
+def test_a_statement_from_the_file_is_named_without_its_control_characters(tmp_path):
+    _, said = loaded(obj_quad(tmp_path, "newmtl paint\nKd 1 0 0\nmap\u202eKd x\n"))
+    assert said == ["quad.obj: MTL statements not supported, ignored: map\\u202eKd"]
+
+
+@pytest.mark.parametrize("statement, mtllib", [
+    ("map_Kd sub\\tex.png", "quad.mtl"),  # Windows separators, common in real exports
+    ('map_Kd "tex.png"', "quad.mtl"),  # quoted, as some exporters write it
+    ('map_Kd "sub\\tex.png"', "sub\\quad.mtl"),
+])
+def test_a_windows_or_quoted_name_is_read(statement, mtllib, tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "tex.png").write_bytes(png())
+    (tmp_path / "tex.png").write_bytes(png())
+    path = obj_quad(tmp_path, "", mtllib=mtllib)
+    where = tmp_path / "sub" if "\\" in mtllib else tmp_path
+    (where / "quad.mtl").write_text(f"newmtl paint\nKd 1 1 1\n{statement}\n")
+    if "\\" in mtllib:
+        (where / "tex.png").write_bytes(png((0, 0, 255)))  # sub/sub/tex.png is meant
+        (where / "sub").mkdir()
+        (where / "sub" / "tex.png").write_bytes(png())
+    mesh, said = loaded(path)
+    assert said == [] and painted(mesh)
