@@ -327,6 +327,7 @@ def _render(args: argparse.Namespace, job: LoadJob | None, stop: StopSignals) ->
         why = _precision_error(cam, args.size[1], center, radius)
         if why:
             return _error(why)
+        stop.check()  # a signal held back while wgpu opened the GPU and took the scene
         res = r.render_converged(cam, debug_view=args.debug)  # streaming: all detail in
     except (*_runtime_errors(), ValueError) as e:
         return _error(str(e))

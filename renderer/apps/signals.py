@@ -15,13 +15,14 @@ would release it leaks the lock: numba's compiler lock (a Python `__enter__` aro
 was left held by the main thread, a worker loading its first kernel waited on it forever, and
 the interrupted build never exited (1 in ~500 signals at a random moment; CI saw it twice).
 Here the handler records the signal and raises only at a safe point: where no frame of the main
-thread belongs to such a module (`_HELD`: numba, llvmlite, threading, concurrent.futures, the
-import machinery, ...). Otherwise the signal waits for the next check (`StopSignals.check`):
+thread belongs to such a module (`_HELD`: numba, llvmlite, threading, concurrent.futures, wgpu,
+the import machinery, ...). Otherwise the signal waits for the next check (`StopSignals.check`):
 every progress report of a build, up to the one just before the final rename, raises for a
-recorded signal (a few milliseconds apart in a warm build), and an error that follows a signal is
-reported as the interrupt. Only what Python does before a command's `main` runs (about 30 ms: the
-interpreter, `site`, the command module's few imports) is outside; the heavy imports (numpy,
-numba, the builder, wgpu) happen inside `main`.
+recorded signal (a few milliseconds apart in a warm build), `tessera render` checks once the GPU
+is open and the scene uploaded and once the frame is drawn, and an error that follows a signal
+is reported as the interrupt. Only what Python does before a command's `main` runs (about 30
+ms: the interpreter, `site`, the command module's few imports) is outside; the heavy imports
+(numpy, numba, the builder, wgpu) happen inside `main`.
 
 `tessera view` and `tessera bench` keep Python's own handler: their loops draw frame after frame
 with no progress report where a signal held back could be raised.
@@ -165,9 +166,10 @@ def stopped(line: str, status: int) -> int:
 
 
 # where a KeyboardInterrupt must not be raised (`_safe_to_raise`): modules that take locks in
-# Python code or are called back by native code, and the import machinery
+# Python code or are called back by native code or leave objects half made, and the import
+# machinery
 _HELD = ("numba", "llvmlite", "tqdm", "concurrent.futures", "logging", "threading", "queue",
-         "contextlib")
+         "contextlib", "wgpu")
 
 
 def _held_roots() -> tuple[str, ...]:
@@ -188,8 +190,11 @@ def _safe_to_raise(frame: FrameType | None) -> bool:
     (numba's compiler lock, `threading.Condition` under every `Future.result`, tqdm's lock, an
     import's module lock: a worker then waits forever), or are called back by native code
     (an llvmlite ctypes callback swallows the exception and the build wrote its file; numba's
-    `_numba_unpickle` raising crashed the process). Elsewhere (our code, numpy's, the
-    loaders') it raises at once, as Python's own handler would."""
+    `_numba_unpickle` raising crashed the process; wgpu's cffi callbacks), or leave an object
+    half made (a wgpu object stopped in its constructor printed "Exception ignored in
+    GPUObjectBase.__del__" and a traceback when it was collected, 1 in ~30 signals mid-frame).
+    Elsewhere (our code, numpy's, the loaders') it raises at once, as Python's own handler
+    would."""
     roots = _held_roots()
     while frame is not None:
         if frame.f_code.co_filename.startswith(roots):

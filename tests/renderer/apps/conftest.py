@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 # a command's main(argv) (argv[1]: its module), with an fsync that sleeps
 # TESSERA_TEST_FSYNC_DELAY seconds first: "during the write" becomes a window a test can hit,
-# and no signal arrives after the work is done
+# and no signal arrives after the work is done; with TESSERA_TEST_MARK ("module:Class.method
+# path"), a file at path appears each time that method has returned: a moment with no file
+# of its own
 _CHILD = """
 import importlib, os, sys, time
 fsync = os.fsync
@@ -28,6 +30,17 @@ def slow_fsync(fd):
     time.sleep(float(os.environ.get("TESSERA_TEST_FSYNC_DELAY", "0")))
     fsync(fd)
 os.fsync = slow_fsync
+if os.environ.get("TESSERA_TEST_MARK"):
+    where, path = os.environ["TESSERA_TEST_MARK"].split(" ", 1)
+    module, name = where.split(":")
+    owner, method = name.split(".")
+    cls = getattr(importlib.import_module(module), owner)
+    real = getattr(cls, method)
+    def marked(*args, **kwargs):
+        out = real(*args, **kwargs)
+        open(path, "a").close()
+        return out
+    setattr(cls, method, marked)
 sys.exit(importlib.import_module(sys.argv[1]).main(sys.argv[2:]))
 """
 
@@ -50,13 +63,17 @@ class _SignalChild:
         self.children: list[subprocess.Popen] = []
 
     def start(self, module: str, args: list[str], *, fsync_delay: float = 0.0,
-              as_module: bool = False, env: dict | None = None) -> subprocess.Popen:
+              mark: tuple[str, Path] | None = None, as_module: bool = False,
+              env: dict | None = None) -> subprocess.Popen:
         """`module`'s main(args) in a child (`python -m module args` with as_module, without
-        the slow fsync), its output piped as text."""
+        the slow fsync and the mark), its output piped as text. mark: ("module:Class.method",
+        a file made once that method has returned)."""
         argv = ([sys.executable, "-m", module] if as_module
                 else [sys.executable, "-c", _CHILD, module])
         child_env = dict(os.environ if env is None else env,
                          TESSERA_TEST_FSYNC_DELAY=str(fsync_delay))
+        if mark is not None:
+            child_env["TESSERA_TEST_MARK"] = f"{mark[0]} {mark[1]}"
         proc = subprocess.Popen([*argv, *args], cwd=ROOT, env=child_env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
         self.children.append(proc)

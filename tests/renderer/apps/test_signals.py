@@ -103,6 +103,30 @@ def test_a_scene_killed_mid_build_leaves_temporary_files_only_then_is_built_agai
     assert signal_child.left(tmp_path) == SCENE_CACHE
 
 
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_sigterm_while_render_draws_leaves_no_png_or_a_whole_one(sphere_tess, tmp_path,
+                                                                 signal_child):
+    """SIGTERM once the frame is submitted (its images not yet read back, or already: the
+    frame of a small sphere is quick): one line and 143 and no PNG, or, where it came once the
+    PNG was begun, the PNG whole and 0. Before: death by the signal (-15)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    png = out / "x.png"
+    proc = signal_child.start("renderer.apps.cli",
+                              ["render", sphere_tess, "-o", str(png), "--size", "256x256"],
+                              mark=("renderer.frame:Frame.submit", tmp_path / "submitted"))
+    signal_child.wait_for(proc, tmp_path, lambda p: p.name == "submitted", "the frame")
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        assert err == "" and png.read_bytes()[-12:-4] == b"\0\0\0\0IEND", err
+    else:
+        assert proc.returncode == 143, err
+        assert signal_child.lines(err) == ["tessera: terminated; nothing written"], err
+        assert signal_child.left(out) == []
+
+
 # ------------------------------------------------------------------------------- in-process
 
 
