@@ -163,7 +163,8 @@ def compile_seconds(modules: dict[str, float]) -> float:
 def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
                config: BuildConfig | None = None, *, progress: Progress | None = None,
                verify: bool = False, load_seconds: float | None = None,
-               texture: str | os.PathLike | None = None) -> BuildResult:
+               texture: str | os.PathLike | None = None,
+               stage_into: list[Path] | None = None) -> BuildResult:
     """Load (unless given a Mesh), build, verify if asked, and write a `.tess` file atomically.
     `config.up` turns the mesh Y-up (`build_asset`); a glTF file with an up axis other than Y,
     its specification's, gives a `MeshWarning` and is rotated all the same.
@@ -172,7 +173,9 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     `build_asset`, then ("verify", 0, 1) and ("verify", 1, 1) with verify=True, ("write", 0, 1)
     before writing and ("write", 1, 1) once the file is complete on disk but not yet renamed to
     `output`. Whatever raises, from progress or not (a failed verification: `VerifyError`, before
-    anything is written; a full disk: OSError naming `output`), leaves no file behind."""
+    anything is written; a full disk: OSError naming `output`), leaves no file behind.
+    stage_into: the file is left complete at a temporary name beside `output`, appended to this
+    list (`write_tess`), for the caller to rename with the files that go with it (a scene's)."""
     from preprocess.load import load_mesh
 
     seconds: dict[str, float] = {}
@@ -199,6 +202,7 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     packed.meta["seconds"] = {k: round(v, 4) for k, v in seconds.items()}
     report("write", 0, 1)
     size = write_tess(output, meta=packed.meta, sections=packed.sections, pages=packed.pages,
-                      page_flags=packed.page_flags, before_replace=lambda: report("write", 1, 1))
+                      page_flags=packed.page_flags, before_replace=lambda: report("write", 1, 1),
+                      stage_into=stage_into)
     seconds["write"] = time.perf_counter() - t
     return BuildResult(Path(output), dag, bvh, packed, size, seconds, verified)

@@ -38,6 +38,7 @@ import numpy as np
 
 from preprocess.io.gltf_nodes import drawn, placements, walk
 from preprocess.mesh import Mesh, MeshError, MeshWarning
+from preprocess.tess.atomic import fsync_dir
 from preprocess.tess.limits import MAX_WORLD
 from preprocess.tess.scene_file import (
     MAX_LIGHTS,
@@ -343,11 +344,16 @@ def _turned(light: dict, turn: np.ndarray) -> dict:
 def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
                 progress=None, verify: bool = False, up: str = "y") -> list:
     """Preprocess every mesh of `scene` into `<output stem>.<mesh>.tess` beside `output` (a
-    `.json` scene file), then write the scene file; returns the `BuildResult`s. Nothing is left
-    behind on failure (the `.tess` files written so far are removed). `up`: the scene's up axis;
-    a Z-up scene's instance transforms are turned Y-up (the meshes stay in their own space).
+    `.json` scene file), then write the scene file; returns the `BuildResult`s. The files appear
+    together, the scene file last: each `.tess` waits complete under its temporary name
+    (`build_file`'s `stage_into`) until all are, then they are renamed into place and the scene
+    file written. Whatever stops it before (an error, a KeyboardInterrupt) leaves the folder as
+    it was, an earlier build of the scene whole; a process killed leaves temporary files only,
+    which the next build removes. `up`: the scene's up axis; a Z-up scene's instance transforms
+    are turned Y-up (the meshes stay in their own space).
     progress(stage, done, total): each mesh's build stages as `build_file` reports them (where a
-    caller cancels), and ("meshes", k, n) as the meshes are done."""
+    caller cancels), and ("meshes", k, n) as the meshes are done: ("meshes", n, n) once every
+    `.tess` is complete, just before they are renamed into place, the last moment to cancel."""
     from preprocess.build import build_file
     from preprocess.config import BuildConfig
     from preprocess.up_axis import Z_UP_TO_Y_UP
@@ -362,38 +368,62 @@ def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
     if up == "z":
         turn[:3, :3] = Z_UP_TO_Y_UP
     stem = out.name[: -len(out.suffix)] if out.suffix else out.name
-    written: list[Path] = []
-    results = []
+    staged: dict[Path, list[Path]] = {}  # each .tess -> its temporary name, once it has one
+    results, files = [], {}
+    renaming = False
     try:
-        files = {}
         for k, (name, mesh) in enumerate(scene.meshes.items()):
             tess = out.parent / f"{stem}.{name}.tess"
-
             if progress is not None:
                 progress("meshes", k, len(scene.meshes))
-            results.append(build_file(mesh, tess, cfg, progress=progress, verify=verify))
-            written.append(tess)
+            staged[tess] = []
+            results.append(build_file(mesh, tess, cfg, progress=progress, verify=verify,
+                                      stage_into=staged[tess]))
             files[name] = tess.name
         if progress is not None:
             progress("meshes", len(scene.meshes), len(scene.meshes))
-        doc = {
-            "assets": files,
-            "instances": [{"asset": name, "matrix": [[float(x) for x in row]
-                                                     for row in (turn @ world)]}
-                          for name, world in scene.instances],
-        }
-        if scene.sun is not None:
-            # the light's direction turns with the scene (Y up: only a Z-up scene's moves)
-            az, el = _sun_angles(turn[:3, :3] @ _sun_vector(*scene.sun))
-            if el > 0:
-                doc["sun"] = {"azimuth": round(az, 6), "elevation": round(el, 6)}
-        elif scene.sunless:
-            doc["sun"] = None
-        if scene.lights:
-            doc["lights"] = [_turned(e, turn) for e in scene.lights]
+        doc = _scene_doc(scene, files, turn)
+        renaming = True
+        for tess, (tmp,) in staged.items():
+            os.replace(tmp, tess)
+        fsync_dir(out.parent)
         write_scene_file(out, doc)
     except BaseException:
-        for f in written:
-            f.unlink(missing_ok=True)
+        _unstage(staged, out, renaming)
         raise
     return results
+
+
+def _unstage(staged: dict[Path, list[Path]], scene_file: Path, renaming: bool) -> None:
+    """Remove what a stopped `build_scene` wrote: the temporary files, and once the renaming
+    had begun, the files renamed into place (their temporary name gone) and the scene file
+    (an earlier one would name this build's files, removed)."""
+    for tess, temps in staged.items():
+        for tmp in temps:
+            if tmp.exists():
+                tmp.unlink(missing_ok=True)
+            elif renaming:
+                tess.unlink(missing_ok=True)
+    if renaming:
+        scene_file.unlink(missing_ok=True)
+
+
+def _scene_doc(scene: SceneMeshes, files: dict[str, str], turn: np.ndarray) -> dict:
+    """The scene file's content: the assets (`files`: mesh name -> .tess file name), the
+    instances, the sun and the lights, all turned by `turn` (a Z-up scene made Y-up)."""
+    doc = {
+        "assets": files,
+        "instances": [{"asset": name, "matrix": [[float(x) for x in row]
+                                                 for row in (turn @ world)]}
+                      for name, world in scene.instances],
+    }
+    if scene.sun is not None:
+        # the light's direction turns with the scene (Y up: only a Z-up scene's moves)
+        az, el = _sun_angles(turn[:3, :3] @ _sun_vector(*scene.sun))
+        if el > 0:
+            doc["sun"] = {"azimuth": round(az, 6), "elevation": round(el, 6)}
+    elif scene.sunless:
+        doc["sun"] = None
+    if scene.lights:
+        doc["lights"] = [_turned(e, turn) for e in scene.lights]
+    return doc

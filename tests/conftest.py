@@ -340,6 +340,31 @@ def gltf_fence() -> Callable:
     return _fence
 
 
+def _balls(path, subdivisions: int = 5, offset: float = 0.0):
+    """A GLB of four meshes, a node each: icospheres of 20 * 4**subdivisions triangles (20,480
+    by default: a few tenths of a second to build each) and radii 0.5 to 0.8, in a row along x
+    from `offset`, named ball0 .. ball3."""
+    import numpy as np
+    import trimesh
+
+    s = trimesh.Scene()
+    for k in range(4):
+        ball = trimesh.creation.icosphere(subdivisions=subdivisions, radius=0.5 + 0.1 * k)
+        place = np.eye(4)
+        place[0, 3] = offset + 2.0 * k
+        s.add_geometry(ball, geom_name=f"ball{k}", node_name=f"ball{k}", transform=place)
+    s.export(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def gltf_balls() -> Callable:
+    """`gltf_balls(path, subdivisions=5, offset=0.0)` writes a glTF scene of four distinct
+    meshes, each a while to build: the moments between them are where the signal tests
+    (tests/renderer/apps/test_signals.py) stop a scene's build."""
+    return _balls
+
+
 class _Street:
     """What `gltf_street` hands out: `write(path)` writes the GLB, `worlds()` its nodes' world
     matrices composed by hand, `rewrite(path, edit)` edits a GLB's JSON."""

@@ -84,28 +84,24 @@ layout change there bumps it; the reader refuses every other version with a one-
        96: the group's error is in `groups`) and the `page_deps`/`page_dep_offset` sections
        (streaming derives what it needs from `source_group`)
 
-Files are written atomically (temporary file in the same directory, fsync, `os.replace`), so a
-crash never leaves a partial `.tess` at the destination path. The temporary file is
-`.NAME.PID.HEX.tmp` beside `NAME`; one left by a process that was killed (SIGKILL, a power cut)
-is removed by the next write of `NAME` once no process with that PID runs.
+Files are written atomically (`preprocess.tess.atomic`: a temporary file in the same directory,
+fsync, `os.replace`), so a crash never leaves a partial `.tess` at the destination path.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import mmap
 import os
-import re
-import secrets
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, BinaryIO, NamedTuple, NoReturn
 
 import numpy as np
 
+from preprocess.tess.atomic import write_atomically
 from preprocess.tess.limits import PAGE_ROOT
 
 __all__ = [
@@ -122,7 +118,6 @@ __all__ = [
     "TESS_VERSION",
     "TessFile",
     "TessFormatError",
-    "check_writable",
     "write_tess",
 ]
 
@@ -286,6 +281,7 @@ def write_tess(
     pages: np.ndarray,
     page_flags: np.ndarray,
     before_replace: Callable[[], None] | None = None,
+    stage_into: list[Path] | None = None,
 ) -> int:
     """Write a .tess file atomically and return its size in bytes.
 
@@ -304,6 +300,9 @@ def write_tess(
         before_replace: called once the temporary file is complete and on disk, just before it
             is renamed to `path`: the last moment a caller can cancel (an exception from it
             removes the temporary file and propagates).
+        stage_into: the complete file is left at its temporary name, appended to this list
+            before it is created, for the caller to rename over `path` with the files that
+            belong with it (`preprocess.tess.atomic.write_atomically`).
 
     Raises:
         TypeError / ValueError: invalid arguments (nothing is written).
@@ -327,7 +326,18 @@ def write_tess(
     table["crc32"] = [_crc(np.ascontiguousarray(pages[i])) for i in range(P)]
     header = _header(lay, meta_bytes, table)
 
-    def body(put: Callable[[Any], None], pad_to: Callable[[int], None]) -> None:
+    def body(f: BinaryIO) -> None:
+        written = 0
+
+        def put(data: Any) -> None:
+            nonlocal written
+            f.write(data)
+            written += len(data) if not isinstance(data, np.ndarray) else data.nbytes
+
+        def pad_to(offset: int) -> None:
+            if offset > written:
+                put(bytes(offset - written))
+
         put(header.tobytes())
         put(meta_bytes)
         pad_to(lay.dir_offset)
@@ -343,8 +353,10 @@ def write_tess(
             put(np.ascontiguousarray(pages[i]))
             if page_pad:
                 put(page_pad)
+        if written != lay.file_size:  # a bug in the layout code, never user error
+            raise AssertionError(f"wrote {written} bytes, layout says {lay.file_size}")
 
-    _write_atomically(path, body, lay.file_size, before_replace)
+    write_atomically(path, body, before_replace=before_replace, stage_into=stage_into)
     return lay.file_size
 
 
@@ -434,132 +446,6 @@ def _header(lay: _Layout, meta_bytes: bytes, table: np.ndarray) -> np.ndarray:
     header["page_table_crc"] = _crc(table.tobytes())
     header["header_crc"] = _crc(header.tobytes())  # computed with the field still zero
     return header
-
-
-def _write_atomically(path: Path, body: Callable, file_size: int,
-                      before_replace: Callable[[], None] | None) -> None:
-    """Write a file of file_size bytes through body(put, pad_to) into a temporary file beside
-    `path`, fsync it, call before_replace, rename it over `path` and fsync the folder; on any
-    failure remove the temporary file (OSErrors name `path`)."""
-    _remove_stale_temps(path)
-    tmp = _temp_path(path)
-    fd = -1
-    try:
-        fd = _create(tmp)
-        with os.fdopen(fd, "wb") as f:
-            written = 0
-
-            def put(data: Any) -> None:
-                nonlocal written
-                f.write(data)
-                written += len(data) if not isinstance(data, np.ndarray) else data.nbytes
-
-            def pad_to(offset: int) -> None:
-                if offset > written:
-                    put(bytes(offset - written))
-
-            body(put, pad_to)
-            if written != file_size:  # a bug in the layout code, never user error
-                raise AssertionError(f"wrote {written} bytes, layout says {file_size}")
-            f.flush()
-            os.fsync(f.fileno())
-        if before_replace is not None:
-            before_replace()
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if fd != -1:  # created by us (an O_EXCL failure means the name was someone else's)
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-        if isinstance(exc, OSError):
-            raise _naming(exc, path) from exc
-        raise
-    _fsync_dir(path.parent)
-
-
-def check_writable(path: str | os.PathLike) -> None:
-    """Raise the OSError that `write_tess(path)` would meet creating its file, before any work
-    is done: `path` is a folder, its folder is missing or not a folder, or no file can be created
-    there (read-only, no permission, a pseudo file system such as /proc or /sys). Creates and
-    removes an empty temporary file; the error's `filename` is `path`."""
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    tmp = _temp_path(path)
-    try:
-        os.close(_create(tmp))
-    except OSError as exc:
-        raise _naming(exc, path) from exc
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass
-
-
-def _temp_path(path: Path) -> Path:
-    return path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-
-
-def _create(tmp: Path) -> int:
-    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-
-
-def _naming(exc: OSError, path: Path) -> OSError:
-    """The same error (same errno, so the same OSError subclass) naming `path`."""
-    return OSError(exc.errno, exc.strerror or str(exc), str(path))
-
-
-def _remove_stale_temps(path: Path) -> None:
-    """Remove the temporary files of `path` (`.NAME.PID.HEX.tmp`, exactly) whose writer is no
-    longer running: a process killed while writing (SIGKILL cannot be caught) leaves its file,
-    megabytes of it, and nothing else would ever remove it. POSIX only (there `os.kill(pid, 0)`
-    asks whether a process exists; on Windows it would end the process). A PID that runs again
-    keeps its file until it is gone; a file written from another machine into a shared folder
-    whose PID does not run here is removed (that writer then fails, cleanly, at its rename)."""
-    if os.name != "posix":
-        return
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.([0-9]+)\.[0-9a-f]{{8}}\.tmp")
-    try:
-        entries = list(os.scandir(path.parent))
-    except OSError:
-        return  # the write itself will say why
-    for entry in entries:
-        match = pattern.fullmatch(entry.name)
-        if match is None:
-            continue
-        pid = int(match.group(1))
-        if pid <= 0 or pid == os.getpid():
-            continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            pass  # no such process: stale
-        except (OSError, OverflowError):
-            continue  # running (another user's), or not a PID this system has
-        else:
-            continue
-        try:
-            if entry.is_file(follow_symlinks=False):
-                os.unlink(entry.path)
-        except OSError:
-            pass
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename durable (POSIX); best effort, a no-op where directories cannot be opened."""
-    if os.name != "posix":
-        return
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
 
 
 class TessFile:

@@ -64,6 +64,7 @@ from typing import Any
 
 import numpy as np
 
+from preprocess.tess.atomic import write_atomically
 from preprocess.tess.limits import MAX_LIGHTS, MAX_WORLD, UP_AXES
 
 __all__ = ["MAX_LIGHTS", "Placement", "SceneChecks", "SceneDoc", "SceneFileError", "box_sphere",
@@ -412,13 +413,7 @@ def scene_text(doc: dict) -> str:
 
 
 def write_scene_file(path: str | os.PathLike, doc: dict) -> None:
-    """Write a scene file (`scene_text`) whole or not at all: to `<name>.tmp` beside it, then
-    renamed over it (the `.tmp` removed on failure)."""
-    out = Path(path)
-    tmp = out.with_name(out.name + ".tmp")
-    try:
-        tmp.write_text(scene_text(doc))
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write a scene file (`scene_text`) whole or not at all (`atomic.write_atomically`: a
+    temporary file beside it, renamed over it)."""
+    text = scene_text(doc).encode("utf-8")
+    write_atomically(path, lambda f: f.write(text))

@@ -12,30 +12,29 @@ import math
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from preprocess.config import UP_AXES
+# light imports only: numpy, wgpu and the builder are imported inside `main`, once the signals
+# are ours (renderer.apps.signals)
 from renderer.apps.preprocess_cli import (
-    EXIT_SIGINT,
     add_build_options,
     as_a_program,
-    end_quietly,
     one_line_warnings,
     run_build,
-    stopped,
     whole,
 )
-from renderer.limits import (
-    MAX_FOV,
-    MAX_IMAGE_SIZE,
-    MAX_WORLD,
-    MIN_FOV,
-    MIN_SHADOW_PAGES,
-    SHADOW_PAGE_BYTES,
+from renderer.apps.signals import (
+    EXIT_SIGINT,
+    StopSignals,
+    end_quietly,
+    stoppable,
+    stopped,
 )
-from renderer.options import DEBUG_VIEWS, DEFAULT_SUN, TRAVERSALS, check_sun
-from renderer.results import INCOMPLETE
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from renderer.apps.loader import LoadJob
 
 
 class _Parser(argparse.ArgumentParser):
@@ -71,6 +70,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def _size(text: str) -> tuple[int, int]:
+    from renderer.limits import MAX_IMAGE_SIZE
+
     try:
         w, h = (int(v) for v in text.lower().split("x"))
     except ValueError:
@@ -81,6 +82,10 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def _vec3(text: str) -> np.ndarray:
+    import numpy as np
+
+    from renderer.limits import MAX_WORLD
+
     try:
         v = np.array([float(x) for x in text.split(",")], np.float64)
     except ValueError:
@@ -112,10 +117,15 @@ def _real(lo: float, hi: float = math.inf, *, lo_open: bool = True, unit: str = 
     return parse
 
 
-_FOV = _real(MIN_FOV, MAX_FOV, lo_open=False, unit=" degrees")
 _POSITIVE = _real(0.0)
-# the least shadow pool: the coarsest level's pages (renderer.limits.MIN_SHADOW_PAGES)
-_SHADOW_POOL = _real(MIN_SHADOW_PAGES * SHADOW_PAGE_BYTES / 2**20, lo_open=False, unit=" MiB")
+
+
+def _add_fov(p: argparse.ArgumentParser) -> None:
+    from renderer.limits import MAX_FOV, MIN_FOV
+
+    p.add_argument("--fov", type=_real(MIN_FOV, MAX_FOV, lo_open=False, unit=" degrees"),
+                   default=60.0,
+                   help=f"vertical field of view, degrees ({MIN_FOV:g}..{MAX_FOV:g}; 60)")
 
 
 VIEWS = {"iso": (0.3, 0.35, 1.0), "front": (0.0, 0.0, 1.0), "side": (1.0, 0.0, 0.0),
@@ -149,6 +159,8 @@ def _sun(text: str) -> tuple[float, float] | None:
         raise argparse.ArgumentTypeError(f"expected AZIMUTH,ELEVATION in degrees, or none, not "
                                          f"{text!r}")
     try:
+        from renderer.options import check_sun
+
         check_sun(sun, "the sun")
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
@@ -224,6 +236,8 @@ def _up_error(path: str | None, up: str | None) -> str | None:
 
 def _same_point(a, b) -> bool:
     """Equal once on the GPU (float32)."""
+    import numpy as np
+
     return bool(np.array_equal(np.asarray(a, np.float32), np.asarray(b, np.float32)))
 
 
@@ -232,6 +246,8 @@ def _precision_error(cam, height: int, center: np.ndarray, radius: float) -> str
     world origin for its size (a unit sphere moved 1e8 away draws nothing; 1e6 away, at 96
     pixels, its silhouette is off by 5). Checked for a camera outside the scene's bounding
     sphere only, where the distance to what it sees is known."""
+    import numpy as np
+
     if float(np.linalg.norm(np.asarray(cam.eye, np.float64) - center)) <= radius:
         return None
     err = cam.float32_error_px(height, center)
@@ -243,29 +259,53 @@ def _precision_error(cam, height: int, center: np.ndarray, radius: float) -> str
             "1); move the scene nearer the origin")
 
 
-def cmd_render(args: argparse.Namespace) -> int:
+def cmd_render(args: argparse.Namespace, stop: StopSignals) -> int:
     """Render a .tess file (optionally as a grid of instances), a mesh file or a scene file to
     a PNG and print the stats. What needs no GPU is checked first: the paths, the scene file,
-    the asset's header (and a mesh is preprocessed)."""
-    from renderer.options import RenderOptions
-
+    the asset's header (and a mesh is preprocessed). What this run preprocessed (a mesh's or a
+    scene's cache) goes again where the run fails or is stopped: a next run must not trust it
+    (a scene the renderer refused) and nothing is left of a run that printed an error."""
     why = _render_args_error(args)
     if why:
         return _error(why)
+    job = None
+    if Path(args.file).suffix.lower() != ".tess":  # a mesh (preprocessed once, cached) or a scene
+        from renderer.apps.loader import LoadJob
+
+        job = LoadJob(args.file, args.up, check=stop.check)
+    try:
+        status = _render(args, job, stop)
+        if status:
+            stop.check()  # an error that followed a signal is the signal's
+    except BaseException:
+        stop.hold()  # stopped: a second signal must not cut the clean-up short
+        if job is not None:
+            job.discard()
+        raise
+    if status and job is not None:
+        job.discard()
+    return status
+
+
+def _render(args: argparse.Namespace, job: LoadJob | None, stop: StopSignals) -> int:
+    """`render` once its arguments are checked: the asset or scene (`job` resolves a mesh or
+    scene file to .tess files in this thread), the GPU, the frame; then the PNG and the stats."""
+    from renderer.options import TRAVERSALS, RenderOptions
+    from renderer.results import INCOMPLETE
+
     try:
         opts = RenderOptions(tau=args.tau, persistent=TRAVERSALS[args.traversal],
                              fallback32=args.fallback32, occlusion=not args.no_occlusion,
                              **_stream_options(args))
-        spec = job = None
-        if Path(args.file).suffix.lower() == ".tess":
+        spec = None
+        if job is None:
             from renderer.scene import open_asset
 
             open_asset(args.file)  # its header and hierarchy, before the GPU
             tess = args.file
-        else:  # a mesh (preprocessed once, cached) or a scene file
-            from renderer.apps.loader import load_now
-
-            job = load_now(args.file, args.up)
+        else:
+            job.run()
+            stop.check()  # a signal its build swallowed: its error, if any, is the signal's
             if job.error:
                 return _error(job.error)
             spec, tess = job.spec, next(iter(job.tess.values()))
@@ -289,6 +329,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         why = _precision_error(cam, args.size[1], center, radius)
         if why:
             return _error(why)
+        stop.check()  # a signal held back while wgpu opened the GPU and took the scene
         res = r.render_converged(cam, debug_view=args.debug)  # streaming: all detail in
     except (*_runtime_errors(), ValueError) as e:
         return _error(str(e))
@@ -296,6 +337,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         hint = "; --traversal level avoids it" if r.persistent else ""
         return _error("the culling traversal stopped with work left (this adapter cut a shader "
                       f"loop short): the image would miss parts of the scene{hint}")
+    stop.check()  # the last moment a signal stops it: the frame is done, the PNG is written
+    stop.hold()
     why = _save_render(args, res)
     if why:
         return _error(why)
@@ -349,6 +392,8 @@ def _save_render(args: argparse.Namespace, res) -> str | None:
         started.append(args.output)
         res.save_png(args.output)
         if args.arrays:
+            import numpy as np
+
             started.append(args.arrays)
             np.savez_compressed(args.arrays, color=res.color, depth=res.depth, normal=res.normal,
                                 instance=res.instance, cluster=res.cluster,
@@ -408,6 +453,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     """The suite (default) or a custom run (--scene / --instances / --pool-mb)."""
     from renderer.bench import suite as bench_suite
     from renderer.bench.custom import main_args
+    from renderer.options import TRAVERSALS
 
     why = ((args.file is not None and _input_error(args.file))
            or (args.json is not None and _output_error(args.json, "--json", ".json"))
@@ -468,6 +514,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_view(args: argparse.Namespace) -> int:
     """The interactive viewer (glfw window, imgui panels)."""
+    import numpy as np
+
     from preprocess.mesh import MeshError
 
     why = args.screenshot is not None and _output_error(args.screenshot, "--screenshot", ".png")
@@ -485,7 +533,7 @@ def cmd_view(args: argparse.Namespace) -> int:
               f" {e}", file=sys.stderr)
         return 2
     from renderer.camera import Camera
-    from renderer.options import RenderOptions
+    from renderer.options import TRAVERSALS, RenderOptions
 
     source = args.file
     why = _up_error(source, args.up)
@@ -534,6 +582,12 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                         render: bool = False, bench: bool = False) -> None:
+    from preprocess.config import UP_AXES
+    from renderer.limits import MIN_SHADOW_PAGES, SHADOW_PAGE_BYTES
+    from renderer.options import DEFAULT_SUN, TRAVERSALS
+
+    # the least shadow pool: the coarsest level's pages (renderer.limits.MIN_SHADOW_PAGES)
+    shadow_pool = _real(MIN_SHADOW_PAGES * SHADOW_PAGE_BYTES / 2**20, lo_open=False, unit=" MiB")
     what = "a .tess file"
     if view or render:
         what += ", a mesh file (preprocessed once, cached beside it), a scene .json"
@@ -573,25 +627,47 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                         "scene's spot and point lights and the ambient light it)")
     p.add_argument("--no-shadows", action="store_true",
                    help="no shadows (the sun and the lights still light the scene)")
-    p.add_argument("--shadow-pool-mb", type=_SHADOW_POOL, default=64.0,
+    p.add_argument("--shadow-pool-mb", type=shadow_pool, default=64.0,
                    help="the shadow map's physical page pool in MB, 64 KiB a page (64); too "
                         "small a pool shades from coarser levels, never with holes")
 
 
 def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
-    """The command; returns its exit status. ending: the process exits right after
-    (`command`): a signal once the work is done ends it at once with that status
-    (`preprocess_cli.end_quietly`), not with a traceback from the interpreter's exit."""
+    """The command; returns its exit status. SIGINT and SIGTERM at any moment of `preprocess`,
+    `info` and `render`, parsing and imports included: one line, 130 or 143, nothing written
+    (`renderer.apps.signals`). ending: the process exits right after (`command`): a signal once
+    the work is done ends it at once with that status (`end_quietly`), not with a traceback from
+    the interpreter's exit."""
     one_line_warnings("tessera")
-    args = _parser().parse_args(argv)
-    if args.func is run_build:  # its own Ctrl-C handling
-        return run_build(args, ending=ending)
+    args = None
+    with StopSignals("tessera") as stop:
+
+        def work() -> int | None:
+            nonlocal args
+            args = _parser().parse_args(argv)
+            return None if args.command in ("view", "bench") else _run(args, stop)
+
+        status = stoppable(stop, work)
+        if status is not None:
+            if ending:
+                stop.end_with(status)
+            return status
+    # view and bench: frame after frame with no point where a signal held back could be raised,
+    # so Python's own Ctrl-C (a KeyboardInterrupt wherever it lands)
     try:
         status = args.func(args)
-        return end_quietly(status) if ending else status
-    except KeyboardInterrupt:  # Ctrl-C: one line, 128 + SIGINT, as `preprocess` ends
+    except KeyboardInterrupt:  # Ctrl-C: one line, 128 + SIGINT
         status = stopped("tessera: interrupted", EXIT_SIGINT)
-        return end_quietly(status) if ending else status
+    return end_quietly(status) if ending else status
+
+
+def _run(args: argparse.Namespace, stop: StopSignals) -> int:
+    """A command that takes its signals from `stop`."""
+    if args.func is run_build:
+        return run_build(args, stop=stop)
+    if args.func is cmd_render:
+        return cmd_render(args, stop)
+    return args.func(args)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -614,6 +690,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_render_command(sub) -> None:
+    from renderer.options import DEBUG_VIEWS
+
     p = sub.add_parser("render", help="render a .tess, mesh or scene .json file to a PNG and "
                        "print the frame's stats")
     _add_render_options(p, render=True)
@@ -622,8 +700,7 @@ def _add_render_command(sub) -> None:
                    help="camera direction, looking at the scene's centre (default: iso)")
     p.add_argument("--eye", type=_vec3, help="camera position x,y,z (overrides --view)")
     p.add_argument("--target", type=_vec3, help="point looked at x,y,z (default: scene centre)")
-    p.add_argument("--fov", type=_FOV, default=60.0,
-                   help=f"vertical field of view, degrees ({MIN_FOV:g}..{MAX_FOV:g}; 60)")
+    _add_fov(p)
     p.add_argument("--fill", type=_POSITIVE, default=1.0,
                    help="fraction of the view height the scene's bounding sphere fills (1; at "
                         "most where the camera reaches the sphere: 2 at --fov 60)")
@@ -647,8 +724,7 @@ def _add_view_command(sub) -> None:
     p.add_argument("--screenshot", help="save the last frame, panel included, to this PNG")
     p.add_argument("--eye", type=_vec3, help="start camera position x,y,z")
     p.add_argument("--target", type=_vec3, help="start point looked at x,y,z (default: origin)")
-    p.add_argument("--fov", type=_FOV, default=60.0,
-                   help=f"vertical field of view, degrees ({MIN_FOV:g}..{MAX_FOV:g}; 60)")
+    _add_fov(p)
     p.add_argument("--near", type=_POSITIVE, default=0.01,
                    help="near plane distance (with --eye; > 0)")
     p.add_argument("--no-vsync", action="store_true", help="draw as fast as possible")

@@ -11,7 +11,10 @@ The cache: a mesh `m.obj` builds `m.tess` beside it, or, where that folder is no
 the mesh, opens cleanly and, where an up axis is asked for (`--up`, a scene file's `up`), was
 built with that one (its meta's `up`, absent for Y); otherwise it is rebuilt. Without an up axis
 asked for, a cached file is used whatever it was built with (a `preprocess --up z m.obj` beside
-the mesh stays), and a build is Y-up.
+the mesh stays), and a build is Y-up. A scene's cache (`m.json` and a `.tess` per mesh) is
+complete when its scene file was written after every `.tess` it names (`build_scene` writes it
+last); one that is not (a build killed while it renamed its files into place) is rebuilt. A job
+that fails leaves none of the files it built (`discard`): a next run must not trust them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import hashlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +57,23 @@ def _usable(tess: Path, newer_than: float, up: str | None = None) -> bool:
     return up is None or asset.meta.get("up", "y") == up
 
 
+def _cached_scene(scene_path: Path, newer_than: float, up: str | None) -> SceneSpec | None:
+    """A scene's cache, or None where it must be built: its scene file missing, older than the
+    source, unreadable, or written before one of its `.tess` files (incomplete: it was not the
+    last file written), or one of those unusable (`_usable`)."""
+    try:
+        written = scene_path.stat().st_mtime
+        if written < newer_than:
+            return None
+        spec = load_scene_file(scene_path)
+        if all(_usable(p, newer_than, up) and p.stat().st_mtime <= written
+               for p in spec.assets.values()):
+            return spec
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 @dataclass
 class LoadJob:
     """Resolve a source to `.tess` files in a background thread (`start()`), or in this one
@@ -62,6 +83,9 @@ class LoadJob:
 
     source: str | None
     up: str | None = None  # a mesh source's up axis, "y" or "z" (None: see the module docstring)
+    # called at every progress report of a build, in the thread that runs the job: where a
+    # caller on the main thread raises for a signal it held back (`StopSignals.check`)
+    check: Callable[[], None] | None = None
     stage: str = "starting"
     done: int = 0
     total: int = 1
@@ -69,7 +93,8 @@ class LoadJob:
     tess: dict[str, str] = field(default_factory=dict)
     spec: SceneSpec | None = None
     error: str | None = None
-    built: list[str] = field(default_factory=list)  # .tess files preprocessed by this job
+    # the files this job wrote: .tess files preprocessed, a scene's cached scene file last
+    built: list[str] = field(default_factory=list)
     seconds: float = 0.0
     finished: threading.Event = field(default_factory=threading.Event)
     _cancel: threading.Event = field(default_factory=threading.Event)
@@ -94,7 +119,15 @@ class LoadJob:
         if self._thread is not None:
             self._thread.join(wait)
 
+    def discard(self) -> None:
+        """Remove the files this job wrote (its caller failed with them, or was stopped)."""
+        for path in reversed(self.built):  # a scene file before the .tess files it names
+            Path(path).unlink(missing_ok=True)
+        self.built.clear()
+
     def _progress(self, stage: str, done: int, total: int) -> None:
+        if self.check is not None:
+            self.check()
         if self._cancel.is_set():
             raise CancelledError
         self.stage, self.done, self.total = stage, int(done), max(int(total), 1)
@@ -128,6 +161,8 @@ class LoadJob:
         except Exception as e:  # a bug: still one line in the window, never a dead thread
             self.error = f"{self.title}: {type(e).__name__}: {e}"
         finally:
+            if self.error is not None:
+                self.discard()
             self.seconds = time.perf_counter() - t0
             self.finished.set()
 
@@ -167,15 +202,7 @@ class LoadJob:
         if path.suffix.lower() not in (".gltf", ".glb", ".obj") or not path.is_file():
             return False
         scene_path = cache_path(path).with_suffix(".json")
-        spec = None
-        if scene_path.exists() and scene_path.stat().st_mtime >= path.stat().st_mtime:
-            try:
-                spec = load_scene_file(scene_path)
-            except ValueError:
-                spec = None
-            if spec is not None and not all(
-                    _usable(p, path.stat().st_mtime, self.up) for p in spec.assets.values()):
-                spec = None
+        spec = _cached_scene(scene_path, path.stat().st_mtime, self.up)
         if spec is None:
             from preprocess.config import BuildConfig
             from preprocess.scene_import import build_scene, read_scene
@@ -187,7 +214,7 @@ class LoadJob:
             scene_path.parent.mkdir(parents=True, exist_ok=True)
             results = build_scene(scene, scene_path, BuildConfig(), progress=self._progress,
                                   up=self.up or "y")
-            self.built += [str(r.path) for r in results]
+            self.built += [*(str(r.path) for r in results), str(scene_path)]
             spec = load_scene_file(scene_path)
         self.spec = spec
         self.tess = {name: str(p) for name, p in spec.assets.items()}

@@ -5,39 +5,21 @@ a missing or broken mesh, bad options, an output that cannot be written (checked
 where it can be: a folder, a missing folder, no permission; a full disk during the write), a
 failed --verify: `preprocess: error: ...`, exit status 2. SIGINT (Ctrl-C) and SIGTERM at any
 moment: `preprocess: interrupted; nothing written`, 130, or `... terminated ...`, 143; from the
-moment the file is complete (its rename) the status is 0 whatever comes, the interpreter's exit
-included (`end_quietly`).
-
-Signals. Python's own handler raises KeyboardInterrupt wherever the main thread is, and in the
-first second of a build that is often Python code that native code called: a ctypes callback of
-llvmlite (numba loading or compiling a kernel) prints "Exception ignored" and carries on, so the
-build finished and wrote its file; numba's `_numba_unpickle`, called by a compiled kernel, gave a
-SystemError or a segmentation fault; a C extension being imported turned it into an ImportError.
-And an exception raised in library code between taking a lock and entering the `with` that
-would release it leaks the lock: numba's compiler lock (a Python `__enter__` around an RLock)
-was left held by the main thread, a worker loading its first kernel waited on it forever, and
-the interrupted build never exited (1 in ~500 signals at a random moment; CI saw it twice).
-Here the handler records the signal and raises only at a safe point: where no frame of the main
-thread belongs to such a module (`_HELD`: numba, llvmlite, threading, concurrent.futures, the
-import machinery, ...). Otherwise the signal waits for the next check: every progress report
-of the build, up to the one just before the final rename, raises for a recorded signal (a few
-milliseconds apart in a warm build), and an error that follows a signal is reported as the
-interrupt. Only what Python does before `main` runs (about 30 ms: the interpreter, `site`, this
-module's few imports) is outside; the heavy imports (numpy, numba, the builder) happen inside
-`main`.
+moment the output is complete (a file's rename; a scene's, once every `.tess` is complete) the
+status is 0 whatever comes, the interpreter's exit included (`renderer.apps.signals`: why the
+handler raises only at safe points, and checks at every progress report of the build).
 """
 
 from __future__ import annotations
 
 import argparse
-import atexit
-import os
 import signal
 import sys
 import time
 from typing import TYPE_CHECKING, NoReturn
 
 from assets import BUILTIN
+from renderer.apps.signals import StopSignals, run_stoppable, stoppable
 
 # triangle ids are 32-bit: the most a --builtin asset may ask for
 MAX_TRIANGLES = 2**31 - 1
@@ -45,7 +27,6 @@ MAX_TRIANGLES = 2**31 - 1
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
-    from types import FrameType
 
     from tqdm import tqdm
 
@@ -53,164 +34,9 @@ if TYPE_CHECKING:
     from preprocess.mesh import Mesh
     from preprocess.scene_import import SceneMeshes
 
-# exit statuses: 128 + the signal, as a shell reports a process the signal ended
-EXIT_ERROR = 2
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
+EXIT_ERROR = 2  # what the user can mend: a bad input, option or output
 
 COMPILE_NOTE = "preprocess: compiling the numba kernels once"  # then "(about 45 s on 2 cores)..."
-
-
-class StopSignals:
-    """While active (a `with` block on the main thread): SIGINT and SIGTERM raise
-    KeyboardInterrupt and are remembered in `signum`, so that `check()` raises again where the
-    first one was swallowed. After `hold()` they are only remembered: the work is complete and is
-    let finish (the final rename of the file). A signal ignored when the block starts (a
-    background job, `nohup`) stays ignored; off the main thread nothing is installed."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None  # the first signal received
-        self.holding = False  # True once the work must not be cut short any more
-        self._saved: dict[int, object] = {}
-        self._unraisable: object = None
-        self._ending: int | None = None  # `end_with`'s status
-
-    def __enter__(self) -> StopSignals:
-        for s in (signal.SIGINT, signal.SIGTERM):
-            try:
-                if signal.getsignal(s) is not signal.SIG_IGN:
-                    self._saved[s] = signal.signal(s, self._on_signal)
-            except ValueError:  # not the main thread: the caller handles its signals
-                break
-        if self._saved:
-            self._unraisable = sys.unraisablehook
-            sys.unraisablehook = self._on_unraisable
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._saved and self._ending is not None:
-            end_quietly(self._ending)  # straight from ours: never Python's handler in between
-        else:
-            for s, handler in self._saved.items():
-                signal.signal(s, handler)
-        self._saved.clear()
-        if self._unraisable is not None:
-            sys.unraisablehook = self._unraisable
-            self._unraisable = None
-
-    def _on_unraisable(self, info: object) -> None:
-        # where Python cannot raise (a weakref callback, a __del__, a ctypes callback) it prints
-        # "Exception ignored" and goes on: ours is remembered, and raised again by check()
-        if self.signum is not None and getattr(info, "exc_type", None) is KeyboardInterrupt:
-            return
-        self._unraisable(info)
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is None:
-            self.signum = signum
-        if not self.holding and _safe_to_raise(frame):
-            raise KeyboardInterrupt
-
-    def check(self) -> None:
-        """Raise KeyboardInterrupt if a signal came (and was perhaps swallowed)."""
-        if self.signum is not None and not self.holding:
-            raise KeyboardInterrupt
-
-    def hold(self) -> None:
-        self.holding = True
-
-    def end_with(self, status: int) -> None:
-        """The process ends with `status` once the block is left (a program's last step): from
-        now on a signal is only recorded, and after the block it ends the process at once with
-        that status (`end_quietly`) instead of Python's handler taking over again. Without it,
-        a Ctrl-C while the interpreter exits (tens of milliseconds: threads joined, modules
-        torn down) printed a KeyboardInterrupt traceback or killed the process by SIGINT, the
-        complete file in place."""
-        self.holding = True
-        self._ending = status
-
-    def report(self) -> int:
-        """Print the one line for a stop and return the exit status."""
-        self.holding = True  # a second Ctrl-C while this prints changes nothing
-        if self.signum == signal.SIGTERM:
-            return stopped("preprocess: terminated; nothing written", EXIT_SIGTERM)
-        return stopped("preprocess: interrupted; nothing written", EXIT_SIGINT)
-
-
-def end_quietly(status: int) -> int:
-    """Until the process exits, SIGINT and SIGTERM (unless ignored) do not change how it ends:
-    for a program whose work is done and whose status is decided (the console scripts and
-    `python -m`, after their main), so that a signal during the interpreter's exit neither
-    prints a traceback nor turns the status into death by the signal. Until the exit handlers
-    run (the worker threads joined), a signal ends the process at once with `status`; from then
-    on (modules torn down, the native libraries' destructors: Python puts a handler of its own
-    back to the default, which kills, but leaves an ignored signal ignored) it is ignored.
-    Returns `status`."""
-    for s in (signal.SIGINT, signal.SIGTERM):
-        if signal.getsignal(s) is not signal.SIG_IGN:
-            signal.signal(s, _ender(status))
-    atexit.register(_ignore_stops)
-    return status
-
-
-def _ignore_stops() -> None:
-    for s in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(s, signal.SIG_IGN)
-
-
-def _ender(status: int) -> Callable[[int, FrameType | None], NoReturn]:
-    def end(signum: int, frame: FrameType | None) -> NoReturn:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # closed, or a broken pipe: nothing more to say
-                pass
-        os._exit(status)
-    return end
-
-
-def stopped(line: str, status: int) -> int:
-    """Print the one line of a command a signal stopped and return its exit status."""
-    # CPython (`python -m`) remembers a KeyboardInterrupt that left code run by exec() of a
-    # string (numba's and dataclasses' generated code), caught or not, and at exit kills the
-    # process with SIGINT instead of returning our status; one more exec() forgets it
-    exec("")
-    print(line, file=sys.stderr)
-    return status
-
-
-# where a KeyboardInterrupt must not be raised (`_safe_to_raise`): modules that take locks in
-# Python code or are called back by native code, and the import machinery
-_HELD = ("numba", "llvmlite", "tqdm", "concurrent.futures", "logging", "threading", "queue",
-         "contextlib")
-
-
-def _held_roots() -> tuple[str, ...]:
-    roots = ["<frozen importlib"]  # the import machinery: its module locks
-    for name in _HELD:
-        module = sys.modules.get(name)
-        path = getattr(module, "__file__", None)
-        if path:  # a package: its folder; a module: its file
-            roots.append(os.path.dirname(path) + os.sep if path.endswith("__init__.py")
-                         else path)
-    return tuple(roots)
-
-
-def _safe_to_raise(frame: FrameType | None) -> bool:
-    """Whether a KeyboardInterrupt may be raised where the signal found the main thread: not
-    while any frame on its stack belongs to a module of `_HELD`. Those take locks in Python code,
-    where an exception between taking one and entering the `with` that releases it leaks it
-    (numba's compiler lock, `threading.Condition` under every `Future.result`, tqdm's lock, an
-    import's module lock: a worker then waits forever), or are called back by native code
-    (an llvmlite ctypes callback swallows the exception and the build wrote its file; numba's
-    `_numba_unpickle` raising crashed the process). Elsewhere (our code, numpy's, the
-    loaders') it raises at once, as Python's own handler would."""
-    roots = _held_roots()
-    while frame is not None:
-        if frame.f_code.co_filename.startswith(roots):
-            return False
-        frame = frame.f_back
-    return True
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -334,33 +160,8 @@ def run_build(args: argparse.Namespace, *, stop: StopSignals | None = None,
     line and nothing written (see the module docstring); `stop`: the caller's, already active;
     else its own, and `ending` as `main`'s."""
     if stop is None:
-        return _stoppable_run(lambda own: _build(args, own), ending)
-    return _stoppable(stop, lambda: _build(args, stop))
-
-
-def _stoppable_run(work: Callable[[StopSignals], int], ending: bool) -> int:
-    """work(stop) under signals of its own (`_stoppable`); ending: the process exits right
-    after, and from the end of the work on a signal ends it at once with the status
-    (`StopSignals.end_with`)."""
-    with StopSignals() as stop:
-        status = _stoppable(stop, lambda: work(stop))
-        if ending:
-            stop.end_with(status)
-        return status
-
-
-def _stoppable(stop: StopSignals, work: Callable[[], int]) -> int:
-    """work(), its stop by a signal (`stop` active) made one line and the exit status."""
-    try:
-        status = work()
-        stop.hold()  # done: what the status says stands
-        return status
-    except KeyboardInterrupt:
-        return stop.report()
-    except Exception:
-        if stop.signum is None:
-            raise
-        return stop.report()  # e.g. an ImportError: a C extension's import was interrupted
+        return run_stoppable("preprocess", lambda own: _build(args, own), ending)
+    return stoppable(stop, lambda: _build(args, stop))
 
 
 class _RefusedError(Exception):
@@ -442,7 +243,7 @@ def _source(args: argparse.Namespace) -> tuple[SceneMeshes | None, str | Mesh, P
 def _check_output(output: Path) -> None:
     """Whether `output` can be written, before the build, not after it: a folder, no
     permission, a read-only file system."""
-    from preprocess.tess.container import check_writable
+    from preprocess.tess.atomic import check_writable
 
     parent = output.parent
     if not parent.exists():
@@ -514,10 +315,14 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
     stop.check()
     bars = StageBars(not args.quiet)
 
+    # the last report before the output appears: the file complete, or a scene's every .tess
+    # (its own "write" reports come mesh after mesh, and a signal after one must still stop it)
+    last = "write" if scene is None else "meshes"
+
     def progress(stage: str, done: int, total: int) -> None:
         stop.check()
-        if stage == "write" and done >= total:
-            stop.hold()  # the file is complete; the rename makes it appear
+        if stage == last and done >= total:
+            stop.hold()  # complete; the renames make it appear
         bars(stage, done, total)
 
     try:
@@ -580,7 +385,7 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
     a signal from the end of the work on ends it at once with that status (`end_with`)."""
     # the signals first: everything after, imports included, ends in one line when stopped
     one_line_warnings("preprocess")
-    return _stoppable_run(lambda stop: _main(argv, stop), ending)
+    return run_stoppable("preprocess", lambda stop: _main(argv, stop), ending)
 
 
 def command() -> int:

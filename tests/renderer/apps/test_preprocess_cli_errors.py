@@ -8,9 +8,9 @@ status 2 (130 on SIGINT, 143 on SIGTERM), and nothing left in the output folder:
 .tess nor a temporary `.NAME.tess.PID.HEX.tmp`. The first run on a machine also prints the
 one-line compile note (`COMPILE_NOTE`) before anything else; `_lines` sets it aside.
 
-Kills run the command in a subprocess on a 200,000-triangle sphere (about 1.3 s to build);
-`_CHILD` makes its fsync take a second, so that "during the write" is a window a test can hit,
-and so that no signal arrives after the build has finished.
+Kills run the command in a subprocess on a 200,000-triangle sphere (about 1.3 s to build), its
+fsync made to take a second (`signal_child` in conftest.py), so that "during the write" is a
+window a test can hit, and so that no signal arrives after the build has finished.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from preprocess.load import mesh_from_arrays
 from preprocess.mesh import Mesh
 from preprocess.tess import read_tess, write_tess
 from preprocess.verify import VerifyError, check_all
-from renderer.apps import preprocess_cli
+from renderer.apps import preprocess_cli, signals
 from renderer.apps.preprocess_cli import COMPILE_NOTE
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -44,19 +44,6 @@ SMALL = ["--builtin", "sphere", "--triangles", "2000", "-q"]
 MEDIUM = ["--builtin", "sphere", "--triangles", "200000", "-q"]
 INTERRUPTED = "preprocess: interrupted; nothing written"
 TERMINATED = "preprocess: terminated; nothing written"
-
-# the command, with an fsync that sleeps TESSERA_TEST_FSYNC_DELAY seconds first
-_CHILD = """
-import os, sys, time
-fsync = os.fsync
-def slow_fsync(fd):
-    time.sleep(float(os.environ.get("TESSERA_TEST_FSYNC_DELAY", "0")))
-    fsync(fd)
-os.fsync = slow_fsync
-from renderer.apps.preprocess_cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-
 
 def _lines(err: str) -> list[str]:
     """stderr's lines, the first run's compile note aside."""
@@ -189,37 +176,11 @@ def test_failed_verify_is_one_line_and_writes_nothing(tmp_path, capsys, monkeypa
 # ------------------------------------------------------------------------ signals (findings 3, 4)
 
 
-def _start(out: Path, *, fsync_delay: float = 1.0, module: bool = False,
+def _start(signal_child, out: Path, *, fsync_delay: float = 1.0, module: bool = False,
            env: dict | None = None) -> subprocess.Popen:
-    argv = ([sys.executable, "-m", "renderer.apps.preprocess_cli"] if module
-            else [sys.executable, "-c", _CHILD])
-    child_env = dict(os.environ if env is None else env,
-                     TESSERA_TEST_FSYNC_DELAY=str(fsync_delay))
-    # a suite started in the background (`make test &`) ignores SIGINT, and children inherit
-    # that (the command honours an ignored SIGINT, as a background job should): the child here
-    # gets the default disposition, as from a terminal
-    return subprocess.Popen([*argv, *MEDIUM, "-o", str(out)], cwd=ROOT, env=child_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_default_sigint)
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _wait_for_the_write(proc: subprocess.Popen, folder: Path) -> None:
-    """Until the temporary file has data in it (the empty probe made before the build does not
-    count)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        for p in folder.glob(".*.tmp"):
-            try:
-                if p.stat().st_size > 0:
-                    return
-            except FileNotFoundError:
-                pass
-        time.sleep(0.002)
-    raise AssertionError("the write was never seen")
+    """`preprocess` of the MEDIUM sphere into `out` (`signal_child.start`)."""
+    return signal_child.start("renderer.apps.preprocess_cli", [*MEDIUM, "-o", str(out)],
+                              fsync_delay=fsync_delay, as_module=module, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -243,11 +204,11 @@ def startup() -> float:
 ])
 @pytest.mark.slow
 def test_a_signal_at_any_moment_ends_in_one_line_and_nothing_written(sig, when, tmp_path,
-                                                                     startup):
+                                                                     startup, signal_child):
     out = tmp_path / "x.tess"
-    proc = _start(out, module=when == "-m 0.3")
+    proc = _start(signal_child, out, module=when == "-m 0.3")
     if when == "write":
-        _wait_for_the_write(proc, tmp_path)
+        signal_child.wait_for_the_write(proc, tmp_path)
     else:
         time.sleep(max(0.3 if when == "-m 0.3" else when, 1.5 * startup))
     assert proc.poll() is None, "finished before the signal"
@@ -274,7 +235,7 @@ def test_a_signal_waits_while_the_main_thread_is_where_locks_are_taken(monkeypat
     """Code that takes locks in Python may have taken one and not yet entered the `with` that
     releases it (numba's compiler lock leaked so, a worker waited on it forever, the stopped
     build never exited): while any frame of the main thread is in such a module (numba,
-    threading, the import machinery, ..., `preprocess_cli._HELD`), the signal is only recorded
+    threading, the import machinery, ..., `signals._HELD`), the signal is only recorded
     and raised at the next check (`StopSignals.check`, every progress report); elsewhere (our
     code, numpy's) it raises where it lands, at once."""
     import contextlib
@@ -285,13 +246,13 @@ def test_a_signal_waits_while_the_main_thread_is_where_locks_are_taken(monkeypat
     monkeypatch.setattr(signal, "getsignal", lambda s: signal.SIG_DFL)  # a pytest run in the
     # background ignores SIGINT, which StopSignals would honour; here it is taken as from a tty
     for where in ([ours, ours], [ours, np.__file__]):
-        with preprocess_cli.StopSignals():
+        with signals.StopSignals("preprocess"):
             with pytest.raises(KeyboardInterrupt):
                 _signal_in(*where)
     held = [threading.__file__, numba.core.compiler_lock.__file__, contextlib.__file__,
             "<frozen importlib._bootstrap>"]
     for where in ([held[0]], [ours, held[1]], [ours, held[2], ours], [ours, held[3], ours]):
-        with preprocess_cli.StopSignals() as stop:
+        with signals.StopSignals("preprocess") as stop:
             try:
                 _signal_in(*where)
             except KeyboardInterrupt:  # (not let through: it would stop the whole test run)
@@ -302,10 +263,11 @@ def test_a_signal_waits_while_the_main_thread_is_where_locks_are_taken(monkeypat
 
 
 @pytest.mark.slow
-def test_a_killed_writers_temporary_file_goes_with_the_next_write(tmp_path, capsys):
+def test_a_killed_writers_temporary_file_goes_with_the_next_write(tmp_path, capsys,
+                                                                  signal_child):
     out = tmp_path / "x.tess"
-    proc = _start(out, fsync_delay=30.0)
-    _wait_for_the_write(proc, tmp_path)
+    proc = _start(signal_child, out, fsync_delay=30.0)
+    signal_child.wait_for_the_write(proc, tmp_path)
     proc.kill()  # SIGKILL: nothing can clean up
     proc.communicate()
     stale = _left(tmp_path)
@@ -338,7 +300,7 @@ def test_only_dead_writers_temporary_files_are_removed(tmp_path):
     ["-m", "renderer.apps.cli", "preprocess"],
 ])
 @pytest.mark.slow
-def test_a_signal_once_the_file_is_there_changes_nothing(program, tmp_path):
+def test_a_signal_once_the_file_is_there_changes_nothing(program, tmp_path, signal_child):
     """SIGINT as soon as the finished file appears: the work is done and the command ends with
     status 0 and nothing on stderr, the file whole. Before `end_quietly`, 1 in 4 tries here met
     the interpreter's exit: a KeyboardInterrupt traceback, or death by SIGINT (-2), the file in
@@ -347,7 +309,7 @@ def test_a_signal_once_the_file_is_there_changes_nothing(program, tmp_path):
         out = tmp_path / f"x{i}.tess"
         proc = subprocess.Popen([sys.executable, *program, *SMALL, "-o", str(out)], cwd=ROOT,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=_default_sigint)
+                                preexec_fn=signal_child.default_sigint)
         while not out.exists() and proc.poll() is None:
             time.sleep(0.0003)
         proc.send_signal(signal.SIGINT)
@@ -369,11 +331,11 @@ def test_signal_handlers_are_restored(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_first_run_says_it_compiles_then_stops_cleanly(tmp_path):
+def test_first_run_says_it_compiles_then_stops_cleanly(tmp_path, signal_child):
     folder = tmp_path / "out"
     folder.mkdir()
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))  # an empty cache
-    proc = _start(folder / "x.tess", env=env)
+    proc = _start(signal_child, folder / "x.tess", env=env)
     first = proc.stderr.readline().rstrip("\n")  # before any kernel is compiled
     about = re.fullmatch(rf"{COMPILE_NOTE} \(about (\d+) s on 2 cores\); later runs start at once",
                          first)
