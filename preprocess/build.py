@@ -129,8 +129,10 @@ KERNEL_SECONDS = {"preprocess.dag": 33.0, "preprocess.pack": 3.0, "preprocess.cl
                   "preprocess.io.normals": 0.5, "preprocess.simplify": 0.0,
                   "preprocess.measure": 0.0, "preprocess.grid": 0.0, "preprocess.distance": 0.0,
                   "preprocess.grouping": 0.0, "preprocess.lod": 0.0}
-FILE_KERNEL_SECONDS = {"preprocess.io.obj": 4.5, "preprocess.io.text": 1.0,
-                       "preprocess.io.ply": 0.5}
+# the readers' kernels, by the file types that call them (a glTF calls none)
+FILE_KERNEL_SECONDS = {".obj": {"preprocess.io.obj": 4.5, "preprocess.io.text": 1.0},
+                       ".ply": {"preprocess.io.ply": 0.5, "preprocess.io.text": 1.0},
+                       ".off": {"preprocess.io.text": 1.0}, ".stl": {"preprocess.io.text": 1.0}}
 ROCK_KERNEL_SECONDS = {"assets.rock": 0.5}
 
 
