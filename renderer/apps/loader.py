@@ -11,7 +11,8 @@ The cache: a mesh `m.obj` builds `m.tess` beside it, or, where that folder is no
 the mesh, opens cleanly and, where an up axis is asked for (`--up`, a scene file's `up`), was
 built with that one (its meta's `up`, absent for Y); otherwise it is rebuilt. Without an up axis
 asked for, a cached file is used whatever it was built with (a `preprocess --up z m.obj` beside
-the mesh stays), and a build is Y-up. A scene's cache (`m.json` and a `.tess` per mesh) is
+the mesh stays), and a build is Y-up. A scene's cache (`m.json`, or `m.z-up.json` for
+`--up z`, and a `.tess` per mesh) is
 complete when its scene file was written after every `.tess` it names (`build_scene` writes it
 last); one that is not (a build killed while it renamed its files into place) is rebuilt. A job
 that fails leaves none of the files it built (`discard`): a next run must not trust them.
@@ -57,7 +58,16 @@ def _usable(tess: Path, newer_than: float, up: str | None = None) -> bool:
     return up is None or asset.meta.get("up", "y") == up
 
 
-def _cached_scene(scene_path: Path, newer_than: float, up: str | None) -> SceneSpec | None:
+def _scene_cache(source: Path, up: str | None) -> Path:
+    """The scene file of a scene's cache: `cache_path` with `.json`, and `.z-up.json` for a
+    Z-up build. A scene's meshes are stored as they are (Y up) and the turn is in its
+    instances, so the axis is told by the scene file's name, not by its `.tess` files' meta
+    (which made a Z-up scene build again on every run, and a later Y-up run use it)."""
+    scene_path = cache_path(source).with_suffix(".json")
+    return scene_path.with_name(f"{scene_path.stem}.z-up.json") if up == "z" else scene_path
+
+
+def _cached_scene(scene_path: Path, newer_than: float) -> SceneSpec | None:
     """A scene's cache, or None where it must be built: its scene file missing, older than the
     source, unreadable, or written before one of its `.tess` files (incomplete: it was not the
     last file written), or one of those unusable (`_usable`)."""
@@ -66,7 +76,7 @@ def _cached_scene(scene_path: Path, newer_than: float, up: str | None) -> SceneS
         if written < newer_than:
             return None
         spec = load_scene_file(scene_path)
-        if all(_usable(p, newer_than, up) and p.stat().st_mtime <= written
+        if all(_usable(p, newer_than) and p.stat().st_mtime <= written
                for p in spec.assets.values()):
             return spec
     except (OSError, ValueError):
@@ -201,8 +211,8 @@ class LoadJob:
         axis. False where it is no scene."""
         if path.suffix.lower() not in (".gltf", ".glb", ".obj") or not path.is_file():
             return False
-        scene_path = cache_path(path).with_suffix(".json")
-        spec = _cached_scene(scene_path, path.stat().st_mtime, self.up)
+        scene_path = _scene_cache(path, self.up)
+        spec = _cached_scene(scene_path, path.stat().st_mtime)
         if spec is None:
             from preprocess.config import BuildConfig
             from preprocess.scene_import import build_scene, read_scene

@@ -14,6 +14,7 @@ to build, so that a signal sent as the second begins meets the build, never its 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -171,6 +172,22 @@ def test_an_incomplete_scene_cache_is_built_again(tmp_path, gltf_balls):
     again = load_now(str(src))
     assert again.error is None and {Path(p).name for p in again.built} >= set(BALLS)
     assert load_now(str(src)).built == []  # complete again
+
+
+def test_a_z_up_scene_cache_is_used_again_and_kept_apart(tmp_path, gltf_balls):
+    """A scene's meshes are stored Y-up and the turn is in its instances: the Z-up build was
+    told by its `.tess` files' meta, so it was built again on every run (and a Y-up run after it
+    could use its turned instances)."""
+    src = gltf_balls(tmp_path / "balls.glb", subdivisions=1)
+    z = load_now(str(src), "z")
+    assert z.error is None and z.built
+    assert load_now(str(src), "z").built == []  # used as it is
+    y = load_now(str(src))
+    assert y.error is None and y.built  # its own cache, not the Z-up one
+    turned, upright = (json.loads((tmp_path / name).read_text())["instances"]
+                       for name in ("balls.z-up.json", "balls.json"))
+    assert [i["matrix"] for i in turned] != [i["matrix"] for i in upright]
+    assert load_now(str(src), "z").built == [] and load_now(str(src), "y").built == []
 
 
 @pytest.mark.parametrize("case", [
