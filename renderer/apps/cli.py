@@ -25,10 +25,12 @@ from renderer.apps.preprocess_cli import (
 )
 from renderer.apps.signals import (
     EXIT_SIGINT,
+    EXIT_SIGTERM,
     StopSignals,
     end_quietly,
     stoppable,
     stopped,
+    terminate_as_interrupt,
 )
 
 if TYPE_CHECKING:
@@ -653,11 +655,14 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
                 stop.end_with(status)
             return status
     # view and bench: frame after frame with no point where a signal held back could be raised,
-    # so Python's own Ctrl-C (a KeyboardInterrupt wherever it lands)
-    try:
-        status = args.func(args)
-    except KeyboardInterrupt:  # Ctrl-C: one line, 128 + SIGINT
-        status = stopped("tessera: interrupted", EXIT_SIGINT)
+    # so Python's own Ctrl-C (a KeyboardInterrupt wherever it lands), and SIGTERM the same way
+    # (it killed them, -15 and no line); what they write is written whole (`write_atomically`)
+    with terminate_as_interrupt() as terminated:
+        try:
+            status = args.func(args)
+        except KeyboardInterrupt:  # one line, 128 + the signal
+            status = (stopped("tessera: terminated", EXIT_SIGTERM) if terminated
+                      else stopped("tessera: interrupted", EXIT_SIGINT))
     return end_quietly(status) if ending else status
 
 

@@ -31,13 +31,14 @@ with no progress report where a signal held back could be raised.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from types import FrameType
 
 # exit statuses: 128 + the signal, as a shell reports a process the signal ended
@@ -153,6 +154,28 @@ def _ender(status: int) -> Callable[[int, FrameType | None], NoReturn]:
                 pass
         os._exit(status)
     return end
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[list[int]]:
+    """SIGTERM raised as KeyboardInterrupt wherever it lands, as Python's Ctrl-C is, for the
+    commands with no safe point to wait for (`tessera view`, `tessera bench`); the list it gives
+    holds the signal once one came, to tell the two apart. A SIGTERM ignored when it starts
+    stays ignored; the handler before it is put back."""
+    came: list[int] = []
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        came.append(signum)
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        yield came
+        return
+    before = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def stopped(line: str, status: int) -> int:

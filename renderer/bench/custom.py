@@ -229,6 +229,7 @@ def main_args(args) -> int:
                       shadow_pool_mb=args.shadow_pool_mb)
     out = run(cfg)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
+        from preprocess.tess.atomic import write_atomically
+
+        write_atomically(args.json, lambda f: f.write(json.dumps(out, indent=2).encode()))
     return 0

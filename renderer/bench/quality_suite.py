@@ -251,14 +251,17 @@ def _report(args: argparse.Namespace, known: dict[str, str], names: list[str], v
         print("\n".join("  " + x for x in lines))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({
+        from preprocess.tess.atomic import write_atomically
+
+        write_atomically(args.json, lambda f: f.write(json.dumps({
             "meta": {"size": args.size, "demo_size": args.demo_size,
                      "normal_cost": args.normal_cost,
                      "supersample": quality.SUPERSAMPLE,
                      "views": [v.__dict__ for v in views], "taus": args.taus,
                      "device": ctx.description, "models": notes,
                      "seconds": seconds},
-            "rows": quality.to_json(rows), "pooled": quality.to_json(pooled)}, indent=1))
+            "rows": quality.to_json(rows), "pooled": quality.to_json(pooled)},
+            indent=1).encode()))
         print(f"wrote {args.json}")
     if args.images:
         print(f"wrote {images} PNGs to {args.images}")

@@ -47,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
+from preprocess.tess.atomic import write_atomically
 from renderer.bench.measure import (
     brute_force_ms,
     camera_path,
@@ -580,7 +581,7 @@ def plots(report: dict, folder: Path) -> list[Path]:
         ax.legend()
         fig.tight_layout()
         p = folder / "scaling.png"
-        fig.savefig(p)
+        write_atomically(p, lambda f: fig.savefig(f, format="png"))
         plt.close(fig)
         written.append(p)
     runs = [(f"{n}\n{r['variant']}", r["gpu_pass_ms"]) for n, rs in report["scenarios"].items()
@@ -600,7 +601,7 @@ def plots(report: dict, folder: Path) -> list[Path]:
         ax.legend(fontsize=7, ncol=2)
         fig.tight_layout()
         p = folder / "passes.png"
-        fig.savefig(p)
+        write_atomically(p, lambda f: fig.savefig(f, format="png"))
         plt.close(fig)
         written.append(p)
     return written
@@ -612,7 +613,7 @@ def main(cfg: SuiteConfig, *, json_path: str | None = None, compare_path: str | 
     report = Suite(cfg, log).run()
     log(table(report))
     if json_path:
-        Path(json_path).write_text(json.dumps(report, indent=2))
+        write_atomically(json_path, lambda f: f.write(json.dumps(report, indent=2).encode()))
         log(f"wrote {json_path}")
     if plots_dir or json_path:
         folder = Path(plots_dir) if plots_dir else Path(json_path).parent

@@ -109,10 +109,15 @@ ROOT = Path(tessera_cli.__file__).resolve().parents[2]
 
 @pytest.mark.slow
 @pytest.mark.gpu
-def test_ctrl_c_during_a_run_is_one_line_and_130(sphere_tess, tmp_path, signal_child):
-    """SIGINT while `tessera bench` draws its frames (a run far longer than the test waits):
-    `tessera: interrupted`, exit status 130, no traceback (Python's own ending printed one from
-    wherever the main thread was, and ended the process by SIGINT)."""
+@pytest.mark.parametrize("sig, status, said", [
+    (signal.SIGINT, 130, "tessera: interrupted"),
+    (signal.SIGTERM, 143, "tessera: terminated"),  # it killed bench: -15, no line
+])
+def test_a_signal_during_a_run_is_one_line(sphere_tess, tmp_path, signal_child, sig, status,
+                                           said):
+    """SIGINT or SIGTERM while `tessera bench` draws its frames (a run far longer than the test
+    waits): one line, exit status 128 + the signal, no traceback (Python's own ending printed
+    one from wherever the main thread was, and ended the process by SIGINT)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "renderer.apps.cli", "bench", str(sphere_tess), "--scene",
          "orbit", "--instances", "4", "--frames", "100000", "--no-brute", "--size", "64x64"],
@@ -123,10 +128,10 @@ def test_ctrl_c_during_a_run_is_one_line_and_130(sphere_tess, tmp_path, signal_c
         if line.startswith("scene"):
             break
     assert proc.poll() is None, "finished before the signal"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert err.splitlines()[-1:] == ["tessera: interrupted"] and "Traceback" not in err, err
+    assert proc.returncode == status, err
+    assert err.splitlines()[-1:] == [said] and "Traceback" not in err, err
 
 
 @pytest.mark.slow
