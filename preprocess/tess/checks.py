@@ -436,6 +436,30 @@ def _streams(mode: np.ndarray, nv: np.ndarray, nt: np.ndarray) -> list[tuple[str
             ("index_offset", np.where(mixed, _align4(3 * nt) + nt, 3 * nt))]
 
 
+def _disjoint_streams(pr: PageRecords, streams: list[tuple[str, np.ndarray]]) -> None:
+    """No two streams of a page share a byte: a normal or uv offset pointed into another
+    stream decodes to normals and uvs as valid as any (octahedral words, unorm pairs), so a
+    record that reads another's bytes could only be told by where it points. Sorted by page and
+    start, any overlap shows between neighbours."""
+    r = pr.records
+    n = len(pr.page)
+    kind = np.repeat(np.arange(len(streams)), n)
+    owner = np.tile(np.arange(n), len(streams))
+    start = np.concatenate([r[field].astype(np.int64) for field, _ in streams])
+    stop = start + np.concatenate([length for _, length in streams])
+    keep = stop > start
+    kind, owner, start, stop = kind[keep], owner[keep], start[keep], stop[keep]
+    page = pr.page[owner]
+    order = np.argsort(page * (int(stop.max(initial=0)) + 1) + start, kind="stable")
+    kind, owner, start, stop, page = (a[order] for a in (kind, owner, start, stop, page))
+    clash = (page[1:] == page[:-1]) & (start[1:] < stop[:-1])
+    if (i := _first(clash)) is not None:
+        a, b = i, i + 1
+        _fail(f"{pr.where(owner[b])}: {streams[kind[b]][0]} bytes {start[b]}..{stop[b]} overlap "
+              f"cluster {pr.slot[owner[a]]}'s {streams[kind[a]][0]} bytes "
+              f"{start[a]}..{stop[a]} (a page's streams share no byte)")
+
+
 def check_records(pr: PageRecords, material_count: int, step: float) -> None:
     """Each cluster record's counts (1..MAX_CLUSTER_TRIANGLES triangles,
     1..MAX_CLUSTER_VERTICES vertices), mode (known bits, a position encoding, a material
@@ -458,12 +482,21 @@ def check_records(pr: PageRecords, material_count: int, step: float) -> None:
         _fail(f"{where(k)}: mode {mode[k]:#x} names material {material[k]}, past the file's "
               f"{material_count} materials")
     lo, hi = pr.streams_from[pr.page], pr.streams_to[pr.page]
-    for field, length in _streams(mode, nv, nt):  # a loop over four streams
+    streams = _streams(mode, nv, nt)
+    for field, length in streams:  # a loop over four streams
         off = r[field].astype(np.int64)
         bad = (length > 0) & ((off & 3 != 0) | (off < lo) | (off + length > hi))
         if (k := _first(bad)) is not None:
             _fail(f"{where(k)}: {field} {off[k]} and its {length[k]} bytes, not 4-byte aligned "
                   f"within the page's streams (bytes {lo[k]}..{hi[k]})")
+    # the uvs lie in the normals' block, right after the normals (pack.py's layout, as the
+    # shaders read them); the blocks themselves share no byte
+    uv = (mode & MODE_HAS_UV) != 0
+    place = r["normal_offset"].astype(np.int64) + 4 * nv
+    if (k := _first(uv & (r["uv_offset"].astype(np.int64) != place))) is not None:
+        _fail(f"{where(k)}: uv_offset {r['uv_offset'][k]}, not right after its normals "
+              f"(normal_offset + 4 x vertex_count = {place[k]})")
+    _disjoint_streams(pr, [x for x in streams if x[0] != "uv_offset"])
     _spheres(where, "bounds", r["bounds"])
     _spheres(where, "self_sphere", r["self_sphere"])
     # the grid origin every position is added to: the least coordinates of the cluster's

@@ -146,11 +146,26 @@ def _index_byte(parts):  # the first corner of the first triangle names a vertex
     parts.pages[0, int(rec["index_offset"])] = int(rec["vertex_count"])
 
 
-def _shared_indices(parts):  # cluster 1 reads cluster 0's indices (overlapping streams), 1 vertex
+def _shared_indices(parts):  # cluster 1 reads cluster 0's indices (overlapping streams)
     recs = parts.records(0)
     recs["index_offset"][1] = recs["index_offset"][0]
     recs["triangle_count"][1] = min(recs["triangle_count"][:2])
+
+
+def _shared_normals(parts):  # cluster 1's normals are cluster 0's: as valid as any, but not its
+    recs = parts.records(0)
+    recs["vertex_count"][1] = min(recs["vertex_count"][:2])
+    recs["normal_offset"][1] = recs["normal_offset"][0]
+    recs["uv_offset"][1] = recs["normal_offset"][1] + 4 * recs["vertex_count"][1]
+
+
+def _swapped_indices(parts):  # clusters 0 and 1 read each other's indices (apart, out of order),
+    recs = parts.records(0)  # and cluster 1 has 1 vertex
+    recs["triangle_count"][:2] = min(recs["triangle_count"][:2])
+    recs["index_offset"][:2] = recs["index_offset"][1::-1].copy()
     recs["vertex_count"][1] = 1
+    if recs["uv_offset"][1]:  # the uvs right after the one normal
+        recs["uv_offset"][1] = recs["normal_offset"][1] + 4
 
 
 def _material_byte(parts):  # a mixed cluster's first triangle names material 5 of 2
@@ -279,6 +294,14 @@ AT_OPEN = [
     ("cluster-index-offset", _record()("index_offset", 16),
      r"page 0 cluster 0: index_offset 16 and its \d+ bytes, not 4-byte aligned within the "
      r"page's streams \(bytes \d+..\d+\)"),
+    ("cluster-index-shared", _shared_indices,
+     r"page 0 cluster 1: index_offset bytes \d+..\d+ overlap cluster 0's index_offset bytes "
+     r"\d+..\d+ \(a page's streams share no byte\)"),
+    ("cluster-normal-shared", _shared_normals,
+     r"page 0 cluster 1: normal_offset bytes \d+..\d+ overlap cluster 0's normal_offset"),
+    ("cluster-uv-apart", _record()("uv_offset", lambda r: r["uv_offset"] + 4),
+     r"page 0 cluster 0: uv_offset \d+, not right after its normals \(normal_offset \+ 4 x "
+     r"vertex_count = \d+\)"),
     ("cluster-bounds", _record()("bounds", lambda r: (*r["bounds"][:3], np.nan)),
      r"page 0 cluster 0: bounds .*nan.* not a sphere"),
     ("cluster-self-sphere", _record()("self_sphere", lambda r: (*r["self_sphere"][:3], -1)),
@@ -309,8 +332,8 @@ AT_OPEN = [
 AT_PAGE = [
     ("stream-index", _index_byte,
      r"page 0 cluster 0: triangle 0 names vertex \d+, past its vertex_count \d+"),
-    ("stream-index-overlapping", _shared_indices,
-     r"page 0 cluster 1: triangle 0 names vertex \d+, past its vertex_count 1"),
+    ("stream-index-out-of-order", _swapped_indices,
+     r"page 0 cluster 1: triangle \d+ names vertex \d+, past its vertex_count 1"),
     ("stream-material", _material_byte,
      r"page \d cluster \d+: triangle 0's material byte names material 5, past the file's 2 "
      r"materials"),
