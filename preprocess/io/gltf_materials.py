@@ -37,11 +37,14 @@ _TEXTURE_SLOTS = (("pbrMetallicRoughness", "baseColorTexture", "base colour"),
                   (None, "normalTexture", "normal"), (None, "emissiveTexture", "emissive"),
                   (None, "occlusionTexture", "occlusion"))
 # (the object holding it, the factor, how many numbers, its default: what is drawn without it)
-_FACTORS = (("pbrMetallicRoughness", "baseColorFactor", 4, [1, 1, 1, 1]),
-            ("pbrMetallicRoughness", "metallicFactor", 1, 1),
-            ("pbrMetallicRoughness", "roughnessFactor", 1, 1),
-            (None, "emissiveFactor", 3, [0, 0, 0]), (None, "alphaCutoff", 1, 0.5),
-            ("normalTexture", "scale", 1, 1), ("occlusionTexture", "strength", 1, 1))
+# (holder, key, how many numbers, default, the range glTF gives them)
+_FACTORS = (("pbrMetallicRoughness", "baseColorFactor", 4, [1, 1, 1, 1], (0, 1)),
+            ("pbrMetallicRoughness", "metallicFactor", 1, 1, (0, 1)),
+            ("pbrMetallicRoughness", "roughnessFactor", 1, 1, (0, 1)),
+            (None, "emissiveFactor", 3, [0, 0, 0], (0, 1)),
+            (None, "alphaCutoff", 1, 0.5, (0, math.inf)),
+            ("normalTexture", "scale", 1, 1, (-math.inf, math.inf)),
+            ("occlusionTexture", "strength", 1, 1, (0, 1)))
 _REPEAT = 10497  # the sampler wrap mode Tessera draws
 
 
@@ -266,17 +269,25 @@ def _embedded(index: int, img: dict) -> str:
 
 def _repair_factors(mat: dict, name: str, label: str) -> bool:
     """Factors that are not the numbers glTF says removed (read as absent: their defaults),
-    each named; returns whether any was."""
+    and numbers outside glTF's range clamped into it (a metallic factor of 2 lit as no metal
+    can), each named; returns whether any was."""
     changed = False
-    for outer, key, n, default in _FACTORS:
+    for outer, key, n, default, (low, high) in _FACTORS:
         holder = (mat.get(outer) or {}) if outer else mat
         if not isinstance(holder, dict) or key not in holder:
             continue
         v = holder[key]
         values = v if isinstance(v, list) and n > 1 else [v]
-        if len(values) == n and all(_finite(x) for x in values):
-            continue
         what = f"{outer}.{key}" if outer in ("normalTexture", "occlusionTexture") else key
+        if len(values) == n and all(_finite(x) for x in values):
+            if all(low <= x <= high for x in values):
+                continue
+            clamped = [min(max(x, low), high) for x in values]
+            holder[key] = clamped if n > 1 else clamped[0]
+            mesh_warning(f"{label}: material {name!r}: {what} {json.dumps(v)} is outside "
+                         f"glTF's {low:g}..{high:g}; drawn clamped, {json.dumps(holder[key])}")
+            changed = True
+            continue
         mesh_warning(f"{label}: material {name!r}: {what} {json.dumps(v)} is not "
                      f"{'a number' if n == 1 else f'{n} numbers'}; drawn with the default, "
                      f"{json.dumps(default)}")

@@ -88,6 +88,7 @@ KNOWN_MODE_BITS = (MODE_POSITION_MASK | MODE_HAS_UV | MODE_HAS_COLOR | MODE_HAS_
                    | 0xFF << MODE_MATERIAL_SHIFT)
 MATERIAL_FLOATS = ("base_color", "emissive", "alpha_cutoff", "metallic", "roughness",
                    "normal_scale", "occlusion_strength")
+UNIT_FACTORS = ("metallic", "roughness", "occlusion_strength")
 
 
 class RecordError(ValueError):
@@ -349,6 +350,10 @@ def check_materials(materials: np.ndarray, textures: np.ndarray, texels: np.ndar
         v = materials[field].reshape(nm, -1)
         if (i := _first(~np.isfinite(v).all(axis=1))) is not None:
             _fail(f"{where(i)}: {field} {_vec(v[i])}, not finite")
+    for field in UNIT_FACTORS:  # the builder clamps them (glTF's range)
+        v = materials[field].astype(np.float64)
+        if (i := _first((v < 0) | (v > 1))) is not None:
+            _fail(f"{where(i)}: {field} {v[i]:g}, not within 0..1")
     flags = materials["flags"].astype(np.int64)
     if (i := _first(flags & ~(MATERIAL_DOUBLE_SIDED | MATERIAL_ALPHA_MASK))) is not None:
         _fail(f"{where(i)}: flags {flags[i]:#x}, unknown bits")

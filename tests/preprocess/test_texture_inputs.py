@@ -242,6 +242,26 @@ def test_a_gltf_factor_that_is_not_numbers_is_named_and_its_default_drawn(outer,
     assert m.emissive == (0.0, 0.0, 0.0) and painted(mesh)
 
 
+@pytest.mark.parametrize("outer, key, value, clamped, field, expect", [
+    ("pbrMetallicRoughness", "metallicFactor", 2.5, "1", "metallic", 1.0),
+    ("pbrMetallicRoughness", "roughnessFactor", -0.5, "0", "roughness", 0.0),
+    (None, "emissiveFactor", [3, 0.5, -1], "[1, 0.5, 0]", "emissive", (1.0, 0.5, 0.0)),
+])
+def test_a_gltf_factor_outside_its_range_is_named_and_clamped(outer, key, value, clamped, field,
+                                                              expect, tmp_path):
+    # drawn as written before: a metallic factor of 2.5 lit brighter than any metal
+    tree, binary = quad_gltf()
+    (tree["materials"][0][outer] if outer else tree["materials"][0])[key] = value
+    mesh, said = loaded(write_gltf(tmp_path / "range.gltf", tree, binary))
+    assert said[0] == (f"range.gltf: material 'paint': {key} {json.dumps(value)} is outside "
+                       f"glTF's 0..1; drawn clamped, {clamped}")
+    assert said[1:] == ([] if key != "emissiveFactor" else [  # the warning it always had
+        "range.gltf: material 'paint': emissive factor (1, 0.5, 0) without an emissive texture: "
+        "the whole surface glows (as the file says)"])
+    (m,) = mesh.materials
+    assert getattr(m, field) == pytest.approx(expect)
+
+
 @pytest.mark.parametrize("material", [True, False])
 def test_nan_vertex_colours_are_named_with_their_accessor_and_dropped(material, tmp_path):
     # trimesh read them black beside no material and white beside one, without a word
