@@ -244,7 +244,7 @@ def _scene_parts(path: Path, tree: dict, *, name: str | None = None) -> list[tup
     what = f"mesh {name!r}" if name else "its meshes"
     with quiet():
         try:
-            scene = load_scene_from(trimesh, io.BytesIO(_glb(packed, data)), "glb",
+            scene = load_scene_from(trimesh, io.BytesIO(glb_bytes(packed, data)), "glb",
                                     path)
             parts = flatten(scene, label, linear_colors=True)[0]
         except Exception as exc:
@@ -265,8 +265,9 @@ def _glb_binary(path: Path) -> memoryview | None:
     return memoryview(raw)[at + 8 : at + 8 + size] if kind == _GLB_BIN else None
 
 
-def _glb(tree: dict, binary: bytes) -> bytes:
-    """A GLB file's bytes: `tree`'s JSON and the BIN chunk `binary`."""
+def glb_bytes(tree: dict, binary: bytes) -> bytes:
+    """A GLB file's bytes: `tree`'s JSON and the BIN chunk `binary` (what trimesh reads here;
+    the tests write their files with it too)."""
     data = json.dumps(tree).encode()
     chunks = [(data + b" " * (-len(data) % 4), _GLB_JSON),
               (binary + b"\0" * (-len(binary) % 4), _GLB_BIN)]

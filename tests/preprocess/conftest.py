@@ -37,6 +37,7 @@ from assets.rock import make_terrain
 from assets.shapes import geodesic_sphere
 from preprocess.build import build_asset
 from preprocess.config import BuildConfig
+from preprocess.io.gltf import glb_bytes
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag, bvh_group_ref
 from preprocess.mesh import Mesh, MeshError
 from preprocess.tess.limits import ROOT_ERROR
@@ -443,7 +444,6 @@ class GltfBuilder:
     def write(self, path: Path, edit: Callable[[dict], None] | None = None) -> Path:
         import base64
         import json
-        import struct
 
         tree = json.loads(json.dumps(self.tree))
         blob = bytes(self.blob) + b"\0" * (-len(self.blob) % 4)
@@ -456,11 +456,7 @@ class GltfBuilder:
         if path.suffix != ".glb":
             path.write_text(json.dumps(tree))
             return path
-        js = json.dumps(tree).encode()
-        js += b" " * (-len(js) % 4)
-        body = struct.pack("<II", len(js), 0x4E4F534A) + js
-        body += struct.pack("<II", len(blob), 0x004E4942) + blob
-        path.write_bytes(struct.pack("<4sII", b"glTF", 2, 12 + len(body)) + body)
+        path.write_bytes(glb_bytes(tree, blob))
         return path
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from preprocess.io.gltf import glb_bytes
 from preprocess.load import load_mesh
 from preprocess.mesh import MeshWarning
 from renderer.apps.preprocess_cli import main as preprocess_main
@@ -89,11 +90,7 @@ def write_gltf(path: Path, tree: dict, binary: bytes) -> Path:
         tree["buffers"][0]["uri"] = data_uri(binary, "application/octet-stream")
         path.write_text(json.dumps(tree))
         return path
-    js = json.dumps(tree).encode()
-    js += b" " * (-len(js) % 4)
-    body = struct.pack("<II", len(js), 0x4E4F534A) + js
-    body += struct.pack("<II", len(binary), 0x004E4942) + binary
-    path.write_bytes(struct.pack("<4sII", b"glTF", 2, 12 + len(body)) + body)
+    path.write_bytes(glb_bytes(tree, binary))
     return path
 
 
