@@ -117,8 +117,9 @@ def _check_gltf(path: Path, file_type: str, label: str) -> dict:
     check_refs(tree, label)  # every index and type, once, before anything follows them
     _check_gltf_buffers(tree, path, binary, label)
     check_accessors(tree, label)
-    check_materials(tree, path, label, (28 + len(text), binary) if binary >= 0
-                    else None)  # the BIN chunk follows the JSON's and its header
+    # the GLB's BIN chunk read only if an embedded image or colour needs checking
+    check_materials(tree, path, label, Buffers(
+        path, tree, (lambda: _glb_binary(path)) if binary >= 0 else None, label))
     _check_gltf_scene_features(tree, label)
     return default_nodes(tree, label)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -121,9 +122,12 @@ def decode_data_uri(uri: str, what: str, label: str) -> bytes:
 
 class Buffers:
     """The bytes of a glTF file's buffers, each read (a file beside it), decoded (a `data:`
-    URI) or taken from the GLB's BIN chunk (`binary`) when first asked for."""
+    URI) or taken from the GLB's BIN chunk (`binary`: the bytes, or a function that reads them,
+    called only if a view of the chunk is asked for) when first asked for."""
 
-    def __init__(self, path: Path, tree: dict, binary: bytes | memoryview | None, label: str):
+    def __init__(self, path: Path, tree: dict,
+                 binary: bytes | memoryview | Callable[[], memoryview | None] | None,
+                 label: str):
         self.path, self.tree, self.binary, self.label = path, tree, binary, label
         self._data: dict[int, memoryview] = {}
 
@@ -132,7 +136,8 @@ class Buffers:
             buffer = self.tree["buffers"][b]
             uri = buffer.get("uri")
             if uri is None:
-                data = self.binary if self.binary is not None else b""
+                data = self.binary() if callable(self.binary) else self.binary
+                data = data if data is not None else b""
             elif uri.startswith("data:"):
                 data = decode_data_uri(uri, f"buffer {b}", self.label)
             else:

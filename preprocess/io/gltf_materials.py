@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from preprocess.io.gltf_accessors import Buffers, read_accessor
 from preprocess.materials import image_problem, side_problem, texture_pixel_limit, warn_texture
 from preprocess.mesh import MeshError, mesh_warning
 
@@ -48,34 +49,6 @@ _FACTORS = (("pbrMetallicRoughness", "baseColorFactor", 4, [1, 1, 1, 1], (0, 1))
 _REPEAT = 10497  # the sampler wrap mode Tessera draws
 
 
-class _Bytes:
-    """The bytes of a glTF's buffer views, read as they are asked for: from a GLB's BIN chunk at
-    ``glb_bin`` (its offset and length in the file) or a file beside the glTF, only the view's
-    range; from a data URI, decoded once. The buffers and views were checked in range
-    (`gltf._check_gltf_buffers`)."""
-
-    def __init__(self, tree: dict, path: Path, glb_bin: tuple[int, int] | None):
-        self.tree, self.path, self.glb_bin = tree, path, glb_bin
-        self.decoded: dict[int, bytes] = {}  # data URI buffers
-
-    def view(self, index: int) -> bytes:
-        view = (self.tree.get("bufferViews") or [])[index]
-        start, size = int(view.get("byteOffset", 0)), int(view.get("byteLength", 0))
-        b = int(view.get("buffer", 0))
-        uri = (self.tree.get("buffers") or [])[b].get("uri")
-        if isinstance(uri, str) and uri.startswith("data:"):
-            if b not in self.decoded:
-                self.decoded[b] = base64.b64decode(uri[uri.find(",") + 1 :])
-            return self.decoded[b][start : start + size]
-        if uri is None and self.glb_bin is not None:
-            file, start = self.path, self.glb_bin[0] + start
-        else:
-            file = _path_of(self.path, str(uri))
-        with file.open("rb") as f:
-            f.seek(start)
-            return f.read(size)
-
-
 def material_extensions(tree: dict) -> list[str]:
     """The extensions the materials, their texture slots and the textures use, whether or not
     ``extensionsUsed`` lists them (``KHR_texture_transform`` on a texture slot went unnamed)."""
@@ -91,12 +64,10 @@ def material_extensions(tree: dict) -> list[str]:
     return sorted(found)
 
 
-def check_materials(tree: dict, path: Path, label: str,
-                    glb_bin: tuple[int, int] | None = None) -> bool:
+def check_materials(tree: dict, path: Path, label: str, buffers: Buffers) -> bool:
     """Name what the materials ask and Tessera leaves out or cannot read, in `MeshWarning`s,
     and repair ``tree`` (in place) so that trimesh draws what the warnings say; returns whether
     it changed anything. See the module's docstring."""
-    data = _Bytes(tree, path, glb_bin)
     # image -> (how it is named, problem): those naming a buffer view the file lacks, first
     images: dict[int, tuple[str, str | None]] = _neutralize_images(tree)
     repaired = _material_references(tree, label) or bool(images)
@@ -112,7 +83,7 @@ def check_materials(tree: dict, path: Path, label: str,
             image, problem = _texture_image(tree, info, label, name, role)
             if image is not None:
                 if image not in images:
-                    images[image] = _image_problem(tree, image, data)
+                    images[image] = _image_problem(tree, image, path, buffers)
                 if images[image][1] is not None:
                     uses.setdefault(images[image], []).append(f"material {name!r} {role}")
                     problem = images[image][1]
@@ -122,7 +93,7 @@ def check_materials(tree: dict, path: Path, label: str,
         _warn_glow(mat, name, label)
     for (source, problem), where in uses.items():
         warn_texture(label, source, None if problem == _MISSING else problem, where)
-    return _drop_nan_colours(tree, data, label) or repaired
+    return _drop_nan_colours(tree, buffers, label) or repaired
 
 
 _MISSING = "not found"
@@ -196,7 +167,8 @@ def _slot_problem(where: str, problem: str) -> tuple[None, str]:
     return None, problem
 
 
-def _image_problem(tree: dict, index: int, data: _Bytes) -> tuple[str, str | None]:
+def _image_problem(tree: dict, index: int, gltf: Path, buffers: Buffers
+                   ) -> tuple[str, str | None]:
     """(how the image is named, why it cannot be read or None): the checks trimesh makes before
     it decodes, and Pillow opening it (its header: the decoding is `image_rgba`'s)."""
     img = tree["images"][index]
@@ -205,7 +177,7 @@ def _image_problem(tree: dict, index: int, data: _Bytes) -> tuple[str, str | Non
     if img.get("mimeType") == "image/ktx2":
         return embedded if uri is None else repr(uri), "a KTX2 image, not supported"
     if isinstance(uri, str) and not uri.startswith("data:"):
-        file = _path_of(data.path, uri)
+        file = _path_of(gltf, uri)
         if not file.is_file():
             return repr(uri), _MISSING
         return repr(uri), _open_problem(file)
@@ -220,7 +192,7 @@ def _image_problem(tree: dict, index: int, data: _Bytes) -> tuple[str, str | Non
         if not raw:
             return embedded, "its data URI holds no bytes (or is not base64)"
     elif isinstance(img.get("bufferView"), int):
-        raw = data.view(img["bufferView"])
+        raw = buffers.view(img["bufferView"])
         if not raw:
             return embedded, f"its buffer view {img['bufferView']} holds no bytes"
     else:
@@ -308,7 +280,7 @@ def _warn_glow(mat: dict, name: str, label: str) -> None:
                      f"without an emissive texture: the whole surface glows (as the file says)")
 
 
-def _drop_nan_colours(tree: dict, data: _Bytes, label: str) -> bool:
+def _drop_nan_colours(tree: dict, buffers: Buffers, label: str) -> bool:
     """COLOR_0 attributes holding NaN removed from their primitives, each named with its
     accessor: trimesh read them as black where the primitive has no material and white where it
     has one; without them a primitive is drawn with its material's colour alone."""
@@ -318,9 +290,10 @@ def _drop_nan_colours(tree: dict, data: _Bytes, label: str) -> bool:
         for prim in _dicts(mesh.get("primitives")):
             attrs = prim.get("attributes")
             ai = attrs.get("COLOR_0") if isinstance(attrs, dict) else None
-            colours = _float_rows(accessors, ai, data) if isinstance(ai, int) else None
-            if colours is None:
-                continue
+            acc = accessors[ai] if isinstance(ai, int) and 0 <= ai < len(accessors) else None
+            if not isinstance(acc, dict) or acc.get("componentType") != 5126:
+                continue  # only floats hold NaN
+            colours = read_accessor(tree, buffers, ai, label)  # its stride and sparse block
             bad = int(np.isnan(colours).any(axis=1).sum())
             if bad:
                 mesh_warning(f"{label}: accessor {ai} (COLOR_0 of mesh {mi} "
@@ -329,22 +302,6 @@ def _drop_nan_colours(tree: dict, data: _Bytes, label: str) -> bool:
                 del attrs["COLOR_0"]
                 changed = True
     return changed
-
-
-def _float_rows(accessors: list, index: int, data: _Bytes) -> np.ndarray | None:
-    """(count, width) float32 of a dense float accessor (only those can hold NaN), or None."""
-    acc = accessors[index] if 0 <= index < len(accessors) else None
-    width = {"VEC3": 3, "VEC4": 4}.get(acc.get("type")) if isinstance(acc, dict) else None
-    if width is None or acc.get("componentType") != 5126 or "bufferView" not in acc or (
-            acc.get("sparse")):
-        return None
-    view = (data.tree.get("bufferViews") or [])[acc["bufferView"]]
-    count = int(acc.get("count", 0))
-    if count == 0:
-        return None
-    return np.ndarray((count, width), "<f4", buffer=data.view(acc["bufferView"]),
-                      offset=int(acc.get("byteOffset", 0)),
-                      strides=(int(view.get("byteStride") or 4 * width), 4))
 
 
 def _dicts(items) -> list[dict]:

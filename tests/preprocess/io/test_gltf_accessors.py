@@ -237,3 +237,19 @@ def test_a_buffer_data_uri_that_is_not_base64_is_one_line(tmp_path, gltf_builder
     b.node(mesh=b.mesh(b.triangles(V, F)))
     path = b.write(tmp_path / "b64.gltf", lambda t: t["buffers"][0].update(uri=uri))
     assert load_error(path).startswith(f"b64.gltf: {said}")
+
+
+def test_nan_colours_set_by_a_sparse_block_are_named(tmp_path, gltf_builder):
+    # the NaN check read a colour accessor's view alone: a sparse block was not looked at
+    rgba = np.full((len(V), 4), 0.5, np.float32)
+    b = gltf_builder()
+    b.node(mesh=b.mesh(b.triangles(V, F, COLOR_0=b.sparse(rgba, np.array([3, 7], np.uint32),
+                                                         np.full((2, 4), np.nan, np.float32)))))
+    path = b.write(tmp_path / "nan.glb")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MeshWarning)
+        mesh = load_mesh(path)
+    said = [str(w.message) for w in caught if issubclass(w.category, MeshWarning)]
+    assert said == [f"nan.glb: accessor 0 (COLOR_0 of mesh 0 ''): 2 of {len(V)} colours are not "
+                    f"numbers (NaN); drawn without vertex colours"]
+    assert mesh.wedge_color is None
