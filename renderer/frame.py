@@ -25,6 +25,7 @@ import time
 import numpy as np
 import wgpu
 
+from renderer.antialias import jitter
 from renderer.camera import Camera, frustum_planes
 from renderer.device import GpuContext
 from renderer.gpu import buffer
@@ -41,6 +42,7 @@ from renderer.limits import (
 )
 from renderer.options import RenderOptions
 from renderer.page_pool import PagePool
+from renderer.passes.accumulate import Accumulate
 from renderer.passes.cull import Cull
 from renderer.passes.depth_targets import DepthTargets
 from renderer.passes.hzb import HZB, hzb_levels
@@ -168,6 +170,11 @@ class Frame:
         self.raster_hw = RasterHW(d, vis64=self.vis64)
         self.depth_targets = DepthTargets(d, vis64=self.vis64)
         self.resolve = Resolve(d, vis64=self.vis64)
+        self.accumulate = Accumulate(d)
+        # the last accumulated frame: (resources generation, its look (`_accumulation`), frame
+        # index, its place in the jitter sequence); a frame that does not follow it starts a
+        # new history
+        self._accumulated: tuple | None = None
         self.hzb = HZB(d, vis64=self.vis64)
         # the sun's virtual shadow map, drawn by the same passes with SHADOW (renderer/shadows.py)
         self.shadow_pages = ShadowPages(d, vis64=self.vis64)
@@ -276,6 +283,7 @@ class Frame:
         d, f = self.device, self.resources
         f.width, f.height = width, height
         self._motion_epoch += 1  # new pixels: no camera motion into the next frame
+        self.accumulate.drop_history()
         for name, nbytes in image_buffers(f.width, f.height, self.vis64).items():
             cleared = name.startswith("vis") or name == "velocity"  # by enc.clear_buffer
             usage = _BU.STORAGE | _BU.COPY_SRC | (_BU.COPY_DST if cleared else 0)
@@ -369,10 +377,15 @@ class Frame:
 
     # ---------------------------------------------------------------- the frame
 
-    def _frame_uniforms(self, s: Scene, camera: Camera, tau: float, debug_view: int
-                        ) -> np.ndarray:
+    def _frame_uniforms(self, s: Scene, camera: Camera, tau: float, debug_view: int,
+                        shift: tuple[float, float] | None = None) -> np.ndarray:
         """The frame's uniforms (written by `submit`), and the shadow views': the camera's
-        matrices, the previous frame's for velocity and the HZB's camera for occlusion."""
+        matrices, the previous frame's for velocity and the HZB's camera for occlusion.
+        `shift`: temporal accumulation's jitter, in pixels (x right, y down): the projection
+        moved so that each pixel samples the point that far from its centre. Culling, the
+        rasterizers, resolve and the shadow marks use the jittered matrix, velocity the
+        unjittered one (`motion_view_proj`); the occlusion test's projection stays unjittered,
+        the jitter (< 0.5 px) being inside its one-pixel margin (shaders/occlusion.wgsl)."""
         f, o = self.resources, self.options
         key = (f.width, f.height, f.instance_count, f.generation)
         if self._uniform_key != key:  # what changes only with the size or the scene
@@ -392,7 +405,12 @@ class Frame:
             self._uniform_static, self._uniform_key = u, key
         u = self._uniform_static.copy()
         fw, uw = u.view(np.float32), u.view(np.uint32)  # word views (field assignment is slow)
-        view, proj, vp = camera.matrices(f.width, f.height)
+        view, proj, motion = camera.matrices(f.width, f.height)
+        vp = motion
+        if shift is not None:  # clip x += dx w: the NDC shift that brings the sample to centre
+            t = np.eye(4)
+            t[0, 3], t[1, 3] = -2 * shift[0] / f.width, 2 * shift[1] / f.height
+            vp = (t @ motion.astype(np.float64)).astype(np.float32)
         pp = np.array([proj[0, 0], proj[1, 1], camera.near, 1.0], np.float32)
 
         def put(name: str, values) -> None:
@@ -400,11 +418,12 @@ class Frame:
             fw[first : first + n] = np.asarray(values, np.float32).reshape(-1)
 
         put("view_proj", vp.T)
+        put("motion_view_proj", motion.T)
         prev = self._prev_view_proj
         same = prev is not None and prev[0] == self._motion_epoch
-        put("prev_view_proj", (prev[1] if same else vp).T)
-        self._moving = self._moving or (same and not np.array_equal(prev[1], vp))
-        self._prev_view_proj = (self._motion_epoch, vp)
+        put("prev_view_proj", (prev[1] if same else motion).T)
+        self._moving = self._moving or (same and not np.array_equal(prev[1], motion))
+        self._prev_view_proj = (self._motion_epoch, motion)
         put("view", view.T)
         put("planes", frustum_planes(vp))
         put("camera", [*camera.eye, camera.lod_scale(f.height)])
@@ -434,13 +453,16 @@ class Frame:
         return u
 
     def submit(self, scene: Scene, camera: Camera, tau: float, debug_view: int,
-               freeze_culling: bool, *, started: float) -> int:
+               freeze_culling: bool, *, started: float, accumulate: int = 0) -> int:
         """Encode and submit one frame of `scene` (`Renderer.submit`, which checked the
-        arguments; `started`: its `time.perf_counter()` at the call); returns its index."""
+        arguments; `started`: its `time.perf_counter()` at the call; `accumulate`: the frames
+        temporal accumulation averages, 0 for none); returns its index."""
         self._sync_scene(scene)  # after the checks: a frame refused keeps the moves for the next
         d, f = self.device, self.resources
-        d.queue.write_buffer(f.buffers["frame"], 0,
-                             self._frame_uniforms(scene, camera, tau, debug_view))
+        reset, k = self._accumulation(accumulate, (debug_view, tau, self.sun, self.lights,
+                                                   self.shadows))
+        d.queue.write_buffer(f.buffers["frame"], 0, self._frame_uniforms(
+            scene, camera, tau, debug_view, jitter(k) if accumulate else None))
         f.labels, f.encoded = [], []
         enc = d.create_command_encoder(label=f"frame{self.frame_index}")
         frozen = freeze_culling and self.frame_index > 0 and f.generation == self._culled_gen
@@ -482,6 +504,8 @@ class Frame:
         else:  # what the pass would write, exactly (0 where nothing moved), for a buffer clear
             enc.clear_buffer(f.buffers["velocity"])
         self.resolve.encode(f, enc)
+        if accumulate:
+            self.accumulate.encode(f, enc, frames=accumulate, reset=reset, moving=self._moving)
         self.pool.begin_frame()
         ring = self.ring.acquire()
         lay = self.ring.layout
@@ -507,6 +531,22 @@ class Frame:
                                      tuple(f.encoded)))
         self.frame_index += 1
         return self.frame_index - 1
+
+    def _accumulation(self, frames: int, look: tuple) -> tuple[bool, int]:
+        """(whether the history starts again, the frame's place in the jitter sequence) for a
+        frame accumulating `frames` frames (0: none). A history goes on from the frame before
+        only if that frame accumulated too, with the same image buffers and scene and the same
+        `look` (debug view, tau, lighting): a change of any of them starts it again rather than
+        fading in over K frames."""
+        if not frames:
+            self._accumulated = None
+            return False, 0
+        last = self._accumulated
+        key = (self.resources.generation, look)
+        goes_on = last is not None and last[:3] == (*key, self.frame_index - 1)
+        k = last[3] + 1 if goes_on else 0
+        self._accumulated = (*key, self.frame_index, k)
+        return not goes_on, k
 
     def _shadow_key(self, scene: Scene) -> tuple | None:
         """What decides this frame's shadow pages: the camera, the sun, the scene's buffers; None

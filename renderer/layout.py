@@ -53,8 +53,8 @@ MATERIALS_HEADER_WORDS = SRGB_TABLE + SRGB_TABLE_WORDS
 
 FRAME_DTYPE = np.dtype([
     ("view_proj", "<f4", 16),  # world -> clip, column-major
-    # the previous submitted frame's view_proj (velocity: shaders/depth_targets.wgsl); this
-    # frame's own on the first frame and after a resize or a new scene (no camera motion)
+    # the previous submitted frame's motion_view_proj (velocity: shaders/depth_targets.wgsl);
+    # this frame's own on the first frame and after a resize or a new scene (no camera motion)
     ("prev_view_proj", "<f4", 16),
     ("view", "<f4", 16),  # world -> view, column-major
     ("planes", "<f4", (5, 4)),  # frustum planes, world space, inside where n.p + d >= 0
@@ -78,6 +78,9 @@ FRAME_DTYPE = np.dtype([
     ("prev_proj", "<f4", 4),  # its P00, P11, near, and 1 if the HZB is valid (else 0)
     ("hzb_size", "<u4", 4),  # mip 0 width, height, mip count, 0
     ("hzb_mips", "<u4", (HZB_MAX_MIPS // 4, 4)),  # word offset of each mip in the hzb buffer
+    # view_proj without temporal accumulation's sub-pixel jitter (renderer/antialias.py): what
+    # velocity measures motion with, so that the jitter is no motion (= view_proj unjittered)
+    ("motion_view_proj", "<f4", 16),
 ])
 
 # the virtual shadow maps (renderer/shadows.py, shaders/shadow.wgsl): one uniform a frame

@@ -16,11 +16,13 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 
 from preprocess.tess.pages import octahedral_decode
 from preprocess.tess.scene_file import instance_reach
+from renderer.antialias import check_accumulate, check_ssaa, downsample
 from renderer.camera import Camera
 from renderer.device import GpuContext, create_context
 from renderer.frame import Frame, binding_limit, image_buffers
@@ -297,17 +299,30 @@ class Renderer:
     # ---------------------------------------------------------------- the frames
 
     def submit(self, camera: Camera, *, tau: float | None = None,
-               debug_view: str | int = "lit", freeze_culling: bool = False) -> int:
+               debug_view: str | int = "lit", freeze_culling: bool = False,
+               accumulate: int = 0) -> int:
         """Encode and submit one frame; returns its index. Nothing waits for the GPU: stats
         arrive later through `stats()`, images through `read_images()`. With
         `freeze_culling`, the clusters chosen by the previous frame are drawn again from this
-        camera (culling is skipped), to inspect what a view selected from elsewhere."""
+        camera (culling is skipped), to inspect what a view selected from elsewhere.
+
+        `accumulate` K > 0: temporal anti-aliasing (renderer/antialias.py). The frame is drawn
+        with a sub-pixel jitter (the next point of a Halton (2, 3) sequence) and its colour
+        blended on the GPU into a history reprojected with the frame's velocity and clipped to
+        its neighbourhood (renderer/passes/accumulate.py), a pixel's history averaging its last
+        K frames at most: a still view converges to a box-filtered picture, motion stays
+        sharp and leaves no ghost. The colour image becomes the accumulated one; depth, normal,
+        ids and the G-buffer stay this (jittered) frame's. The history goes on while frames
+        accumulate one after another at one size, scene and debug view; any other frame
+        starts it again."""
         t0 = time.perf_counter()
         view = DEBUG_VIEWS.index(debug_view) if isinstance(debug_view, str) else int(debug_view)
         tau = self.options.tau if tau is None else float(tau)
         if not (np.isfinite(tau) and tau > 0):
             raise ValueError(f"tau must be a finite number > 0 pixels, not {tau}")
-        return self.frame.submit(self.scene, camera, tau, view, freeze_culling, started=t0)
+        frames = check_accumulate(accumulate)
+        return self.frame.submit(self.scene, camera, tau, view, freeze_culling, started=t0,
+                                 accumulate=frames)
 
     def stats(self, *, wait: bool = False) -> FrameStats | None:
         """The newest frame statistics read back so far (all submitted frames with wait)."""
@@ -366,20 +381,81 @@ class Renderer:
         }
 
     def render(self, camera: Camera, *, tau: float | None = None,
-               debug_view: str | int = "lit", freeze_culling: bool = False) -> RenderResult:
-        """Draw one frame and return its images and exact statistics (waits for the GPU)."""
-        index = self.submit(camera, tau=tau, debug_view=debug_view,
-                            freeze_culling=freeze_culling)
+               debug_view: str | int = "lit", freeze_culling: bool = False,
+               accumulate: int = 0, ssaa: int = 1) -> RenderResult:
+        """Draw one frame and return its images and exact statistics (waits for the GPU);
+        `accumulate` as `submit`'s.
+
+        `ssaa` N > 1: supersampled, the frame drawn at N x N times the pixels and box-filtered
+        down (`renderer.antialias.downsample`): the colour is the mean of each pixel's N x N
+        samples in linear light; depth, normal, ids, the G-buffer and velocity (in output
+        pixels) are the sample nearest the pixel's centre; the statistics are the large
+        frame's. Unless `tau` is given, the LOD threshold is N times `RenderOptions.tau` in the
+        large frame's pixels, which chooses the detail per output pixel (the cut of the plain
+        frame); a `tau` given is in the large frame's pixels. ValueError, before anything is
+        drawn, where this adapter cannot hold the large frame (`check_image`)."""
+        n = check_ssaa(ssaa)
+        with self._supersampled(n):
+            index = self.submit(camera, tau=self._ssaa_tau(tau, n), debug_view=debug_view,
+                                freeze_culling=freeze_culling, accumulate=accumulate)
+            return downsample(self._result(camera, index), n)
+
+    def _result(self, camera: Camera, index: int) -> RenderResult:
+        """The images and statistics of frame `index`, the last submitted (waits)."""
         images = self.read_images()
         stats = self.frame.stats(wait_for=index)
         assert stats is not None and stats.frame == index
         return RenderResult(**images, stats=stats, near=camera.near)
 
-    def render_converged(self, camera: Camera, *, max_frames: int = 200, **kw) -> RenderResult:
+    def _ssaa_tau(self, tau: float | None, n: int) -> float | None:
+        return self.options.tau * n if tau is None and n > 1 else tau
+
+    @contextmanager
+    def _supersampled(self, n: int):
+        """The frame at n times the width and height inside the block, back after it (the
+        large one checked against the adapter first: one line naming the option)."""
+        if n == 1:
+            yield
+            return
+        f = self.frame.resources
+        w, h = f.width, f.height
+        try:
+            self.check_image(n * w, n * h)
+        except ValueError as e:
+            raise ValueError(f"ssaa {n} draws {w}x{h} at {n * w}x{n * h}: {e}") from None
+        self.frame.resize(n * w, n * h)
+        try:
+            yield
+        finally:
+            self.frame.resize(w, h)
+
+    def render_converged(self, camera: Camera, *, max_frames: int = 200, accumulate: int = 0,
+                         ssaa: int = 1, **kw) -> RenderResult:
         """`render` until streaming is steady for this view: a frame after which nothing was
         uploaded (everything wanted is resident, or the pool holds only pages this view uses and
         cannot take more: then `stats.streaming["requested"]` stays above 0), at most
-        `max_frames` frames; one frame when nothing streams."""
+        `max_frames` frames; one frame when nothing streams. `ssaa` as `render`'s.
+
+        `accumulate` K > 0: then K frames of temporal accumulation (`submit`) from this still
+        camera, the colour their history: each pixel the mean of K jittered samples (a box
+        filter, as ssaa's, with its samples on a Halton sequence rather than a grid), less
+        what the history's clipping took where the samples disagree with their
+        neighbourhood. The other images are the last (jittered) frame's."""
+        frames = check_accumulate(accumulate)
+        n = check_ssaa(ssaa)
+        kw["tau"] = self._ssaa_tau(kw.get("tau"), n)
+        with self._supersampled(n):
+            res = None
+            if self.streamer is not None or not frames:
+                res = self._streamed(camera, max_frames, kw)
+            for k in range(frames):
+                index = self.submit(camera, accumulate=frames, **kw)
+                if k == frames - 1:
+                    res = self._result(camera, index)
+            return downsample(res, n)
+
+    def _streamed(self, camera: Camera, max_frames: int, kw: dict) -> RenderResult:
+        """Frames until streaming is steady (`render_converged`)."""
         res = self.render(camera, **kw)
         first = res.stats.frame
         while self.streamer is not None and res.stats.frame - first < max_frames:

@@ -14,6 +14,10 @@
 // Vulkan compiler contracts `now`, whose world * p pixel_triangle.wgsl also computes, differently
 // from `before`: about 1e-6 px where nothing moved). 0 too where nothing was drawn, and where the
 // point was behind the previous camera (clip w <= 0: it had no pixel position).
+// Temporal accumulation jitters view_proj by under half a pixel a frame (renderer/antialias.py):
+// the point is the one under the jittered sample, but both positions are taken through the
+// unjittered matrices (motion_view_proj, and prev_view_proj is the previous frame's), so the
+// jitter is no motion and a still camera's pixels are exactly 0 still.
 #include "layout.wgsl"
 #include "pixel_triangle.wgsl"
 
@@ -42,12 +46,12 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let t = pixel_triangle(s.payload, pixel_ndc(gid.xy));
     let world_before = prev_worlds[t.instance];
     if same_matrix(world_before, t.inst.world) && same_matrix(frame.prev_view_proj,
-                                                              frame.view_proj) {
+                                                              frame.motion_view_proj) {
         velocity[pixel] = vec2<f32>(0.0);
         return;
     }
     let p = vec4<f32>(pixel_object_position(t), 1.0);
-    let now = frame.view_proj * (t.inst.world * p);
+    let now = frame.motion_view_proj * (t.inst.world * p);
     let before = frame.prev_view_proj * (world_before * p);
     if !(before.w > 0.0) {
         velocity[pixel] = vec2<f32>(0.0);
