@@ -532,6 +532,10 @@ class Frame:
         self.frame_index += 1
         return self.frame_index - 1
 
+    def restart_accumulation(self) -> None:
+        """The next accumulated frame starts a new history (`Renderer.render_converged`)."""
+        self._accumulated = None
+
     def _accumulation(self, frames: int, look: tuple) -> tuple[bool, int]:
         """(whether the history starts again, the frame's place in the jitter sequence) for a
         frame accumulating `frames` frames (0: none). A history goes on from the frame before

@@ -448,6 +448,7 @@ class Renderer:
             res = None
             if self.streamer is not None or not frames:
                 res = self._streamed(camera, max_frames, kw)
+            self.frame.restart_accumulation()  # a history of this still alone
             for k in range(frames):
                 index = self.submit(camera, accumulate=frames, **kw)
                 if k == frames - 1:

@@ -296,7 +296,8 @@ def _render(args: argparse.Namespace, job: LoadJob | None, stop: StopSignals) ->
     from renderer.results import INCOMPLETE
 
     try:
-        opts = RenderOptions(tau=args.tau, persistent=TRAVERSALS[args.traversal],
+        opts = RenderOptions(tau=1.0 if args.tau is None else args.tau,
+                             persistent=TRAVERSALS[args.traversal],
                              fallback32=args.fallback32, occlusion=not args.no_occlusion,
                              **_stream_options(args))
         spec = None
@@ -332,7 +333,9 @@ def _render(args: argparse.Namespace, job: LoadJob | None, stop: StopSignals) ->
         if why:
             return _error(why)
         stop.check()  # a signal held back while wgpu opened the GPU and took the scene
-        res = r.render_converged(cam, debug_view=args.debug)  # streaming: all detail in
+        # streaming: all detail in; --ssaa, --taa: checked against the adapter before drawing
+        res = r.render_converged(cam, debug_view=args.debug, tau=args.tau, ssaa=args.ssaa,
+                                 accumulate=args.taa)
     except (*_runtime_errors(), ValueError) as e:
         return _error(str(e))
     if res.stats.overflow & INCOMPLETE:  # no image with holes
@@ -414,7 +417,10 @@ def _save_render(args: argparse.Namespace, res) -> str | None:
 def _print_render_stats(args: argparse.Namespace, r, res) -> None:
     s = res.stats
     c = s.counters
-    print(f"wrote {args.output} ({args.size[0]}x{args.size[1]}, {args.debug} view) on "
+    aa = "".join([f", ssaa {args.ssaa}: drawn at {args.size[0] * args.ssaa}x"
+                  f"{args.size[1] * args.ssaa}" if args.ssaa > 1 else "",
+                  f", {args.taa} frames accumulated" if args.taa else ""])
+    print(f"wrote {args.output} ({args.size[0]}x{args.size[1]}, {args.debug} view{aa}) on "
           f"{r.ctx.description}")
     print(f"  scene       {r.scene.instance_count} instances, {r.scene.triangle_count():,} "
           "triangles at full detail")
@@ -607,7 +613,10 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                    help="instances on a square grid (default: 1; how many the adapter holds is "
                         "checked before they are built)")
     p.add_argument("--tau", type=_POSITIVE, default=1.0,
-                   help="LOD threshold: largest projected error in pixels, > 0 (default: 1)")
+                   help="LOD threshold: largest projected error in pixels, > 0 (default: 1"
+                        + ("; with --ssaa N, N in the large frame's pixels, the cut of one "
+                           "output pixel; a --tau given is in the large frame's pixels)"
+                           if render else ")"))
     p.add_argument("--traversal", choices=sorted(TRAVERSALS), default="auto",
                    help="BVH traversal: persistent workgroups, one dispatch per level, or auto "
                         "(persistent on GPUs, per level on CPU adapters; default)")
@@ -716,7 +725,25 @@ def _add_render_command(sub) -> None:
     p.add_argument("--ground", action="store_true",
                    help="put the scene on a ground plane (under its lowest point, 8 radii of "
                         "its bounding sphere a side) to catch its shadows")
-    p.set_defaults(func=cmd_render)
+    _add_antialias_options(p)
+    p.set_defaults(func=cmd_render, tau=None)
+
+
+def _add_antialias_options(p: argparse.ArgumentParser) -> None:
+    """`render`'s anti-aliasing (renderer/antialias.py)."""
+    from renderer.antialias import MAX_ACCUMULATE
+
+    p.add_argument("--ssaa", type=whole(1), default=1, metavar="N",
+                   help="supersample: draw N x N samples a pixel (the frame at N times the width "
+                        "and height: the adapter must hold it) and average them in linear light "
+                        "(1: off). The PNG, --debug views included, is the average; --arrays' "
+                        "depth, normal, ids and G-buffer are the sample nearest each pixel's "
+                        "centre")
+    p.add_argument("--taa", type=whole(0, MAX_ACCUMULATE), default=0, metavar="K",
+                   help="temporal accumulation: K frames from the still camera, each moved by a "
+                        "sub-pixel jitter (Halton 2, 3), averaged on the GPU (0: off; 16 comes "
+                        "near --ssaa 4 at a sixteenth of its memory). --arrays' depth, normal, "
+                        "ids and G-buffer are the last frame's (jittered)")
 
 
 def _add_view_command(sub) -> None:

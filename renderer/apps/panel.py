@@ -79,9 +79,13 @@ def _statistics(imgui, app: ViewerApp) -> None:
         # every pass seen so far keeps its line (frozen culling skips two): no jumping; the
         # depth targets, skipped while nothing moves, have theirs from the first frame
         names = app.panel_passes
-        names.extend(n for n in (*s.gpu_ms, "depth_targets") if n not in names)
+        names.extend(n for n in (*s.gpu_ms, "depth_targets")
+                     if n not in names and n != "accumulate")
         names.sort(key=lambda n: PASS_ORDER.index(n) if n in PASS_ORDER else len(PASS_ORDER))
-        imgui.text(f"GPU {s.gpu_total_ms:.2f} ms")
+        # temporal AA's pass on the total's line: the panel keeps its height (it fills 800 px)
+        taa = s.gpu_ms.get("accumulate")
+        imgui.text(f"GPU {s.gpu_total_ms:.2f} ms" + ("" if taa is None else
+                                                     f"  (temporal AA {taa:.2f})"))
         for name in names:
             v = s.gpu_ms.get(name)
             imgui.text(f"  {name:<14} " + ("      -" if v is None else f"{v:7.2f} ms"))
@@ -175,6 +179,9 @@ def _settings(imgui, app: ViewerApp) -> None:
             app.set_sun(az, min(max(el, 1.0), 90.0))
     _, app.freeze = imgui.checkbox("freeze culling", app.freeze)
     _mark(imgui, app, "freeze culling")
+    imgui.same_line()
+    _, app.taa = imgui.checkbox("temporal AA", app.taa)  # jittered frames, accumulated
+    _mark(imgui, app, "temporal AA")
 
 
 def _actions(imgui, app: ViewerApp) -> None:

@@ -69,6 +69,9 @@ BAD_OPTIONS = [
     ("render", "--sun", "0,0,1"), ("render", "--shadow-pool-mb", "0"),
     ("render", "--shadow-pool-mb", "1.99"),
     ("render", "--shadow-pool-mb", "nan"), ("view", "--sun", "0,0"),
+    ("render", "--ssaa", "0"), ("render", "--ssaa", "-2"), ("render", "--ssaa", "1.5"),
+    ("render", "--ssaa", "two"), ("render", "--taa", "-1"), ("render", "--taa", "2.5"),
+    ("render", "--taa", "1025"),
     ("bench", "--shadow-pool-mb", "-1"),
     ("view", "--frames", "-1"), ("view", "--near", "0"), ("view", "--near", "nan"),
     ("view", "--fov", "180"), ("view", "--tau", "-1"),
@@ -268,6 +271,18 @@ def test_cli_size_past_the_adapter_limit(sphere_tess, gpu, tmp_path, capsys) -> 
     assert _main(["render", sphere_tess, "-o", out, "--size", f"{side}x{side}"]) == 2
     err = _one_line_error(capsys)
     assert "max_storage_buffer_binding_size" in err and "e.g." in err
+    assert not out.exists()
+
+
+@pytest.mark.gpu
+def test_ssaa_past_the_adapter_limit(sphere_tess, gpu, tmp_path, capsys) -> None:
+    side = math.isqrt(_binding_limit(gpu) // 8) + 1  # the least side it cannot hold
+    n = -(-side // 16)
+    out = tmp_path / "big.png"
+    assert _main(["render", sphere_tess, "-o", out, "--size", "16x16", "--ssaa", n]) == 2
+    err = _one_line_error(capsys)
+    assert f"ssaa {n} draws 16x16 at {16 * n}x{16 * n}" in err
+    assert "at most" in err or "out of range" in err  # the binding, or the largest image side
     assert not out.exists()
 
 

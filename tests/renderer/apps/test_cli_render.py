@@ -51,6 +51,20 @@ def test_render_writes_png_arrays_and_stats(sphere_tess, tmp_path, capsys):
 
 
 @pytest.mark.gpu
+def test_render_supersampled_and_accumulated(sphere_tess, tmp_path, capsys):
+    """--ssaa draws the frame larger and writes it at --size; --taa accumulates frames; both
+    say so. (tests/renderer/test_antialias.py checks the pictures.)"""
+    png, npz = tmp_path / "out.png", tmp_path / "out.npz"
+    assert tessera_cli.main(["render", str(sphere_tess), "-o", str(png), "--size", "48x32",
+                             "--ssaa", "3", "--taa", "2", "--arrays", str(npz)]) == 0
+    out = capsys.readouterr().out
+    assert "(48x32, lit view, ssaa 3: drawn at 144x96, 2 frames accumulated)" in out
+    arrays = np.load(npz)
+    assert arrays["color"].shape == (32, 48, 4) and arrays["instance"].shape == (32, 48)
+    assert (arrays["instance"] >= 0).any()
+
+
+@pytest.mark.gpu
 def test_render_without_a_sun(sphere_tess, tmp_path, capsys):
     """`--sun none`: the ambient term alone lights it (no lights here), and says so."""
     arrays = {}

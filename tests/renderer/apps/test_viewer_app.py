@@ -163,6 +163,20 @@ def test_grid_and_traversal_switch(sphere_tess, ready_app) -> None:
 
 
 @pytest.mark.gpu
+def test_frames_accumulate_by_default_and_the_switch_stops_it(sphere_tess, ready_app) -> None:
+    app = ready_app(sphere_tess)
+    assert app.taa  # on by default
+    for _ in range(3):
+        app.frame(1 / 60)
+    r = app.renderer
+    assert "accumulate" in r.stats(wait=True).passes
+    assert r.frame._accumulated[3] == 3  # the fourth frame of one history
+    app.taa = False  # the panel's checkbox
+    app.frame(1 / 60)
+    assert "accumulate" not in r.stats(wait=True).passes
+
+
+@pytest.mark.gpu
 def test_scene_file_camera_is_used_and_grid_copies_the_scene(sphere_tess, tmp_path,
                                                               ready_app) -> None:
     scene = tmp_path / "two.json"
@@ -196,6 +210,10 @@ def test_panel_actions_by_fed_mouse_events(sphere_tess, ready_app, imgui_panel) 
         assert app.freeze
         ui.click("freeze culling", fx=0.05)
         assert not app.freeze
+        ui.click("temporal AA", fx=0.1)
+        assert not app.taa
+        ui.click("temporal AA", fx=0.1)
+        assert app.taa
         sun = app.renderer.sun
         ui.click("sun", fx=0.1)  # no sun: the lights and the ambient light the scene
         assert app.renderer.sun is None
