@@ -1,0 +1,98 @@
+"""Anti-aliasing of sub-pixel geometry (issue 34, item 4): a grid of many small spheres framed
+whole, where a plain frame aliases into moiré, drawn plain, supersampled (`render(ssaa=2)`)
+and with temporal accumulation (`render_converged(accumulate=K)`), each compared with the 4 x 4
+supersampled frame (`ssaa=4`, its default tau: the cut of one output pixel, as every row's).
+
+Printed per row: PSNR of the lit RGB over the whole image (background included) against the
+reference, and the seconds the row took (its frames, readback and filtering; the first row
+also compiles the shaders, so the reference is drawn once before anything is timed). The
+sphere is the built-in one (`preprocess --builtin sphere`), built into a temporary folder;
+shadows are off (a supersampled frame marks finer shadow pages: the comparison is of the
+sampling alone).
+
+    python tools/bench_antialias.py                            # 65,536 spheres at 512 x 512
+    python tools/bench_antialias.py --instances 1000000 --frames 16 32
+    python tools/bench_antialias.py --images /tmp/aa.png       # the rows side by side
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not the installed one
+
+
+def _psnr(a: np.ndarray, b: np.ndarray) -> float:
+    from renderer.bench.quality import psnr_from
+
+    d = a[..., :3].astype(np.float64) - b[..., :3].astype(np.float64)
+    return psnr_from(float((d * d).sum()), d.size)
+
+
+def _sphere(folder: Path, triangles: int) -> str:
+    from assets import builtin_mesh
+    from preprocess.build import build_file
+
+    path = folder / "sphere.tess"
+    build_file(builtin_mesh("sphere", triangles), path)
+    return str(path)
+
+
+def measure(tess: str, instances: int, size: int, frames: list[int]) -> list[tuple]:
+    """[(row name, seconds, PSNR dB, colour image)], the reference (ssaa 4) last."""
+    from renderer.camera import Camera
+    from renderer.options import RenderOptions
+    from renderer.renderer import Renderer
+
+    r = Renderer(size, size, options=RenderOptions(shadows=False))
+    t = time.perf_counter()
+    r.add_grid(r.load(tess), instances)
+    print(f"{instances:,} spheres placed in {time.perf_counter() - t:.1f} s", flush=True)
+    cam = Camera.framing(*r.bounds())  # the iso view of `tessera render`
+    reference = r.render(cam, ssaa=4).color  # once untimed: the shaders compile here
+
+    def row(name: str, draw) -> tuple:
+        t = time.perf_counter()
+        color = draw().color
+        seconds = time.perf_counter() - t
+        print(f"  {name:<22} {seconds:7.2f} s  {_psnr(color, reference):6.2f} dB", flush=True)
+        return name, seconds, _psnr(color, reference), color
+
+    print(f"  {'':<22} {'time':>9}  {'PSNR against ssaa 4':>6}")
+    rows = [row("plain", lambda: r.render(cam)),
+            row("ssaa 2", lambda: r.render(cam, ssaa=2))]
+    rows += [row(f"temporal, {k} frames", lambda k=k: r.render_converged(cam, accumulate=k))
+             for k in frames]
+    rows.append(row("ssaa 4 (the reference)", lambda: r.render(cam, ssaa=4)))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--instances", type=int, default=65536, help="spheres on the grid (65536)")
+    p.add_argument("--size", type=int, default=512, help="image side in pixels (512)")
+    p.add_argument("--triangles", type=int, default=2000,
+                   help="the sphere's triangles at full detail (2000)")
+    p.add_argument("--frames", type=int, nargs="+", default=[4, 16, 32],
+                   help="temporal accumulation's frames, a row each (4 16 32)")
+    p.add_argument("--images", help="write the rows side by side to this PNG")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        tess = _sphere(Path(folder), args.triangles)
+        rows = measure(tess, args.instances, args.size, args.frames)
+    if args.images:
+        from renderer.results import write_png
+
+        write_png(args.images, np.concatenate([c for *_, c in rows], axis=1))
+        print(f"wrote {args.images}: " + ", ".join(name for name, *_ in rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
