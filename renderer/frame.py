@@ -8,8 +8,8 @@ given before it gets here.
     -> [shadows: the sun's and the lights' pages marked from the visibility buffer, allocated,
     cleared, drawn by the same instance cull, traversal and rasterizers; none on a still, cached
     frame]
-    -> depth targets (velocity) -> resolve -> statistics, timestamps (and page requests) copied
-    for readback
+    -> depth targets (velocity) -> resolve -> [temporal accumulation] -> statistics, timestamps
+    (and page requests) copied for readback
 
 Around it, one module a concern: the options (`renderer.options`), the results
 (`renderer.results`), the pages on the GPU and the GPU side of streaming (`renderer.page_pool`),

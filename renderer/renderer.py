@@ -5,7 +5,9 @@ What a caller sees: the adapter's limits checked before anything is allocated (`
 `add_grid`, `set_transform`), the lighting and the switches (`set_sun`, `set_lights`,
 `set_shadows`, `set_occlusion`, `set_traversal`), and the frames: `submit` (nothing waits),
 `stats()` (read back a few frames late), `render()` (waits for its own frame and decodes the
-images into a `RenderResult`), `render_converged`, `read_hzb`, `read_visible`.
+images into a `RenderResult`; supersampled with `ssaa`), `render_converged`, `read_hzb`,
+`read_visible`; temporal anti-aliasing through `accumulate` (docs/ARCHITECTURE.md
+"Anti-aliasing").
 
 The frame itself, its GPU resources, uniforms and the sequence of passes, is
 `renderer.frame.Frame`, which the Renderer owns (`Renderer.frame`).

@@ -44,8 +44,11 @@ def _sphere(folder: Path, triangles: int) -> str:
     return str(path)
 
 
-def measure(tess: str, instances: int, size: int, frames: list[int]) -> list[tuple]:
-    """[(row name, seconds, PSNR dB, colour image)], the reference (ssaa 4) last."""
+def measure(tess: str, instances: int, size: int, frames: list[int], truth: int = 0
+            ) -> list[tuple]:
+    """[(row name, seconds, PSNR dB, colour image)], the reference (ssaa 4) last. `truth` N:
+    also the PSNR against ssaa N (more samples than the reference: how far each row, the
+    reference too, is from the box filter both estimate)."""
     from renderer.camera import Camera
     from renderer.options import RenderOptions
     from renderer.renderer import Renderer
@@ -56,15 +59,19 @@ def measure(tess: str, instances: int, size: int, frames: list[int]) -> list[tup
     print(f"{instances:,} spheres placed in {time.perf_counter() - t:.1f} s", flush=True)
     cam = Camera.framing(*r.bounds())  # the iso view of `tessera render`
     reference = r.render(cam, ssaa=4).color  # once untimed: the shaders compile here
+    best = r.render(cam, ssaa=truth).color if truth else None
 
     def row(name: str, draw) -> tuple:
         t = time.perf_counter()
         color = draw().color
         seconds = time.perf_counter() - t
-        print(f"  {name:<22} {seconds:7.2f} s  {_psnr(color, reference):6.2f} dB", flush=True)
+        against = f"  {_psnr(color, best):6.2f} dB" if truth else ""
+        print(f"  {name:<24} {seconds:7.2f} s  {_psnr(color, reference):6.2f} dB{against}",
+              flush=True)
         return name, seconds, _psnr(color, reference), color
 
-    print(f"  {'':<22} {'time':>9}  {'PSNR against ssaa 4':>6}")
+    print(f"  {'':<24} {'time':>9}  PSNR against ssaa 4"
+          + (f", against ssaa {truth}" if truth else ""))
     rows = [row("plain", lambda: r.render(cam)),
             row("ssaa 2", lambda: r.render(cam, ssaa=2))]
     rows += [row(f"temporal, {k} frames", lambda k=k: r.render_converged(cam, accumulate=k))
@@ -81,11 +88,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="the sphere's triangles at full detail (2000)")
     p.add_argument("--frames", type=int, nargs="+", default=[4, 16, 32],
                    help="temporal accumulation's frames, a row each (4 16 32)")
+    p.add_argument("--truth", type=int, default=0, metavar="N",
+                   help="also compare every row with ssaa N (e.g. 8: nearer the box filter "
+                        "than the 4 x 4 reference)")
     p.add_argument("--images", help="write the rows side by side to this PNG")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         tess = _sphere(Path(folder), args.triangles)
-        rows = measure(tess, args.instances, args.size, args.frames)
+        rows = measure(tess, args.instances, args.size, args.frames, args.truth)
     if args.images:
         from renderer.results import write_png
 
