@@ -2,7 +2,8 @@
 // sub-pixel jitter of the projection (renderer/antialias.py), blended into a history of the
 // frames before, so that a still view converges to the mean of many samples a pixel (a box
 // filter, as supersampling's) and sub-pixel geometry stops aliasing.
-// Reads `color` (this frame's resolve output, RGBA8 sRGB), `velocity` (the depth targets':
+// Reads `color` (this frame's resolve output, RGBA8 sRGB, decoded by the table at the head of
+// `materials`: a load, not three pow() a sample), `velocity` (the depth targets':
 // where the pixel's point was in the previous frame), the previous history (`history_rg`,
 // `history_ba`: linear RGB and the frames it averages, f32); writes the new history
 // (`out_rg`, `out_ba`) and, in `cs_output`, the accumulated image back into `color`.
@@ -11,7 +12,8 @@
 //   velocity); a point from outside the previous image, or a reset (the first frame, a resize,
 //   a new scene, another debug view: `params.y`), starts the pixel's history again.
 // - Rejection (Salvi's variance clipping, in YCoCg): the history is clipped towards the mean of
-//   this frame's 3 x 3 neighbourhood, into the box of `params.z` standard deviations around it (0: no clipping).
+//   this frame's 3 x 3 neighbourhood, into the box of `params.z` standard deviations around it,
+//   in the pipeline with CLIP (a frame where something moved; the other reads no neighbour).
 //   Where an object moved away, or a disocclusion shows what was hidden, the neighbourhood
 //   shows the new surface only and the old colour cannot survive (no ghost); where sub-pixel
 //   geometry makes the neighbourhood vary, the box is wide and the history converges.
@@ -21,8 +23,10 @@
 // Every choice that a uniform makes is a `select` (docs/ARCHITECTURE.md "Testing": lavapipe).
 #include "layout.wgsl"
 
-fn srgb_decode(c: vec3<f32>) -> vec3<f32> {
-    return select(pow((c + 0.055) / 1.055, vec3<f32>(2.4)), c / 12.92, c <= vec3<f32>(0.04045));
+override CLIP: bool = true;
+
+fn srgb_code(code: u32) -> f32 {
+    return bitcast<f32>(materials[SRGB_TABLE + code]);
 }
 
 fn srgb_encode(c: vec3<f32>) -> vec3<f32> {
@@ -43,7 +47,9 @@ fn rgb(c: vec3<f32>) -> vec3<f32> {
 // this frame's linear colour at a pixel, clamped to the image
 fn current(p: vec2<i32>, size: vec2<i32>) -> vec3<f32> {
     let q = clamp(p, vec2<i32>(0), size - 1);
-    return srgb_decode(unpack4x8unorm(color[u32(q.y * size.x + q.x)]).xyz);
+    let w = color[u32(q.y * size.x + q.x)];
+    return vec3<f32>(srgb_code(w & 0xffu), srgb_code((w >> 8u) & 0xffu),
+                     srgb_code((w >> 16u) & 0xffu));
 }
 
 fn history_texel(p: vec2<i32>, size: vec2<i32>) -> vec4<f32> {
@@ -79,16 +85,6 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let p = vec2<i32>(gid.xy);
     let pixel = gid.y * u32(size.x) + gid.x;
-    // this frame's neighbourhood: mean and standard deviation in YCoCg
-    var m1 = vec3<f32>(0.0);
-    var m2 = vec3<f32>(0.0);
-    for (var k = 0; k < 9; k++) {
-        let c = ycocg(current(p + vec2<i32>(k % 3 - 1, k / 3 - 1), size));
-        m1 += c;
-        m2 += c * c;
-    }
-    let mean = m1 / 9.0;
-    let sigma = sqrt(max(m2 / 9.0 - mean * mean, vec3<f32>(0.0)));
     let now = ycocg(current(p, size));
     // the history where the pixel's point was
     let was = vec2<f32>(p) + 0.5 - velocity[pixel];
@@ -96,9 +92,21 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let h = history_at(was, size);
     let n = select(0.0, h.w, inside && params.y == 0.0);
     // (a history started again is not read at all: a new buffer's zeros, or another frame's)
-    let kept = ycocg(h.xyz);
-    let clipped = select(kept, clip_to_box(kept, mean, params.z * sigma), params.z > 0.0);
-    let before = select(now, clipped, n > 0.0);
+    var kept = ycocg(h.xyz);
+    if CLIP {
+        // this frame's neighbourhood: mean and standard deviation in YCoCg
+        var m1 = vec3<f32>(0.0);
+        var m2 = vec3<f32>(0.0);
+        for (var k = 0; k < 9; k++) {
+            let c = ycocg(current(p + vec2<i32>(k % 3 - 1, k / 3 - 1), size));
+            m1 += c;
+            m2 += c * c;
+        }
+        let mean = m1 / 9.0;
+        let sigma = sqrt(max(m2 / 9.0 - mean * mean, vec3<f32>(0.0)));
+        kept = clip_to_box(kept, mean, params.z * sigma);
+    }
+    let before = select(now, kept, n > 0.0);
     let count = min(n + 1.0, 1.0 / params.x);
     let blended = mix(before, now, 1.0 / count);
     let out = max(rgb(blended), vec3<f32>(0.0));

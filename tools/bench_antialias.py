@@ -13,6 +13,12 @@ sampling alone).
     python tools/bench_antialias.py                            # 65,536 spheres at 512 x 512
     python tools/bench_antialias.py --instances 1000000 --frames 16 32
     python tools/bench_antialias.py --images /tmp/aa.png       # the rows side by side
+    python tools/bench_antialias.py --cost 9                   # the accumulate pass's cost
+
+`--cost R`: what temporal accumulation adds to a frame, on the sphere alone filling the view
+(every pixel covered): the accumulate pass alone, without clipping (a still frame) and with it
+(a frame where something moved), and resolve beside it, each recorded, submitted and waited
+for R times (`renderer.bench.measure.pass_alone_ms`), three rounds alternating; medians.
 """
 
 from __future__ import annotations
@@ -80,6 +86,34 @@ def measure(tess: str, instances: int, size: int, frames: list[int], truth: int 
     return rows
 
 
+def cost(tess: str, size: int, repeats: int) -> None:
+    """Print the accumulate pass's time alone, still and clipping, beside resolve's (`--cost`)."""
+    import statistics
+    from functools import partial
+
+    from renderer.bench.measure import pass_alone_ms
+    from renderer.camera import Camera
+    from renderer.options import RenderOptions
+    from renderer.renderer import Renderer
+
+    r = Renderer(size, size, options=RenderOptions(shadows=False))
+    r.add_instance(r.load(tess))
+    cam = Camera.framing(*r.bounds(), fill=1.9)  # the sphere over the whole image
+    r.render(cam, accumulate=16)  # what the passes read, the history made
+    acc = r.frame.accumulate
+    passes = {"resolve": r.frame.resolve.encode,
+              "accumulate, still": partial(acc.encode, frames=16, reset=False, moving=False),
+              "accumulate, clipping": partial(acc.encode, frames=16, reset=False, moving=True)}
+    ms: dict[str, list[float]] = {name: [] for name in passes}
+    for _ in range(3):  # alternate: the machine's noise falls on every pass alike
+        for name, encode in passes.items():
+            ms[name].append(pass_alone_ms(r, encode, repeats))
+    for name, m in ms.items():
+        m = statistics.median(m)
+        print(f"{size}x{size} {name:<22} {m:7.2f} ms: {1e6 * m / size**2:5.1f} ns a pixel "
+              f"(every pixel covered; {r.ctx.description})")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--instances", type=int, default=65536, help="spheres on the grid (65536)")
@@ -92,9 +126,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="also compare every row with ssaa N (e.g. 8: nearer the box filter "
                         "than the 4 x 4 reference)")
     p.add_argument("--images", help="write the rows side by side to this PNG")
+    p.add_argument("--cost", type=int, metavar="R",
+                   help="instead: the accumulate pass's time alone, R repeats a round")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         tess = _sphere(Path(folder), args.triangles)
+        if args.cost:
+            cost(tess, args.size, args.cost)
+            return 0
         rows = measure(tess, args.instances, args.size, args.frames, args.truth)
     if args.images:
         from renderer.results import write_png

@@ -17,12 +17,12 @@ from renderer.passes import Pass
 
 # the clipping box's half-width in standard deviations of the 3 x 3 neighbourhood, in a frame
 # where the camera or an instance moved: Salvi's tight box (moving edges keep no ghost). A frame
-# where nothing moved clips nothing (NO_CLIP): no pixel can show a ghost there, and clipping
-# would pull a sub-pixel object's history towards whatever this one jittered sample hit (an
-# isolated object hit by 1 sample in 16 has a neighbourhood of background alone in the other
-# 15), so a still view would never reach the supersampled picture
+# where nothing moved clips nothing (the pipeline without CLIP, which reads no neighbour): no
+# pixel can show a ghost there, and clipping would pull a sub-pixel object's history towards
+# whatever this one jittered sample hit (an isolated object hit by 1 sample in 16 has a
+# neighbourhood of background alone in the other 15), so a still view would never reach the
+# supersampled picture
 CLIP_SIGMA = 1.0
-NO_CLIP = 0.0
 HISTORY_BYTES = 8  # a pixel, in each of the four history buffers
 
 _BU = wgpu.BufferUsage
@@ -36,8 +36,9 @@ class Accumulate(Pass):
         self.device = device
         self.bindings = (
             Binding("frame", UNIFORM, "Frame"),
-            # 1 / K, reset (1 or 0), CLIP_SIGMA or NO_CLIP, 0
-            Binding("params", UNIFORM, "vec4<f32>"),
+            Binding("params", UNIFORM, "vec4<f32>"),  # 1 / K, reset (1 or 0), CLIP_SIGMA, 0
+            # the sRGB decoding table at its head (renderer/layout.py SRGB_TABLE)
+            Binding("materials", READ, "array<u32>"),
             Binding("color", STORAGE, "array<u32>"),
             Binding("velocity", READ, "array<vec2<f32>>"),
             Binding("history_rg", READ, "array<vec2<f32>>"),
@@ -45,8 +46,14 @@ class Accumulate(Pass):
             Binding("out_rg", STORAGE, "array<vec2<f32>>"),
             Binding("out_ba", STORAGE, "array<vec2<f32>>"),
         )
-        self.bgl, self.pipelines = compute_pipelines(device, "accumulate.wgsl", self.bindings,
-                                                     ["cs_main", "cs_output"], label=self.label)
+        # with clipping (a frame where something moved) and without: an override constant, not
+        # a branch on a uniform (docs/ARCHITECTURE.md "Testing": lavapipe)
+        self.pipelines = {}
+        for clip in (True, False):
+            self.bgl, pipes = compute_pipelines(device, "accumulate.wgsl", self.bindings,
+                                                ["cs_main", "cs_output"],
+                                                constants={"CLIP": clip}, label=self.label)
+            self.pipelines[clip] = pipes
         self.params = buffer(device, 16, "accumulate.params", _BU.UNIFORM | _BU.COPY_DST)
         self.history: list[tuple[wgpu.GPUBuffer, wgpu.GPUBuffer]] = []
         self._groups: dict[tuple, wgpu.GPUBindGroup] = {}
@@ -71,8 +78,7 @@ class Accumulate(Pass):
         history), and write the result back as the frame's colour."""
         self._ensure_history(frame.width, frame.height)
         self.device.queue.write_buffer(self.params, 0, np.array(
-            [1.0 / frames, 1.0 if reset else 0.0, CLIP_SIGMA if moving else NO_CLIP, 0.0],
-            np.float32))
+            [1.0 / frames, 1.0 if reset else 0.0, CLIP_SIGMA, 0.0], np.float32))
         src, dst = self.history[self.parity], self.history[1 - self.parity]
         key = (frame.generation, self.parity)
         if key not in self._groups:
@@ -87,7 +93,7 @@ class Accumulate(Pass):
         cp.set_bind_group(0, self._groups[key])
         groups = (-(-frame.width // PIXEL_TILE), -(-frame.height // PIXEL_TILE))
         for entry in ("cs_main", "cs_output"):
-            cp.set_pipeline(self.pipelines[entry])
+            cp.set_pipeline(self.pipelines[moving][entry])
             cp.dispatch_workgroups(*groups)
         cp.end()
         self.parity = 1 - self.parity
