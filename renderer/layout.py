@@ -132,12 +132,13 @@ LIGHT_DTYPE = np.dtype([
     ("views", "<u4", 4),  # x: its first shadow view, y: faces (0: no shadow, 1: spot, 6), z, w: 0
 ])
 
-INSTANCE_DTYPE = np.dtype([
-    ("world", "<f4", 16),  # object -> world, column-major
-    ("asset", "<u4"),  # index into the asset table
-    ("scale", "<f4"),  # largest axis scale of `world` (spheres and errors grow by it)
-    ("pad", "<u4", 2),
-])
+# an instance as the shaders use it (shaders/instance.wgsl builds it from the 48-byte slot of
+# the instance buffer, renderer/instances.py): not a storage layout
+INSTANCE_WGSL = """struct Instance {
+    world: mat4x4<f32>,  // object -> world (affine)
+    asset: u32,  // index into the asset table
+    scale: f32,  // largest axis scale of `world` (spheres and errors grow by it)
+}"""
 
 ASSET_DTYPE = np.dtype([
     ("node_base", "<u4"),  # first BVH node of the asset in the scene's node buffer
@@ -176,6 +177,7 @@ STATE_WORDS = (
     "instances_tested",
     "instances_visible",
     "instances_far",  # drawn from their root group without a BVH traversal (instance_cull.wgsl)
+    "blocks_visible",  # blocks of INSTANCE_BLOCK slots whose bounds touch the view (block_cull)
     "nodes_visited",
     "groups_tested",
     "clusters_tested",
@@ -211,7 +213,7 @@ ARGS_WORDS = (
     "hw_vertex_count", "hw_instance_count", "hw_first_vertex", "hw_first_instance",  # HW draw
     "post_x", "post_y", "post_z",  # the post pass's seeding dispatch
     "level_x", "level_y", "level_z",  # the per-level traversal's dispatch of the current level
-    "pad0",
+    "blocks_x", "blocks_y", "blocks_z",  # the instance cull: a workgroup per visible block
 )
 ARGS = {name: i for i, name in enumerate(ARGS_WORDS)}
 
@@ -314,7 +316,7 @@ def generated_includes() -> dict[str, str]:
         "\n".join(f"const OVERFLOW_{n.upper()}: u32 = {b}u;" for n, b in OVERFLOW_BITS.items()),
         "\n".join(f"const A_{n.upper()}: u32 = {i}u;" for n, i in ARGS.items()),
         wgsl_struct("Frame", FRAME_DTYPE, uniform=True),
-        wgsl_struct("Instance", INSTANCE_DTYPE),
+        INSTANCE_WGSL,
         wgsl_struct("AssetInfo", ASSET_DTYPE),
         wgsl_struct("ShadowInfo", SHADOW_DTYPE, uniform=True),
         wgsl_struct("ShadowView", SHADOW_VIEW_DTYPE),
