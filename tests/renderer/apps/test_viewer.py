@@ -84,7 +84,7 @@ def test_frame_scene_looks_at_the_whole_scene() -> None:
 @pytest.mark.gpu
 def test_window_screenshot_matches_headless_render(sphere_tess, tmp_path, run_viewer) -> None:
     from renderer.renderer import Renderer
-    from renderer.apps.viewer_app import PANEL_WIDTH
+    from renderer.apps.viewer_app import PANEL_WIDTH, TAA_FRAMES
 
     png = tmp_path / "shot.png"
     eye, size = (0.6, 0.5, 2.6), (640, 360)
@@ -98,7 +98,10 @@ def test_window_screenshot_matches_headless_render(sphere_tess, tmp_path, run_vi
     assert shot.shape == (size[1], size[0], 4)
     r = Renderer(*size)
     r.add_instance(r.load(sphere_tess))
-    ref = r.render(Camera(eye=np.array(eye), target=np.zeros(3), near=0.01)).color
+    cam = Camera(eye=np.array(eye), target=np.zeros(3), near=0.01)
+    for _ in range(3):  # the viewer's temporal AA, on by default: the same 4 jittered frames
+        r.submit(cam, accumulate=TAA_FRAMES)
+    ref = r.render(cam, accumulate=TAA_FRAMES).color
     # right of the panel the window shows the renderer's color buffer, blitted pixel for pixel
     right = slice(PANEL_WIDTH + 24, None)
     diff = np.abs(shot[:, right, :3].astype(int) - ref[:, right, :3].astype(int)).max(axis=2)
