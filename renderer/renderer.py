@@ -337,13 +337,13 @@ class Renderer:
 
         `accumulate` K > 0: temporal anti-aliasing (renderer/antialias.py). The frame is drawn
         with a sub-pixel jitter (the next point of a Halton (2, 3) sequence) and its colour
-        blended on the GPU into a history reprojected with the frame's velocity and clipped to
-        its neighbourhood (renderer/passes/accumulate.py), a pixel's history averaging its last
-        K frames at most: a still view converges to a box-filtered picture, motion stays
-        sharp and leaves no ghost. The colour image becomes the accumulated one; depth, normal,
-        ids and the G-buffer stay this (jittered) frame's. The history goes on while frames
-        accumulate one after another at one size, scene and debug view; any other frame
-        starts it again."""
+        blended on the GPU into a history reprojected with the frame's velocity (and, in a frame
+        where the camera or an instance moved, clipped to this frame's neighbourhood:
+        renderer/passes/accumulate.py), a pixel's history averaging its last K frames at most:
+        a still view converges to a box-filtered picture, motion leaves no ghost. The colour
+        image becomes the accumulated one; depth, normal, ids and the G-buffer stay this
+        (jittered) frame's. The history goes on while frames accumulate one after another with
+        the same size, scene, debug view, tau and lighting; any other frame starts it again."""
         t0 = time.perf_counter()
         view = DEBUG_VIEWS.index(debug_view) if isinstance(debug_view, str) else int(debug_view)
         tau = self.options.tau if tau is None else float(tau)
@@ -467,9 +467,8 @@ class Renderer:
 
         `accumulate` K > 0: then K frames of temporal accumulation (`submit`) from this still
         camera, the colour their history: each pixel the mean of K jittered samples (a box
-        filter, as ssaa's, with its samples on a Halton sequence rather than a grid), less
-        what the history's clipping took where the samples disagree with their
-        neighbourhood. The other images are the last (jittered) frame's."""
+        filter, as ssaa's, with its samples on a Halton sequence rather than a grid; a still
+        view clips nothing). The other images are the last (jittered) frame's."""
         frames = check_accumulate(accumulate)
         n = check_ssaa(ssaa)
         kw["tau"] = self._ssaa_tau(kw.get("tau"), n)
