@@ -217,6 +217,9 @@ class Frame:
         self._hzb_from: tuple[np.ndarray, np.ndarray, int] | None = None
         o = self.options
         f = self.resources
+        # the lists' capacities: the options', or more where the instances need it
+        # (`_fit_lists`: every instance's root group in the queue and the visible list)
+        self.queue_capacity, self.visible_capacity = o.queue_capacity, o.visible_capacity
         f.buffers.update({
             "frame": buffer(d, FRAME_DTYPE.itemsize, "frame.uniforms", _BU.UNIFORM | _BU.COPY_DST),
             "state": buffer(d, 4 * len(STATE_WORDS), "frame.state",
@@ -373,7 +376,28 @@ class Frame:
                                      _BU.STORAGE | _BU.COPY_SRC)  # COPY_SRC: tests read it
         f.instance_count = lay.slots
         self._instance_version = s.instance_version
+        self._fit_lists(s)
         self._scene_sphere = (s, s.world_version, _enclosing(spheres), s.instance_version)
+
+    def _fit_lists(self, s: Scene) -> None:
+        """Grow the queue and the visible list (never past one binding, never below the
+        options') so that every instance's root group fits with a quarter to spare: a far field
+        of a million instances queues and draws a root cluster or more each (without it, the
+        default lists overflowed at a million: detail dropped, flagged)."""
+        roots = np.zeros((max(len(s.assets), 1), 2), np.int64)
+        for i, a in enumerate(s.assets):
+            g = a.groups[int(np.argmax(a.groups["error"]))]  # the root group: ROOT_ERROR
+            roots[i] = g["part_count"], g["cluster_count"]
+        parts, clusters = roots[s.instance_asset].sum(axis=0) * 5 // 4
+        most = binding_limit(self.device)[0] // 8
+        q = min(max(self.options.queue_capacity, int(parts)), most)
+        v = min(max(self.options.visible_capacity, 2 * int(clusters)), most // 2 * 2)
+        d, f = self.device, self.resources
+        if q != self.queue_capacity:
+            f.buffers["queue"] = buffer(d, 8 * q, "frame.queue", _BU.STORAGE)
+        if v != self.visible_capacity:
+            f.buffers["visible"] = buffer(d, 8 * v, "frame.visible", _BU.STORAGE | _BU.COPY_SRC)
+        self.queue_capacity, self.visible_capacity = q, v
 
     def scene_bounds(self, s: Scene) -> tuple[np.ndarray, float]:
         """A sphere around every instance of `s` (`Renderer.bounds`, the sun's shadow map): kept
@@ -430,8 +454,8 @@ class Frame:
             u = np.zeros(1, FRAME_DTYPE)
             u["viewport"] = [f.width, f.height, 1 / f.width, 1 / f.height]
             u["instance_count"] = f.instance_count
-            u["queue_capacity"] = o.queue_capacity
-            u["visible_capacity"] = o.visible_capacity
+            u["queue_capacity"] = self.queue_capacity
+            u["visible_capacity"] = self.visible_capacity
             u["occluded_capacity"] = o.occluded_capacity
             u["request_capacity"] = o.request_capacity
             u["page_words"] = self.pool.page_size // 4

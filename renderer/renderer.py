@@ -510,7 +510,7 @@ class Renderer:
         buffers = self.frame.resources.buffers
         state = np.frombuffer(q.read_buffer(buffers["state"]), np.uint32)
         vis = np.frombuffer(q.read_buffer(buffers["visible"]), np.uint32).reshape(-1, 2)
-        half = self.options.visible_capacity // 2
+        half = self.frame.visible_capacity // 2
         sw = min(int(state[STATE["sw_count"]]), half)
         hw = min(int(state[STATE["hw_count"]]), half)
         out = {"sw": vis[:sw].copy(), "hw": vis[half : half + hw].copy()}

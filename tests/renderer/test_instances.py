@@ -251,3 +251,16 @@ def test_blocks_out_of_view_skip_their_instances_and_grow_when_they_move(sphere_
     fresh.add_instances(ids[0], placed[:1800])
     fresh.add_instances(ids[1], placed[1800:])
     assert np.array_equal(after.color, fresh.render(cam).color)
+
+
+def test_the_lists_grow_to_hold_every_instance_root(sphere_tess) -> None:
+    # 3,000 far spheres, each drawing its root cluster, against lists sized for 1,000: the
+    # queue and the visible list grow with the instances (they overflowed, dropping instances,
+    # at a million with the default sizes)
+    r = Renderer(W, H, options=RenderOptions(queue_capacity=1000, visible_capacity=2000))
+    r.add_instances(r.load(sphere_tess), big_field(3000, 5))
+    res = r.render(Camera.framing(*r.bounds()))
+    assert res.stats.overflow == 0
+    assert r.frame.queue_capacity >= 3000 and r.frame.visible_capacity >= 6000
+    assert res.stats.counters["instances_visible"] == 3000
+    assert res.stats.clusters >= 3000  # a root cluster or more each, none dropped

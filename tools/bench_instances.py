@@ -1,0 +1,104 @@
+"""Instances in bulk (issue 34): what placing, moving and holding a million instances costs.
+
+In one process, on a grid of a small sphere (built here, or `--asset`): the time to place the
+instances (`add_grid`; `add_instances` of the same (k, 4, 4) array), the instance buffer's bytes
+an instance on the GPU, the first frame (the layout: slots sorted by asset and along a Morton
+curve, the blocks' boxes, the upload), the CPU's work before submission (`FrameStats.encode_ms`)
+with the instances at rest and with `--moves` random instances moved every frame
+(`set_transforms` timed apart), and the peak resident memory of the process. Medians of
+`--frames` frames.
+
+    python tools/bench_instances.py                       # 65,536 and 1,000,000 instances
+    python tools/bench_instances.py --counts 4000000 --moves 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, not the installed one
+
+
+def _sphere(folder: Path) -> str:
+    from renderer.apps import cli
+
+    path = folder / "sphere.tess"
+    assert cli.main(["preprocess", "--builtin", "sphere", "--triangles", "20480", "-o",
+                     str(path), "-q"]) == 0
+    return str(path)
+
+
+def run(asset: str, count: int, moves: int, frames: int) -> None:
+    from renderer.camera import Camera
+    from renderer.renderer import Renderer
+
+    r = Renderer(512, 512)
+    a = r.load(asset)
+    t = time.perf_counter()
+    r.add_grid(a, count)
+    grid_s = time.perf_counter() - t
+    worlds = r.scene.instance_world  # (k, 4, 4) float32
+    other = Renderer(512, 512, ctx=r.ctx)
+    b = other.load(asset)
+    t = time.perf_counter()
+    other.add_instances(b, worlds)
+    bulk_s = time.perf_counter() - t
+    del other, worlds
+    cam = Camera.framing(*r.bounds())
+    t = time.perf_counter()
+    r.render(cam)
+    first_s = time.perf_counter() - t
+    per = r.frame.resources.buffers["instances"].size / count
+    rest = []
+    for _ in range(frames):
+        rest.append(r.render(cam).stats.encode_ms)
+    rng = np.random.default_rng(0)
+    rows = r.scene.store.rows
+    moving, setting = [], []
+    for _ in range(frames):
+        idx = rng.choice(count, min(moves, count), replace=False)
+        new = rows[idx].copy()
+        new[:, :, 3] += rng.normal(0, 0.01, (len(idx), 3)).astype(np.float32)
+        t = time.perf_counter()
+        r.set_transforms(idx, new)
+        setting.append(1e3 * (time.perf_counter() - t))
+        moving.append(r.render(cam).stats.encode_ms)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{count:>10,} instances: add_grid {1e3 * grid_s:6.0f} ms, add_instances (k, 4, 4) "
+          f"{1e3 * bulk_s:6.0f} ms; {per:.1f} B an instance on the GPU; first frame "
+          f"{1e3 * first_s:6.0f} ms")
+    print(f"{'':>21} CPU before submission: at rest {statistics.median(rest):.2f} ms, moving "
+          f"{moves:,} a frame {statistics.median(moving):.2f} ms + set_transforms "
+          f"{statistics.median(setting):.2f} ms; peak RSS {peak:,.0f} MB")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--asset", help="a .tess file (default: a 20,480-triangle sphere, built)")
+    ap.add_argument("--counts", type=int, nargs="+", default=[65536, 1_000_000])
+    ap.add_argument("--moves", type=int, default=10_000, help="instances moved a frame")
+    ap.add_argument("--frames", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        asset = args.asset or _sphere(Path(tmp))
+        for n in args.counts:  # each count in a process of its own: peak memory is its own
+            if len(args.counts) > 1:
+                import subprocess
+
+                subprocess.run([sys.executable, __file__, "--asset", asset, "--counts", str(n),
+                                "--moves", str(args.moves), "--frames", str(args.frames)],
+                               check=True)
+            else:
+                run(asset, n, args.moves, args.frames)
+
+
+if __name__ == "__main__":
+    main()
