@@ -10,6 +10,10 @@ with the instances at rest and with `--moves` random instances moved every frame
 
     python tools/bench_instances.py                       # 65,536 and 1,000,000 instances
     python tools/bench_instances.py --counts 4000000 --moves 10000
+    python tools/bench_instances.py --views               # frames framed and low over a corner
+
+`--views` uses only `add_grid` and `render` (APIs older than this work), so the tool copied into
+an older checkout measures the code before it, side by side.
 """
 
 from __future__ import annotations
@@ -80,12 +84,49 @@ def run(asset: str, count: int, moves: int, frames: int) -> None:
           f"{statistics.median(setting):.2f} ms; peak RSS {peak:,.0f} MB")
 
 
+def views(asset: str, count: int, frames: int) -> None:
+    """The grid framed whole, and seen from low over one corner along a diagonal (about two
+    thirds of the instances in the frustum): frame medians, GPU passes, what was drawn."""
+    from renderer.camera import Camera
+    from renderer.renderer import Renderer
+
+    r = Renderer(512, 512)
+    a = r.load(asset)
+    t = time.perf_counter()
+    r.add_grid(a, count)
+    place = time.perf_counter() - t
+    s = r.scene.assets[a].bounds_sphere
+    sp = 2.4 * float(s[3])
+    half = (int(np.ceil(np.sqrt(count))) - 1) / 2 * sp
+    corner = Camera(eye=(-half, 3 * float(s[3]), -half - 2 * sp),
+                    target=(-0.7 * half, 0, -0.4 * half), near=0.01 * float(s[3]))
+    for name, cam in (("framed", Camera.framing(*r.bounds())), ("corner", corner)):
+        t = time.perf_counter()
+        res = r.render(cam)
+        first = time.perf_counter() - t
+        timed = []
+        for _ in range(frames):
+            t = time.perf_counter()
+            res = r.render(cam)
+            timed.append(time.perf_counter() - t)
+        st, g = res.stats, res.stats.gpu_ms or {}
+        cov = int((res.instance >= 0).sum())
+        print(f"{count:>10,} {name}: first frame {1e3 * first:6.0f} ms, median "
+              f"{1e3 * statistics.median(timed):6.0f} ms; GPU sum {sum(g.values()):6.0f} ms; "
+              f"visible {st.counters['instances_visible']:,}, triangles {st.triangles:,}, "
+              f"covered px {cov:,} ({st.triangles / max(cov, 1):.0f} a pixel)")
+    print(f"{'':>11}placed in {1e3 * place:.0f} ms; peak RSS "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--asset", help="a .tess file (default: a 20,480-triangle sphere, built)")
     ap.add_argument("--counts", type=int, nargs="+", default=[65536, 1_000_000])
     ap.add_argument("--moves", type=int, default=10_000, help="instances moved a frame")
     ap.add_argument("--frames", type=int, default=5)
+    ap.add_argument("--views", action="store_true",
+                    help="instead: frames framed and low over a corner (add_grid, render only)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         asset = args.asset or _sphere(Path(tmp))
@@ -94,8 +135,10 @@ def main() -> None:
                 import subprocess
 
                 subprocess.run([sys.executable, __file__, "--asset", asset, "--counts", str(n),
-                                "--moves", str(args.moves), "--frames", str(args.frames)],
-                               check=True)
+                                "--moves", str(args.moves), "--frames", str(args.frames),
+                                *(["--views"] if args.views else [])], check=True)
+            elif args.views:
+                views(asset, n, args.frames)
             else:
                 run(asset, n, args.moves, args.frames)
 
