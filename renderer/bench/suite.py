@@ -50,11 +50,16 @@ import numpy as np
 from preprocess.tess.atomic import write_atomically
 from renderer.bench.measure import (
     brute_force_ms,
+    brute_force_shaded_ms,
     camera_path,
     field_path,
+    frame_parts,
     measure,
     measure_interleaved,
+    part_options,
     pass_alone_ms,
+    shaded_brute_force,
+    staged,
 )
 from renderer.camera import Camera
 
@@ -62,6 +67,12 @@ SCENARIOS = ("closeup", "scaling", "occluded", "streaming", "textured", "shadows
 SIZES = (1, 16, 256, 4096, 65536)
 QUICK_SIZES = (1, 16, 256)
 REGRESSION = 1.15  # --compare: slower than this ratio (and by more than 0.5 ms) is flagged
+# what each baseline's frame is compared with (the scaling rows' `<baseline>_speedup`): brute
+# force draws ids and depth only, against Tessera's frame without its resolve and velocity passes
+# (culling and rasterization into the visibility buffer); shaded brute force lights every pixel
+# it draws with resolve's BRDF, against the whole frame; pygfx (an unlit material, its image
+# read back) against the path's frames
+BASELINE_AGAINST = {"brute": "visibility_ms", "brute_shaded": "whole_ms", "pygfx": "frame_ms"}
 
 
 @dataclass
@@ -222,6 +233,9 @@ class Suite:
         r.add_instance(r.load(self.cfg.asset))
         cams = camera_path(*r.bounds(), self.cfg.frames)
         m = measure(r, cams, self.cfg.warmup)
+        # where the frame's time goes: frames of its parts side by side (wall time: lavapipe's
+        # timestamps undercount)
+        m["parts"] = frame_parts(r, cams, self.cfg.warmup)
         self._step("closeup")
         return [{"variant": "1 instance", **m}]
 
@@ -229,18 +243,21 @@ class Suite:
         cfg = self.cfg
         rows = []
         pyg, pyg_why = _pygfx(self.asset, self.size) if cfg.pygfx else (None, "not asked")
-        last = {"brute": None, "pygfx": None}  # (instances, seconds) of the last measured
-        why = {"brute": None if cfg.brute else "not asked", "pygfx": pyg_why}
+        # (instances, seconds) of the last size each baseline was measured at
+        last = {"brute": None, "brute_shaded": None, "pygfx": None}
+        why = {"brute": None if cfg.brute else "not asked",
+               "brute_shaded": None if cfg.brute else "not asked", "pygfx": pyg_why}
+        self._shaded = None  # the shaded reference: built when first measured
         for n in cfg.sizes:
             r = self.renderer()
             a = r.load(cfg.asset)
             r.add_grid(a, n)
             cams = camera_path(*r.bounds(), cfg.frames)
             m = measure(r, cams, cfg.warmup)
+            row = {"variant": f"{n} instances", **m, **self._like_for_like(r, cams)}
             self._step(f"scaling {n}")
-            row = {"variant": f"{n} instances", **m}
             worlds = np.array(r.scene.instance_world)
-            for base in ("brute", "pygfx"):
+            for base in ("brute", "brute_shaded", "pygfx"):
                 if why[base] is None and last[base] is not None:
                     n0, s0 = last[base]
                     predicted = s0 * n / n0
@@ -249,22 +266,43 @@ class Suite:
                                      f"predicted from {n0:,} (limit {cfg.baseline_limit} s)")
                 if why[base] is None:
                     try:
-                        s = (statistics.median(brute_force_ms(self.ctx, self.asset, worlds,
-                                                              cams, self.size, 2)) / 1e3
-                             if base == "brute" else pyg.frame_s(worlds, cams))
+                        s = self._baseline_s(base, pyg, worlds, cams)
                     except Exception as e:  # a baseline's failure is reported, not fatal
                         why[base] = f"failed at {n:,} instances: {_reason(e)}"
                 if why[base] is None:
                     last[base] = (n, s)
                     row[f"{base}_frame_ms"] = 1e3 * s
-                    row[f"{base}_speedup"] = 1e3 * s / m["frame_ms"]["median"]
+                    row[f"{base}_speedup"] = 1e3 * s / row[BASELINE_AGAINST[base]]["median"]
                 else:
                     row[f"{base}_skipped"] = why[base]
-                self._step(f"scaling {n} {base}")
+                if base != "brute_shaded":
+                    self._step(f"scaling {n} {base}")
             rows.append(row)
         if pyg is not None:
             rows[0]["pygfx_version"] = pyg.version
         return rows
+
+    def _like_for_like(self, r, cams: list[Camera]) -> dict:
+        """The frame and its visibility part (culling and rasterization: the resolve and
+        velocity passes left out), side by side (`measure.staged`): what the brute-force
+        baselines are compared with (BASELINE_AGAINST)."""
+        both = staged(r, cams, {"visibility": part_options("occlusion"), "whole": {}},
+                      self.cfg.warmup)
+        return {"visibility_ms": both["visibility"]["frame_ms"],
+                "whole_ms": both["whole"]["frame_ms"],
+                "visibility_gpu_ms": both["visibility"]["visibility_gpu_ms"]}
+
+    def _baseline_s(self, base: str, pyg, worlds: np.ndarray, cams: list[Camera]) -> float:
+        """Seconds a frame of one baseline takes at these instances (median of 2 frames)."""
+        if base == "pygfx":
+            return pyg.frame_s(worlds, cams)
+        if base == "brute":
+            ms = brute_force_ms(self.ctx, self.asset, worlds, cams, self.size, 2)
+        else:
+            if self._shaded is None:
+                self._shaded = shaded_brute_force(self.ctx, self.asset, self.size)
+            ms = brute_force_shaded_ms(self._shaded, worlds, cams, self.size, 2)
+        return statistics.median(ms) / 1e3
 
     def occluded(self) -> list[dict]:
         n = 256 if self.cfg.quick else 1024
@@ -426,10 +464,15 @@ def targets(results: dict, cfg: SuiteConfig) -> dict:
         "encode_ms_at_largest": last["encode_ms"]["median"],
         "encode_ok": last["encode_ms"]["median"] < 2.0,
     }
-    if brute:
+    if brute:  # like for like: brute force's ids against the frame's visibility part
         b = brute[-1]
         out.update(brute_largest_instances=b["instances"], brute_speedup=b["brute_speedup"],
                    brute_speedup_ok=b["brute_speedup"] >= 50.0)
+    shaded = [r for r in rows if "brute_shaded_frame_ms" in r]
+    if shaded:  # and lit brute force against the whole frame
+        b = shaded[-1]
+        out.update(brute_shaded_largest_instances=b["instances"],
+                   brute_shaded_speedup=b["brute_shaded_speedup"])
     return out
 
 
@@ -460,13 +503,22 @@ def table(report: dict) -> str:
                 f"{_fmt(r['encode_ms']['median']):>7} {_fmt(r['gpu_ms']['median']):>7} "
                 f"{r['clusters']:>9,} {r['triangles']:>11,} {r['gpu_memory_mb']:>7.1f}"
                 + _clock(r))
-            for base in ("brute", "pygfx"):
+            if "visibility_ms" in r:
+                lines.append(f"{'':<10} {'  visibility':<17} {'':>15} "
+                             f"{_fmt(r['visibility_ms']['median']):>9} "
+                             f"{_fmt(r['visibility_ms']['p95']):>8}   culling and raster "
+                             f"alone (timestamps {_fmt(r['visibility_gpu_ms']['median'])} ms); "
+                             f"the whole frame beside it {_fmt(r['whole_ms']['median'])}")
+            for base in ("brute", "brute_shaded", "pygfx"):
+                label = "  " + base.replace("_", " ")
                 if f"{base}_frame_ms" in r:
-                    lines.append(f"{'':<10} {'  ' + base:<17} {'':>15} "
+                    lines.append(f"{'':<10} {label:<17} {'':>15} "
                                  f"{_fmt(r[base + '_frame_ms']):>9}   Tessera "
-                                 f"{r[base + '_speedup']:.1f}x faster")
+                                 f"{r[base + '_speedup']:.1f}x faster ({BASELINE_TEXT[base]})")
                 elif r.get(f"{base}_skipped") and name == "scaling":
-                    lines.append(f"{'':<10} {'  ' + base:<17} {r[base + '_skipped']}")
+                    lines.append(f"{'':<10} {label:<17} {r[base + '_skipped']}")
+            if "parts" in r:
+                lines += _parts_lines(r["parts"])
             if "streaming" in r:
                 st = r["streaming"]
                 lines.append(f"{'':<10} {'  pool':<17} {st['pool_pages']} pages, "
@@ -501,10 +553,32 @@ def table(report: dict) -> str:
                      f"{t['encode_ms_at_largest']:.2f} ms at {t['instances'][1]:,} (< 2: "
                      f"{'met' if t['encode_ok'] else 'NOT met'})"
                      + (f"; {t['brute_speedup']:.0f}x brute force at "
-                        f"{t['brute_largest_instances']:,} instances (>= 50: "
-                        f"{'met' if t['brute_speedup_ok'] else 'NOT met'})"
-                        if "brute_speedup" in t else ""))
+                        f"{t['brute_largest_instances']:,} instances, ids against culling and "
+                        f"raster (>= 50: {'met' if t['brute_speedup_ok'] else 'NOT met'})"
+                        if "brute_speedup" in t else "")
+                     + (f"; {t['brute_shaded_speedup']:.0f}x shaded brute force at "
+                        f"{t['brute_shaded_largest_instances']:,}, against the whole frame"
+                        if "brute_shaded_speedup" in t else ""))
     return "\n".join(lines)
+
+
+# what the table says each baseline was compared with (BASELINE_AGAINST)
+BASELINE_TEXT = {"brute": "ids only, against the visibility part",
+                 "brute_shaded": "lit, against the whole frame",
+                 "pygfx": "unlit, against the frame"}
+
+
+def _parts_lines(parts: dict) -> list[str]:
+    """The closeup's frame taken apart (`measure.frame_parts`): each part's wall ms, and where
+    the whole frame's time is spent (encoding, submission, the readback's wait)."""
+    whole = parts["frames"][list(parts["frames"])[-1]]
+    cost = ", ".join(f"{n} {_fmt(ms)}" for n, ms in parts["part_ms"].items())
+    return [f"{'':<10} {'  parts':<17} {cost} ms (wall time, frames of the parts side by side)",
+            f"{'':<10} {'':<17} the whole frame {_fmt(whole['frame_ms']['median'])} ms: encode "
+            f"{_fmt(whole['encode_ms']['median'])}, submit {_fmt(whole['submit_ms']['median'])}"
+            f" (lavapipe runs the passes in it), readback "
+            f"{_fmt(whole['readback_ms']['median'])}; timestamps "
+            f"{_fmt(whole['gpu_ms']['median'])}"]
 
 
 def read_report(path: str, option: str) -> dict:
