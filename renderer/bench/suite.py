@@ -64,6 +64,8 @@ from renderer.bench.measure import (
 from renderer.camera import Camera
 
 SCENARIOS = ("closeup", "scaling", "occluded", "streaming", "textured", "shadows")
+# run only when named: minutes of placing and drawing up to millions of instances
+ASKED_ONLY = ("instances",)
 SIZES = (1, 16, 256, 4096, 65536)
 QUICK_SIZES = (1, 16, 256)
 REGRESSION = 1.15  # --compare: slower than this ratio (and by more than 0.5 ms) is flagged
@@ -91,11 +93,18 @@ class SuiteConfig:
     # predicted slower than this at a size is not run there
     persistent: bool | None = None
     progress: bool = True
+    # the instances scenario's counts (default instances.COUNTS, quick instances.QUICK_COUNTS)
+    instance_counts: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        bad = [s for s in self.scenarios if s not in SCENARIOS]
+        from renderer.bench.instances import COUNTS, QUICK_COUNTS
+
+        known = SCENARIOS + ASKED_ONLY
+        bad = [s for s in self.scenarios if s not in known]
         if bad:
-            raise ValueError(f"unknown scenario {bad[0]!r} (one of {', '.join(SCENARIOS)})")
+            raise ValueError(f"unknown scenario {bad[0]!r} (one of {', '.join(known)})")
+        if self.instance_counts is None:
+            self.instance_counts = QUICK_COUNTS if self.quick else COUNTS
         if self.frames is None:
             self.frames = 4 if self.quick else 12
         if self.sizes is None:
@@ -188,8 +197,11 @@ class Suite:
         self.size = (cfg.width, cfg.height)
         self.ctx = None
         self.results: dict = {}
+        from renderer.bench.instances import FIELDS, QUICK_FIELDS
+
+        fields = len(QUICK_FIELDS if cfg.quick else FIELDS)
         steps = {"closeup": 1, "scaling": 3 * len(cfg.sizes), "occluded": 2, "streaming": 2,
-                 "textured": 2, "shadows": 7}
+                 "textured": 2, "shadows": 7, "instances": fields * len(cfg.instance_counts)}
         self.total = sum(steps[s] for s in cfg.scenarios)
         self._bar = None
         if cfg.progress:
@@ -392,6 +404,11 @@ class Suite:
         return rows
 
 
+    def instances(self) -> list[dict]:
+        from renderer.bench.instances import instances
+
+        return instances(self)
+
     def shadows(self) -> list[dict]:
         from assets.ground import ground_tess, ground_transform
 
@@ -497,6 +514,9 @@ def table(report: dict) -> str:
     lines += [head, "-" * len(head)]
     for name, rows in report["scenarios"].items():
         for r in rows:
+            if "stopped" in r:  # the instances scenario's last count, not run
+                lines.append(f"{name:<10} {r['variant']:<17} {r['stopped']}")
+                continue
             lines.append(
                 f"{name:<10} {r['variant']:<17} {r['scene_triangles']:>15,} "
                 f"{_fmt(r['frame_ms']['median']):>9} {_fmt(r['frame_ms']['p95']):>8} "
@@ -519,6 +539,11 @@ def table(report: dict) -> str:
                     lines.append(f"{'':<10} {label:<17} {r[base + '_skipped']}")
             if "parts" in r:
                 lines += _parts_lines(r["parts"])
+            if "placing_s" in r:
+                lines.append(f"{'':<10} {'  pixels':<17} {r['covered_pixels']:,} covered "
+                             f"({r['field_pixels']:,} by the field), "
+                             f"{_fmt(r['triangles_per_covered_pixel'])} triangles a covered "
+                             f"pixel; placed in {_fmt(r['placing_s'])} s")
             if "streaming" in r:
                 st = r["streaming"]
                 lines.append(f"{'':<10} {'  pool':<17} {st['pool_pages']} pages, "
@@ -595,8 +620,8 @@ def read_report(path: str, option: str) -> dict:
     ok = isinstance(scenarios, dict) and all(
         isinstance(rows, list) and all(
             isinstance(r, dict) and "variant" in r
-            and all(isinstance(r.get(k), dict) and "median" in r[k]
-                    for k in ("frame_ms", "gpu_ms"))
+            and ("stopped" in r or all(isinstance(r.get(k), dict) and "median" in r[k]
+                                       for k in ("frame_ms", "gpu_ms")))
             for r in rows)
         for rows in scenarios.values())
     if not ok:
@@ -613,7 +638,7 @@ def compare(report: dict, old: dict) -> list[str]:
         before = {r["variant"]: r for r in old.get("scenarios", {}).get(name, [])}
         for r in rows:
             b = before.get(r["variant"])
-            if b is None:
+            if b is None or "stopped" in r or "stopped" in b:
                 continue
             for key in ("frame_ms", "gpu_ms"):
                 new, was = r[key]["median"], b[key]["median"]
@@ -624,8 +649,8 @@ def compare(report: dict, old: dict) -> list[str]:
 
 
 def plots(report: dict, folder: Path) -> list[Path]:
-    """scaling.png (frame time against scene triangles, log-log: Tessera, brute force, pygfx)
-    and passes.png (GPU ms per pass, stacked, per run)."""
+    """scaling.png (frame time against scene triangles, log-log: Tessera, brute force, pygfx),
+    instances.png (`_instances_plot`) and passes.png (GPU ms per pass, stacked, per run)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -658,8 +683,11 @@ def plots(report: dict, folder: Path) -> list[Path]:
         write_atomically(p, lambda f: fig.savefig(f, format="png"))
         plt.close(fig)
         written.append(p)
+    rows = [r for r in report["scenarios"].get("instances", []) if "stopped" not in r]
+    if rows:
+        written.append(_instances_plot(rows, meta, folder, plt))
     runs = [(f"{n}\n{r['variant']}", r["gpu_pass_ms"]) for n, rs in report["scenarios"].items()
-            for r in rs if r["gpu_pass_ms"]]
+            for r in rs if r.get("gpu_pass_ms")]
     if runs:
         passes = list(dict.fromkeys(p for _, g in runs for p in g))
         fig, ax = plt.subplots(figsize=(max(6.4, 0.8 * len(runs)), 4.4), dpi=120)
@@ -679,6 +707,31 @@ def plots(report: dict, folder: Path) -> list[Path]:
         plt.close(fig)
         written.append(p)
     return written
+
+
+def _instances_plot(rows: list[dict], meta: dict, folder: Path, plt) -> Path:
+    """instances.png: frame time (median) and triangles per covered pixel against the number
+    of instances, log x, a line per field and path."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.4, 6.4), dpi=120, sharex=True)
+    for key in dict.fromkeys((r["asset"], r["layout"], r["path"]) for r in rows):
+        mine = [r for r in rows if (r["asset"], r["layout"], r["path"]) == key]
+        counts = [r["count"] for r in mine]
+        top.plot(counts, [r["frame_ms"]["median"] for r in mine], "o-", label=" ".join(key))
+        bottom.plot(counts, [r["triangles_per_covered_pixel"] for r in mine], "o-")
+    top.set_ylabel("frame ms (median)")
+    bottom.set_ylabel("triangles per covered pixel")
+    bottom.set_xlabel("instances")
+    for ax in (top, bottom):
+        ax.set_xscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+    top.legend(fontsize=7)
+    top.set_title(f"instances, {meta['size'][0]}x{meta['size'][1]}, {meta['device'][:60]}",
+                  fontsize=9)
+    fig.tight_layout()
+    p = folder / "instances.png"
+    write_atomically(p, lambda f: fig.savefig(f, format="png"))
+    plt.close(fig)
+    return p
 
 
 def main(cfg: SuiteConfig, *, json_path: str | None = None, compare_path: str | None = None,
