@@ -46,17 +46,17 @@ KINDS = {"rock": Kind("rock", 20_000, 0.4, (0.3, 1.4), tilt=25.0),
          "tree": Kind("sphere", 5_120, 0.6, (0.6, 1.2), stretch=2.5)}
 
 
-def forest_assets(terrain_resolution: int = TERRAIN_RESOLUTION,
-                  texture: int = TERRAIN_TEXTURE) -> dict[str, str]:
-    """name -> `.tess` path of the forest's assets ("terrain" and the KINDS), built once into
-    the cache folder."""
+def forest_assets(terrain_resolution: int = TERRAIN_RESOLUTION, texture: int = TERRAIN_TEXTURE,
+                  kinds: dict[str, Kind] = KINDS) -> dict[str, str]:
+    """name -> `.tess` path of the forest's assets ("terrain" and `kinds`), built once into the
+    cache folder."""
     from assets import builtin_mesh
     from assets.rock import make_terrain
 
     paths = {"terrain": cached_tess(
         f"forest-terrain-{terrain_resolution}-{texture}.tess",
         lambda: make_terrain(terrain_resolution, texture=texture))}
-    for name, k in KINDS.items():
+    for name, k in kinds.items():
         paths[name] = cached_tess(f"{k.asset}-{k.triangles}.tess",
                                   lambda k=k: builtin_mesh(k.asset, k.triangles))
     return paths
@@ -108,14 +108,15 @@ def scatter(count: int, bounds: tuple, scale: float, *, seed: int = 7,
 
 
 def forest_transforms(count: int, bounds: dict[str, tuple], *, seed: int = 7,
-                      terrain_resolution: int = TERRAIN_RESOLUTION) -> dict[str, np.ndarray]:
-    """name -> (k, 3, 4) float32 transforms of each of KINDS (`bounds`: name -> its asset's box),
-    `count` in all, on the terrain scaled by `terrain_scale(count)`."""
+                      terrain_resolution: int = TERRAIN_RESOLUTION,
+                      kinds: dict[str, Kind] = KINDS) -> dict[str, np.ndarray]:
+    """name -> (k, 3, 4) float32 transforms of each of `kinds` (`bounds`: name -> its asset's
+    box), `count` in all by their shares, on the terrain scaled by `terrain_scale(count)`."""
     scale = terrain_scale(count)
     out, left = {}, count
-    names = list(KINDS)
+    names = list(kinds)
     for i, name in enumerate(names):
-        k = KINDS[name]
+        k = kinds[name]
         n = left if i == len(names) - 1 else round(k.share * count)
         left -= n
         out[name] = scatter(n, bounds[name], scale, seed=seed + i,
@@ -137,8 +138,8 @@ def forest_camera(count: int, terrain_resolution: int = TERRAIN_RESOLUTION) -> d
 
 
 def write_forest(path: str | Path, count: int = FOREST_INSTANCES, *, seed: int = 7,
-                 terrain_resolution: int = TERRAIN_RESOLUTION,
-                 texture: int = TERRAIN_TEXTURE) -> dict[str, np.ndarray]:
+                 terrain_resolution: int = TERRAIN_RESOLUTION, texture: int = TERRAIN_TEXTURE,
+                 kinds: dict[str, Kind] = KINDS) -> dict[str, np.ndarray]:
     """Write the forest: the scene file `path` (its assets in the cache folder, the terrain as
     one instance, each kind's instances as `{"asset": NAME, "transforms": FILE}` naming
     `<path stem>.<NAME>.npy` beside it, a camera) after the `.npy` files, each whole or not at
@@ -148,12 +149,13 @@ def write_forest(path: str | Path, count: int = FOREST_INSTANCES, *, seed: int =
     path = Path(path)
     if count < 1:
         raise ValueError(f"a forest needs at least 1 instance, not {count}")
-    assets = forest_assets(terrain_resolution, texture)
+    assets = forest_assets(terrain_resolution, texture, kinds)
     bounds = {}
-    for name in KINDS:
+    for name in kinds:
         with read_tess(assets[name]) as f:
             bounds[name] = (f.meta["bounds_min"], f.meta["bounds_max"])
-    worlds = forest_transforms(count, bounds, seed=seed, terrain_resolution=terrain_resolution)
+    worlds = forest_transforms(count, bounds, seed=seed, terrain_resolution=terrain_resolution,
+                               kinds=kinds)
     instances = [{"asset": "terrain", "scale": terrain_scale(count)}]
     for name, w in worlds.items():
         npy = path.with_name(f"{path.stem}.{name}.npy")
