@@ -1,11 +1,17 @@
 """`tessera bench` (the suite): named scenarios, each a scene and a scripted camera path, drawn
 headless for warm-up and measured frames, with baselines measured in the same run.
 
-Scenarios (`SCENARIOS`):
-- ``closeup``: one instance of the asset filling the view, a quarter orbit around it;
+Scenarios (`SCENARIOS`, and `ASKED_ONLY` when named):
+- ``closeup``: one instance of the asset filling the view, a quarter orbit around it; and its
+  frame taken apart (`measure.frame_parts`: what culling, raster, occlusion, velocity and
+  resolve each add, in wall time);
 - ``scaling``: square grids of 1, 16, 256, 4,096 and 65,536 instances (``--quick``: 1, 16,
-  256), the camera orbiting over the whole grid; beside each size, brute force (every triangle of
-  every instance at full detail, instanced through the reference pipeline) and pygfx (the same
+  256), the camera orbiting over the whole grid; beside each size, the baselines, each against
+  the part of the frame that does what it does (BASELINE_AGAINST): brute force (every triangle
+  of every instance at full detail, instanced through the reference pipeline, ids and depth)
+  against the frame without resolve and velocity (culling and rasterization: ``visibility_ms``,
+  drawn side by side with the whole frame, ``whole_ms``), shaded brute force (the same
+  triangles lit by the shaded reference) against the whole frame, and pygfx (the same
   full-detail mesh, `InstancedMesh`, offscreen) where installed. A baseline whose next size
   would take longer than ``baseline_limit`` seconds a frame (extrapolated linearly from its last
   measured size) is not run, and is marked as such; it is never guessed;
@@ -23,7 +29,9 @@ Scenarios (`SCENARIOS`):
   page drawn every frame, with the cache (a still camera: nothing drawn after the first frame),
   the same two with a point light and a spot beside the sun (`demo_lamps`: seven more shadow
   faces), and orbiting with and without shadows; the ratios are the issue's cost targets. The other
-  scenarios draw no shadows, so that their figures compare with earlier runs.
+  scenarios draw no shadows, so that their figures compare with earlier runs;
+- ``instances`` (only when named): 1 K to 16 M instances on grids and on the terrain, framed and
+  flying through (`renderer.bench.instances`).
 
 For every run: per-frame medians and 95th percentiles of the frame (submit to completion), of
 the CPU's work before submission (``encode_ms``: Python and encoding; on lavapipe the GPU work
