@@ -37,12 +37,13 @@ def ground_transform(scene, center: np.ndarray, radius: float) -> np.ndarray:
     root node's box under its transform), centred under `center`, GROUND_SCALE radii a side.
     `scene`: a renderer.scene.Scene."""
     lowest = np.inf
-    for a, m in zip(scene.instance_asset, scene.instance_world, strict=True):
+    rows = scene.store.rows  # (n, 3, 4): the second row gives y
+    for a in np.unique(scene.instance_asset):
         node = scene.assets[a].nodes[0]
         lo, hi = node["box_min"].astype(np.float64), node["box_max"].astype(np.float64)
         corners = np.array([[(lo, hi)[(k >> i) & 1][i] for i in range(3)] for k in range(8)])
-        m = np.asarray(m, np.float64)
-        lowest = min(lowest, float((corners @ m[:3, :3].T + m[:3, 3])[:, 1].min()))
+        y = rows[scene.instance_asset == a, 1].astype(np.float64)  # (k, 4)
+        lowest = min(lowest, float((y[:, :3] @ corners.T + y[:, 3:]).min()))
     side = GROUND_SCALE * radius
     world = np.diag([side, 1.0, side, 1.0]).astype(np.float32)
     world[:3, 3] = center[0], lowest, center[2]

@@ -27,8 +27,9 @@ import wgpu
 
 from renderer.camera import Camera, frustum_planes
 from renderer.device import GpuContext
-from renderer.gpu import buffer
-from renderer.layout import ARGS_WORDS, FRAME_DTYPE, INSTANCE_DTYPE, STATE, STATE_WORDS, STAT_NAMES
+from renderer.gpu import buffer, buffer_with
+from renderer.instances import GpuInstances, world_spheres
+from renderer.layout import ARGS_WORDS, FRAME_DTYPE, STATE, STATE_WORDS, STAT_NAMES
 from renderer.lights import Light, faces_wanted
 from renderer.limits import (
     MAX_LOCAL_FACES,
@@ -37,6 +38,7 @@ from renderer.limits import (
     IMAGE_BUFFER_BYTES,
     MAX_TIMESTAMPS,
     MIN_SHADOW_PAGES,
+    MOVED_VEC4S,
     SHADOW_PAGE_BYTES,
 )
 from renderer.options import RenderOptions
@@ -45,13 +47,14 @@ from renderer.passes.cull import Cull
 from renderer.passes.depth_targets import DepthTargets
 from renderer.passes.hzb import HZB, hzb_levels
 from renderer.passes.instance_cull import InstanceCull
+from renderer.passes.instance_scatter import InstanceScatter
 from renderer.passes.raster_hw import RasterHW
 from renderer.passes.raster_sw import RasterSW
 from renderer.passes.resolve import Resolve
 from renderer.passes.shadow_pages import ShadowPages
 from renderer.readback import InFlight, ReadbackRing, RingLayout
 from renderer.results import INCOMPLETE, FrameStats
-from renderer.scene import PREV_WORLD_BYTES, Scene, SceneError
+from renderer.scene import Scene, SceneError
 from renderer.shadows import ShadowFrame, ShadowMap, pool_pages
 
 __all__ = ["Frame", "FrameResources", "binding_limit", "image_buffers"]
@@ -78,19 +81,14 @@ def image_buffers(width: int, height: int, vis64: bool) -> dict[str, int]:
             if not name.startswith("vis") or name in vis}
 
 
-def _world_spheres(s: Scene, instances: list[int], worlds: list[np.ndarray] | None = None
+def _world_spheres(s: Scene, instances: np.ndarray, rows: np.ndarray | None = None
                    ) -> np.ndarray:
-    """(k, 4) float64 world bounding spheres of instances of `s` (under `worlds`, default their
-    current transforms): the asset's sphere centre through the float32 world in float64, its
-    radius times the world's largest axis scale (in float32, as the GPU's)."""
-    w32 = np.asarray(worlds if worlds is not None else
-                     [s.instance_world[i] for i in instances]).reshape(-1, 4, 4)
-    local = np.array([s.assets[s.instance_asset[i]].bounds_sphere for i in instances]
-                     ).astype(np.float64).reshape(-1, 4)
-    homogeneous = np.concatenate([local[:, :3], np.ones((len(local), 1))], axis=1)
-    c = np.matmul(w32.astype(np.float64), homogeneous[:, :, None])[:, :3, 0]
-    scale = np.linalg.norm(w32[:, :3, :3], axis=1).max(axis=1).astype(np.float64)
-    return np.concatenate([c, (local[:, 3] * scale)[:, None]], axis=1)
+    """(k, 4) float64 world bounding spheres of instances `instances` of `s` (under `rows`,
+    (k, 3, 4), default their current transforms): `instances.world_spheres`."""
+    idx = np.asarray(instances, np.int64)
+    local = np.array([a.bounds_sphere for a in s.assets], np.float64).reshape(-1, 4)
+    return world_spheres(s.store.rows[idx] if rows is None else rows, s.store.asset[idx],
+                         local)[0]
 
 
 class FrameResources:
@@ -101,7 +99,7 @@ class FrameResources:
         self.buffers: dict[str, wgpu.GPUBuffer] = {}
         self.generation = 0  # bumped whenever a buffer is replaced (bind groups rebuild)
         self.width = self.height = 0
-        self.instance_count = 0
+        self.instance_count = 0  # instance buffer slots (renderer/instances.py)
         self.max_depth = 0
         self.query_set: wgpu.GPUQuerySet | None = None
         self.labels: list[str] = []  # the passes timed this frame
@@ -143,17 +141,18 @@ class Frame:
         self._uniform_static = np.zeros(1, FRAME_DTYPE)
         self._last_view: tuple[np.ndarray, np.ndarray] | None = None
         # velocity's previous frame: the last submitted view_proj and the epoch it belongs to
-        # (bumped by a resize and a new scene: no camera motion across them); the instances'
-        # rows of `prev_worlds` that hold a transform other than the current one (rewritten on
-        # the next frame)
+        # (bumped by a resize and a new scene: no camera motion across them); the entries in
+        # the moved table (shaders/moved.wgsl), cleared the frame after
         self._prev_view_proj: tuple[int, np.ndarray] | None = None
         self._motion_epoch = 0
-        self._prev_stale: set[int] = set()
+        self._moved_count = 0
+        self.instances: GpuInstances | None = None  # the instance buffer's slots
         self._moving = False  # this frame's camera or an instance moved (else velocity is 0)
         self.pool: PagePool | None = None  # the scene's pages on the GPU
         self._frozen_last = False
         d = self.device
         self.instance_cull = InstanceCull(d)
+        self.instance_scatter = InstanceScatter(d)
         cpu = self.ctx.adapter_type == "CPU"
         self.persistent = (self.options.persistent if self.options.persistent is not None
                            else not cpu)
@@ -192,6 +191,8 @@ class Frame:
         self._last_view_proj = np.zeros((4, 4), np.float32)
         # (scene, its world_version, (centre, radius)): `scene_bounds`
         self._scene_sphere: tuple | None = None
+        # (world_version, (k, 4) spheres) of the instances the last frame moved (scene_bounds)
+        self._moved_spheres: tuple[int, np.ndarray] | None = None
         self.set_shadows(self.options.shadows)
         self.occlusion = self.options.occlusion
         # the camera and resources generation the HZB was built with (None: no HZB)
@@ -322,50 +323,66 @@ class Frame:
             f.max_depth = max(a.depth for a in s.assets)
             self._asset_version = s.asset_version
             f.generation += 1
-        moved = s.take_moved()  # {instance: its world in the previous frame}
+        moved, before = s.take_moved()  # the instances moved, their transforms before
         if self._instance_version != s.instance_version:
             if not s.instance_count:
                 raise SceneError("the scene has no instance: add_instance() first")
             self.shadow_map.invalidate()
-            f.buffers.update(s.upload_instances(self.device, moved))
-            f.instance_count = s.instance_count
+            self.instances = GpuInstances.layout(s.instance_asset)
+            f.buffers["instances"] = buffer_with(self.device, self.instances.words(s.store.rows),
+                                                 "scene.instances", _BU.STORAGE)
+            f.instance_count = self.instances.slots
             self._instance_version = s.instance_version
             f.generation += 1
-        elif moved or self._prev_stale:
-            self._write_moved(s, moved)
-            if moved:  # their shadows' pages: under their bounds before and after
-                self.shadow_map.note_moved(np.concatenate([
-                    _world_spheres(s, list(moved), list(moved.values())),
-                    _world_spheres(s, list(moved))]))
-        self._prev_stale = set(moved)
-        self._moving = bool(moved)
+        elif len(moved):  # their shadows' pages: under their bounds before and after
+            after = _world_spheres(s, moved)
+            self.shadow_map.note_moved(np.concatenate([_world_spheres(s, moved, before), after]))
+            self._moved_spheres = (s.world_version, after)  # scene_bounds grows over them
+        self._write_moved(s, moved, before)
+        self._moving = bool(len(moved))
 
     def scene_bounds(self, s: Scene) -> tuple[np.ndarray, float]:
-        """A sphere around every instance of `s` (`Renderer.bounds`, the sun's shadow map; kept
-        until an instance is added, moved or cleared: `Scene.world_version`)."""
+        """A sphere around every instance of `s` (`Renderer.bounds`, the sun's shadow map): kept
+        until an instance is added or cleared (`Scene.instance_version`); when instances only
+        moved since, grown (its centre kept) over their new bounds, not measured again (a
+        million instances take ~0.3 s to measure; a frame moving 10,000 takes ~1 ms), so that it
+        may be larger than a fresh measure after moves, never smaller."""
         cached = self._scene_sphere
-        if cached is None or cached[0] is not s or cached[1] != s.world_version:
-            sph = _world_spheres(s, list(range(s.instance_count)))
+        if cached is not None and cached[0] is s and cached[1] == s.world_version:
+            return cached[2]
+        moved = self._moved_spheres
+        if (cached is not None and cached[0] is s and cached[3] == s.instance_version
+                and moved is not None and moved[0] == s.world_version):
+            c, r = cached[2]
+            sph = moved[1]
+            r = max(r, float((np.linalg.norm(sph[:, :3] - c, axis=1) + sph[:, 3]).max()))
+        else:
+            sph = world_spheres(s.store.rows, s.store.asset, np.array(
+                [a.bounds_sphere for a in s.assets], np.float64))[0]
             lo = (sph[:, :3] - sph[:, 3:]).min(axis=0)
             hi = (sph[:, :3] + sph[:, 3:]).max(axis=0)
             c = (lo + hi) / 2
             r = float((np.linalg.norm(sph[:, :3] - c, axis=1) + sph[:, 3]).max())
-            self._scene_sphere = cached = (s, s.world_version, (c, r))
+        self._scene_sphere = cached = (s, s.world_version, (c, r), s.instance_version)
         return cached[2]
 
-    def _write_moved(self, s: Scene, moved: dict[int, np.ndarray]) -> None:
-        """Rewrite in place the rows of the instances moved since the previous frame (their new
-        world; their previous one in `prev_worlds`) and of those moved the frame before (their
-        `prev_worlds` row back to the current world), run by contiguous run."""
-        f, q = self.resources, self.device.queue
-        rows = sorted(set(moved) | self._prev_stale)
-        starts = [0, *(k for k in range(1, len(rows)) if rows[k] != rows[k - 1] + 1)]
-        for a, b in zip(starts, [*starts[1:], len(rows)], strict=True):
-            run = range(rows[a], rows[b - 1] + 1)
-            q.write_buffer(f.buffers["instances"], run.start * INSTANCE_DTYPE.itemsize,
-                           s.instance_rows(run))
-            q.write_buffer(f.buffers["prev_worlds"], run.start * PREV_WORLD_BYTES,
-                           s.prev_world_rows(run, moved))
+    def _write_moved(self, s: Scene, moved: np.ndarray, before: np.ndarray) -> None:
+        """The moved table (`GpuInstances.moved_table`): the instances moved since the previous
+        frame, scattered into the instance buffer by the frame's first pass and read by the
+        depth targets for velocity; emptied the frame after."""
+        f = self.resources
+        if not len(moved) and not self._moved_count and "moved" in f.buffers:
+            return
+        words = self.instances.moved_table(moved, before, s.store.rows[moved])
+        buf = f.buffers.get("moved")
+        if buf is None or buf.size < words.nbytes:
+            # room to grow: twice the table, at least 256 entries (a first move re-binds nothing)
+            room = np.zeros(max(2 * len(words), 4 + 4 * MOVED_VEC4S * 256), np.uint32)
+            room[: len(words)] = words
+            f.buffers["moved"] = buffer_with(self.device, room, "scene.moved", _BU.STORAGE)
+            f.generation += 1
+        self.device.queue.write_buffer(f.buffers["moved"], 0, words)
+        self._moved_count = len(moved)
 
     # ---------------------------------------------------------------- the frame
 
@@ -445,6 +462,8 @@ class Frame:
         enc = d.create_command_encoder(label=f"frame{self.frame_index}")
         frozen = freeze_culling and self.frame_index > 0 and f.generation == self._culled_gen
         self._frozen_last = frozen
+        if self._moved_count:
+            self.instance_scatter.encode(f, enc, self._moved_count)
         if not frozen:
             enc.clear_buffer(f.buffers["state"])
         for name in ("vis", "vis_depth", "vis_ids"):

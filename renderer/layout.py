@@ -129,12 +129,13 @@ LIGHT_DTYPE = np.dtype([
     ("views", "<u4", 4),  # x: its first shadow view, y: faces (0: no shadow, 1: spot, 6), z, w: 0
 ])
 
-INSTANCE_DTYPE = np.dtype([
-    ("world", "<f4", 16),  # object -> world, column-major
-    ("asset", "<u4"),  # index into the asset table
-    ("scale", "<f4"),  # largest axis scale of `world` (spheres and errors grow by it)
-    ("pad", "<u4", 2),
-])
+# an instance as the shaders use it (shaders/instance.wgsl builds it from the 48-byte slot of
+# the instance buffer, renderer/instances.py): not a storage layout
+INSTANCE_WGSL = """struct Instance {
+    world: mat4x4<f32>,  // object -> world (affine)
+    asset: u32,  // index into the asset table
+    scale: f32,  // largest axis scale of `world` (spheres and errors grow by it)
+}"""
 
 ASSET_DTYPE = np.dtype([
     ("node_base", "<u4"),  # first BVH node of the asset in the scene's node buffer
@@ -311,7 +312,7 @@ def generated_includes() -> dict[str, str]:
         "\n".join(f"const OVERFLOW_{n.upper()}: u32 = {b}u;" for n, b in OVERFLOW_BITS.items()),
         "\n".join(f"const A_{n.upper()}: u32 = {i}u;" for n, i in ARGS.items()),
         wgsl_struct("Frame", FRAME_DTYPE, uniform=True),
-        wgsl_struct("Instance", INSTANCE_DTYPE),
+        INSTANCE_WGSL,
         wgsl_struct("AssetInfo", ASSET_DTYPE),
         wgsl_struct("ShadowInfo", SHADOW_DTYPE, uniform=True),
         wgsl_struct("ShadowView", SHADOW_VIEW_DTYPE),

@@ -159,6 +159,11 @@ assert sum((SHADOW_PAGES >> m) ** 2 for m in range(8)) <= HPM_STRIDE
 # bits: instance | view << VIEW_SHIFT (the main view is 0): 2^24 instances
 VIEW_SHIFT = 24
 INSTANCE_MASK = (1 << VIEW_SHIFT) - 1
+# the instance buffer (renderer/instances.py, shaders/instance.wgsl): slots sorted by asset, each
+# asset's run padded to whole blocks of INSTANCE_BLOCK slots, one asset index a block
+INSTANCE_BLOCK = 64
+INSTANCE_SLOT_BYTES = 48  # a slot: the three rows of a 3 x 4 affine transform, float32
+MOVED_VEC4S = 7  # an entry of the moved table (shaders/moved.wgsl): slot, rows before, rows now
 assert SHADOW_VIEWS <= 1 << (32 - VIEW_SHIFT)
 NO_PAGE = 0xFFFFFFFF  # a page table entry without a physical page
 
@@ -202,6 +207,8 @@ WGSL_CONSTANTS = {
     "FALLBACK_STEP": FALLBACK_STEP,
     "VIEW_SHIFT": VIEW_SHIFT,
     "INSTANCE_MASK": INSTANCE_MASK,
+    "INSTANCE_BLOCK": INSTANCE_BLOCK,
+    "MOVED_VEC4S": MOVED_VEC4S,
     "NO_PAGE": NO_PAGE,
     **{f"VIEW_{name.upper()}": i for i, name in enumerate(DEBUG_VIEWS)},
 }

@@ -20,16 +20,19 @@ import warnings
 import numpy as np
 
 from preprocess.tess.pages import octahedral_decode
-from preprocess.tess.scene_file import instance_reach
 from renderer.camera import Camera
 from renderer.device import GpuContext, create_context
 from renderer.frame import Frame, binding_limit, image_buffers
-from renderer.layout import INSTANCE_DTYPE, STATE
+from renderer.instances import world_spheres
+from renderer.layout import STATE
 from renderer.lights import Light, check_lights, faces_wanted
 from renderer.limits import (
     MAX_LOCAL_FACES,
     ID_EMPTY,
     IMAGE_BUFFER_BYTES,
+    INSTANCE_BLOCK,
+    INSTANCE_MASK,
+    INSTANCE_SLOT_BYTES,
     MAX_IMAGE_SIZE,
     MAX_WORLD,
     SLOT_BITS,
@@ -174,11 +177,21 @@ class Renderer:
         self.frame.forget_scene()
 
     def add_instance(self, asset: int, transform: np.ndarray | None = None) -> int:
-        """Place an asset with a (4, 4) object-to-world transform (identity by default)."""
-        self.check_instances(1)
-        if transform is not None and 0 <= asset < len(self.scene.assets):
-            self._check_reach(asset, transform)
-        return self.scene.add_instance(asset, transform)
+        """Place an asset with a (4, 4) or (3, 4) affine object-to-world transform (identity by
+        default); returns the instance's index."""
+        return self.add_instances(asset, np.eye(4, dtype=np.float32) if transform is None
+                                  else transform).start
+
+    def add_instances(self, asset: int, transforms: np.ndarray) -> range:
+        """Place k instances of an asset in one call: `transforms` (k, 4, 4) or (k, 3, 4) affine
+        object-to-world transforms (float32 kept as given). Each is checked (finite, affine,
+        not singular, within MAX_WORLD: SceneError or ValueError naming the first bad one, and
+        nothing is added); returns their indices."""
+        a = self.scene.check_asset(asset)
+        rows = self.scene.checked(transforms)
+        self.check_instances(len(rows), a)
+        self._check_reach(np.array([a]), rows)
+        return self.scene.add_rows(a, rows)
 
     def set_transform(self, instance: int, transform: np.ndarray) -> None:
         """Move an instance: its (4, 4) object-to-world transform from the next frame on,
@@ -189,16 +202,22 @@ class Renderer:
         if (isinstance(instance, bool) or not isinstance(instance, (int, np.integer))
                 or not 0 <= instance < n):
             raise SceneError(f"no instance {instance!r} (the scene has {n})")
-        self._check_reach(self.scene.instance_asset[instance], transform)
-        self.scene.set_transform(int(instance), transform)
+        self.set_transforms(np.array([instance]), transform)
 
-    def _check_reach(self, asset: int, transform: np.ndarray) -> None:
-        """ValueError if an instance of `asset` under `transform` reaches past MAX_WORLD (a
-        malformed transform is left to the scene's one-line SceneError)."""
-        m = np.asarray(transform, np.float64)
-        if m.shape == (4, 4) and np.isfinite(m).all():
-            reach = instance_reach(m, self.scene.assets[asset].bounds_sphere)
-            _check_world(reach, "the instance's bounds")
+    def set_transforms(self, instances, transforms: np.ndarray) -> None:
+        """Move many instances in one call: `instances` (k,) indices, `transforms` (k, 4, 4) or
+        (k, 3, 4) (or one transform for all), checked as `add_instances` checks them (nothing
+        moves on an error). The next frame uploads only the moved rows (a table of k entries,
+        scattered into place on the GPU) and its velocity measures their motion."""
+        idx, rows = self.scene.checked_moves(instances, transforms)
+        self._check_reach(self.scene.instance_asset[idx], rows)
+        self.scene.move_rows(idx, rows)
+
+    def _check_reach(self, assets: np.ndarray, rows: np.ndarray) -> None:
+        """ValueError if an instance of `assets[i]` under `rows[i]` ((k, 3, 4), checked) reaches
+        past MAX_WORLD (`scene_file.instance_reach`: its bounding sphere's farthest coordinate)."""
+        spheres = np.array([a.bounds_sphere for a in self.scene.assets], np.float64)
+        _check_world(world_spheres(rows, assets, spheres)[1], "the instance's bounds")
 
     def add_grid(self, asset: int, count: int, *, spacing: float | None = None,
                  origin=(0.0, 0.0, 0.0)) -> range:
@@ -212,34 +231,42 @@ class Renderer:
         o = np.asarray(origin, np.float64)
         if o.shape != (3,) or not np.isfinite(o).all():
             raise ValueError(f"grid origin must be 3 finite numbers, not {origin!r}")
-        if not 0 <= asset < len(self.scene.assets):
-            raise SceneError(f"no asset {asset} (the scene has {len(self.scene.assets)})")
-        self.check_instances(int(count))  # before the (count, 4, 4) transforms are built
+        asset = self.scene.check_asset(asset)
+        self.check_instances(int(count), asset)  # before the transforms are built
         s = self.scene.assets[asset].bounds_sphere.astype(np.float64)
         spacing = float(spacing or 2.4 * float(s[3]))
         half = (int(np.ceil(np.sqrt(count))) - 1) / 2 * spacing
         _check_world(float(np.abs(o).max() + half + s[3]), "the grid's bounds")
-        worlds = np.repeat(np.eye(4, dtype=np.float32)[None], count, axis=0)
-        worlds[:, :3, 3] = o - s[:3] + grid_offsets(count, spacing)
-        return self.scene.add_instances(asset, worlds)
+        rows = np.zeros((count, 3, 4), np.float32)
+        rows[:, [0, 1, 2], [0, 1, 2]] = 1  # identity rotations: nothing to check but the reach
+        rows[:, :, 3] = o - s[:3] + grid_offsets(count, spacing)
+        return self.scene.add_rows(asset, rows)
 
     def max_instances(self) -> int:
-        """The most instances a scene may hold on this adapter: the instance buffer is one
-        storage binding of 80 bytes an instance."""
-        return binding_limit(self.device)[0] // INSTANCE_DTYPE.itemsize
+        """The most instances of one asset a scene may hold on this adapter: the instance buffer
+        is one storage binding of INSTANCE_SLOT_BYTES an instance (slots padded per asset: see
+        renderer/instances.py), and the queue's instance word holds 2^VIEW_SHIFT slots."""
+        limit = binding_limit(self.device)[0]
+        per = INSTANCE_SLOT_BYTES + 4 / INSTANCE_BLOCK
+        return min(int(limit // per) // INSTANCE_BLOCK * INSTANCE_BLOCK, INSTANCE_MASK + 1)
 
-    def check_instances(self, more: int) -> None:
-        """Raise ValueError, before anything is built, if the scene cannot take `more` instances:
-        the message names the adapter's limit and the largest count."""
-        total = self.scene.instance_count + more
+    def check_instances(self, more: int, asset: int = 0) -> None:
+        """Raise ValueError, before anything is built, if the scene cannot take `more` instances
+        of `asset`: the message names the adapter's limit and the largest count."""
+        counts = np.bincount(self.scene.instance_asset,
+                             minlength=max(len(self.scene.assets), asset + 1)).astype(np.int64)
+        counts[asset] += more
+        total = int(counts.sum())
+        slots = int((-(-counts // INSTANCE_BLOCK) * INSTANCE_BLOCK).sum())
+        need = slots * INSTANCE_SLOT_BYTES + 16 * -(-slots // (4 * INSTANCE_BLOCK))
         limit, name = binding_limit(self.device)
-        need = total * INSTANCE_DTYPE.itemsize
-        if need > limit:
+        if need > limit or slots > INSTANCE_MASK + 1:
             n = self.scene.instance_count
             have = f" (the scene has {n:,})" if n else ""
+            why = (f"this adapter binds at most {_mib(limit, need)} ({name})" if need > limit
+                   else f"instance indices hold at most {INSTANCE_MASK + 1:,} slots")
             raise ValueError(f"{total:,} instances need {_mib(need, limit)} for the instance "
-                             f"buffer ({INSTANCE_DTYPE.itemsize} bytes each); this adapter binds "
-                             f"at most {_mib(limit, need)} ({name}): at most "
+                             f"buffer ({INSTANCE_SLOT_BYTES} bytes each); {why}: at most "
                              f"{self.max_instances():,} instances{have}")
 
     def bounds(self) -> tuple[np.ndarray, float]:
@@ -345,7 +372,7 @@ class Renderer:
             "color": color.reshape(h, w, 4).copy(),
             "depth": depth.reshape(h, w).copy(),
             "normal": normal,
-            "instance": col(0),
+            "instance": self.frame.instances.to_user(col(0)),  # GPU slots -> instances
             "cluster": col(1),
             "triangle": col(2),
             "level": np.where(empty, -1, ((ids[..., 3] & 0xFFFFFF) >> 1).astype(np.int64)),
@@ -412,4 +439,5 @@ class Renderer:
         for rows in out.values():  # pool slots -> scene pages, as the frame saw them
             page = self.frame.pool.slot_pages(rows[:, 1] >> SLOT_BITS)
             rows[:, 1] = (page << SLOT_BITS) | (rows[:, 1] & SLOT_MASK)
+            rows[:, 0] = self.frame.instances.to_user(rows[:, 0])  # instance slots -> indices
         return out

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,12 +28,10 @@ from preprocess.tess.limits import ROOT_ERROR
 from preprocess.tess.color import srgb_to_linear
 from preprocess.tess.container import TessFile
 from preprocess.tess.reader import read_tess
-from preprocess.tess.scene_file import box_sphere, is_singular
+from preprocess.tess.scene_file import box_sphere
 from renderer.gpu import buffer_with
-from renderer.layout import ASSET_DTYPE, INSTANCE_DTYPE, MATERIALS_HEADER_WORDS, SRGB_TABLE_WORDS
-
-PREV_WORLD_BYTES = 64  # a row of `prev_worlds`: one column-major mat4x4<f32> an instance
-
+from renderer.instances import InstanceError, InstanceStore, as_matrices, checked_rows, max_scales
+from renderer.layout import ASSET_DTYPE, MATERIALS_HEADER_WORDS, SRGB_TABLE_WORDS
 
 class SceneError(ValueError):
     """An asset or instance the renderer cannot take (clear, one-line message)."""
@@ -142,19 +139,12 @@ def full_detail_mesh(asset: Asset) -> tuple[np.ndarray, np.ndarray]:
 
 
 def checked_world(world: np.ndarray) -> np.ndarray:
-    """An instance transform as a (4, 4) float32 copy (SceneError unless finite and
-    non-singular): the caller may change its array afterwards, for the next `set_transform`."""
-    m = np.array(world, np.float32)
-    if m.shape != (4, 4) or not np.isfinite(m).all():
-        raise SceneError("an instance transform must be a finite (4, 4) matrix")
-    if is_singular(m):
-        raise SceneError("an instance transform must not be singular")
-    return m
-
-
-def max_scale(m: np.ndarray) -> float:
-    """The largest axis scale of a (4, 4) affine transform (the norm of its longest column)."""
-    return float(np.linalg.norm(np.asarray(m, np.float64)[:3, :3], axis=0).max())
+    """An instance transform as a (4, 4) float32 copy (SceneError unless finite, affine and
+    non-singular: `renderer.instances.checked_rows`)."""
+    try:
+        return as_matrices(checked_rows(world))[0]
+    except InstanceError as e:
+        raise SceneError(str(e)) from None
 
 
 def grid_offsets(count: int, spacing: float) -> np.ndarray:
@@ -170,106 +160,126 @@ def grid_offsets(count: int, spacing: float) -> np.ndarray:
 
 @dataclass
 class Scene:
-    """Assets and instances; `upload` (re)builds the GPU buffers when they changed."""
+    """Assets and instances (`renderer.instances.InstanceStore`: arrays, added and moved in
+    bulk); the renderer's frame uploads what changed (`instance_version`, `take_moved`)."""
 
     assets: list[Asset] = field(default_factory=list)
-    instance_asset: list[int] = field(default_factory=list)
-    instance_world: list[np.ndarray] = field(default_factory=list)
+    store: InstanceStore = field(default_factory=InstanceStore)
     asset_version: int = 0  # bumped when assets change (geometry re-upload)
     instance_version: int = 0  # bumped when instances are added or cleared (re-upload)
     world_version: int = 0  # bumped whenever an instance is added, moved or cleared (bounds)
-    # instance -> its world before the `set_transform` calls since `take_moved` (the renderer
-    # takes them once a frame: rows to rewrite in place, and the previous transforms of velocity)
-    moved: dict[int, np.ndarray] = field(default_factory=dict)
-    # instances at the last `take_moved`: those added since have no previous frame, and their
-    # moves before their first frame are no motion
-    taken_count: int = 0
 
     def add_asset(self, asset: Asset) -> int:
         self.assets.append(asset)
         self.asset_version += 1
         return len(self.assets) - 1
 
+    def check_asset(self, asset) -> int:
+        if (isinstance(asset, bool) or not isinstance(asset, (int, np.integer))
+                or not 0 <= asset < len(self.assets)):
+            raise SceneError(f"no asset {asset!r} (the scene has {len(self.assets)})")
+        return int(asset)
+
     def add_instance(self, asset: int, world: np.ndarray | None = None) -> int:
-        if not 0 <= asset < len(self.assets):
-            raise SceneError(f"no asset {asset} (the scene has {len(self.assets)})")
-        m = np.eye(4, dtype=np.float32) if world is None else checked_world(world)
-        self.instance_asset.append(int(asset))
-        self.instance_world.append(m)
+        return self.add_instances(asset, np.eye(4, dtype=np.float32) if world is None
+                                  else world).start
+
+    def add_instances(self, asset: int, worlds: np.ndarray) -> range:
+        """Instances of one asset: `worlds` one (4, 4) or (3, 4) affine transform or k of them,
+        checked (`checked`). Returns their indices."""
+        a = self.check_asset(asset)
+        return self.add_rows(a, self.checked(worlds))
+
+    @staticmethod
+    def checked(worlds) -> np.ndarray:
+        """(k, 3, 4) float32 rows of transforms checked by `instances.checked_rows` (SceneError
+        naming the first bad one)."""
+        try:
+            return checked_rows(worlds)
+        except InstanceError as e:
+            raise SceneError(str(e)) from None
+
+    def add_rows(self, asset: int, rows: np.ndarray) -> range:
+        """Instances of asset `asset` (checked) with (k, 3, 4) float32 rows (checked)."""
+        out = self.store.append(asset, rows)
         self.instance_version += 1
         self.world_version += 1
-        return len(self.instance_asset) - 1
+        return out
 
     def set_transform(self, instance: int, world: np.ndarray) -> None:
         """Move an instance: its (4, 4) object-to-world transform, checked as `add_instance`
-        checks it. The instance table is not rebuilt: the renderer rewrites the moved rows in
-        place (`take_moved`)."""
-        if not 0 <= instance < self.instance_count:
-            raise SceneError(f"no instance {instance} (the scene has {self.instance_count})")
-        m = checked_world(world)
-        if instance < self.taken_count:
-            self.moved.setdefault(int(instance), self.instance_world[instance])
-        self.instance_world[instance] = m
+        checks it (`set_transforms` moves many in one call)."""
+        if (isinstance(instance, bool) or not isinstance(instance, (int, np.integer))
+                or not 0 <= instance < self.instance_count):
+            raise SceneError(f"no instance {instance!r} (the scene has {self.instance_count})")
+        self.set_transforms(np.array([instance]), world)
+
+    def set_transforms(self, instances, worlds: np.ndarray) -> None:
+        """Move instances `instances` ((k,) integers) to `worlds` ((k, 4, 4) or (k, 3, 4), or one
+        transform for all of them), checked first (nothing changes on a SceneError). The
+        instance buffer is not rebuilt: the renderer rewrites the moved slots in place."""
+        self.move_rows(*self.checked_moves(instances, worlds))
+
+    def checked_moves(self, instances, worlds) -> tuple[np.ndarray, np.ndarray]:
+        """(indices (k,) int64, rows (k, 3, 4) float32) of a move, checked (SceneError)."""
+        idx = np.asarray(instances)
+        n = self.instance_count
+        if idx.ndim != 1 or idx.dtype.kind not in "iu":
+            raise SceneError(f"instances to move must be a (k,) array of integers, not "
+                             f"{idx.dtype} of shape {idx.shape}")
+        idx = idx.astype(np.int64)
+        if len(idx) and not (0 <= idx.min() and idx.max() < n):
+            bad = int(idx[(idx < 0) | (idx >= n)][0])
+            raise SceneError(f"no instance {bad} (the scene has {n})")
+        rows = self.checked(worlds)
+        if len(rows) == 1 and len(idx) != 1:
+            rows = np.broadcast_to(rows, (len(idx), 3, 4))
+        if len(rows) != len(idx):
+            raise SceneError(f"{len(idx)} instances to move but {len(rows)} transforms")
+        return idx, rows
+
+    def move_rows(self, idx: np.ndarray, rows: np.ndarray) -> None:
+        """Move instances `idx` to `rows` (both checked: `checked_moves`)."""
+        self.store.move(idx, rows)
         self.world_version += 1
 
-    def add_instances(self, asset: int, worlds: np.ndarray) -> range:
-        """Many instances of one asset: worlds (k, 4, 4)."""
-        first = len(self.instance_asset)
-        for m in np.asarray(worlds, np.float32):
-            self.add_instance(asset, m)
-        return range(first, len(self.instance_asset))
-
     def clear_instances(self) -> None:
-        self.instance_asset.clear()
-        self.instance_world.clear()
-        self.moved.clear()
-        self.taken_count = 0
+        self.store.clear()
         self.instance_version += 1
         self.world_version += 1
 
-    def take_moved(self) -> dict[int, np.ndarray]:
-        """The instances moved since the last call, each with its world before (the previous
-        frame's, when the renderer calls this once a frame), and forget them."""
-        out, self.moved = self.moved, {}
-        self.taken_count = self.instance_count
-        return out
+    def take_moved(self) -> tuple[np.ndarray, np.ndarray]:
+        """(indices, their (m, 3, 4) rows before): the instances moved since the last call, each
+        with its transform of the previous frame when the renderer calls this once a frame."""
+        return self.store.take_moved()
+
+    @property
+    def moved(self) -> bool:
+        """Whether instances moved since the renderer last took the moves."""
+        return self.store.moving
 
     @property
     def instance_count(self) -> int:
-        return len(self.instance_asset)
+        return self.store.count
+
+    @property
+    def instance_asset(self) -> np.ndarray:
+        """(n,) int32: each instance's asset (a view: do not write)."""
+        return self.store.asset
+
+    @property
+    def instance_world(self) -> np.ndarray:
+        """(n, 4, 4) float32: each instance's transform (a new array)."""
+        return as_matrices(self.store.rows)
+
+    def instance_scales(self) -> np.ndarray:
+        """(n,) float32: each instance's largest axis scale, as the GPU computes it."""
+        return max_scales(self.store.rows)
 
     def triangle_count(self) -> int:
         """Full-detail triangles of all instances (what brute force would draw)."""
-        return sum(int(self.assets[a].meta["input_triangles"]) for a in self.instance_asset)
-
-    def instance_table(self) -> np.ndarray:
-        """The instance buffer's rows (INSTANCE_DTYPE), at least one."""
-        return self.instance_rows(range(max(1, self.instance_count)))
-
-    def instance_rows(self, rows: range) -> np.ndarray:
-        """INSTANCE_DTYPE rows `rows` of the instance buffer (zero past the last instance)."""
-        out = np.zeros(len(rows), INSTANCE_DTYPE)
-        k = max(0, min(rows.stop, self.instance_count) - rows.start)
-        if k:
-            w = np.asarray(self.instance_world[rows.start : rows.start + k], np.float32)
-            out["world"][:k] = w.transpose(0, 2, 1).reshape(k, 16)
-            out["asset"][:k] = self.instance_asset[rows.start : rows.start + k]
-            # max_scale, row by row: the longest column of each 3 x 3
-            out["scale"][:k] = np.linalg.norm(w[:, :3, :3].astype(np.float64), axis=1).max(axis=1)
-        return out
-
-    def prev_world_rows(self, rows: range, before: Mapping[int, np.ndarray]) -> np.ndarray:
-        """(len(rows), 16) float32 rows of the previous-transform buffer, column-major: each
-        instance's world, or `before[i]` for an instance moved since the previous frame."""
-        out = np.zeros((len(rows), 16), np.float32)
-        k = max(0, min(rows.stop, self.instance_count) - rows.start)
-        if k:
-            w = np.array(self.instance_world[rows.start : rows.start + k], np.float32)
-            for i, m in before.items():
-                if rows.start <= i < rows.start + k:
-                    w[i - rows.start] = m
-            out[:k] = w.transpose(0, 2, 1).reshape(k, 16)
-        return out
+        per = np.array([int(a.meta["input_triangles"]) for a in self.assets], np.int64)
+        return int(per[self.store.asset].sum()) if len(per) else 0
 
     def asset_table(self, material_bases: np.ndarray | None = None) -> np.ndarray:
         out = np.zeros(max(1, len(self.assets)), ASSET_DTYPE)
@@ -340,20 +350,6 @@ class Scene:
                                 fitted.view(np.uint32).reshape(-1), all_texels,
                                 np.zeros(1, np.uint32)])
         return words, np.array(bases, np.uint32)
-
-    def upload_instances(self, device: wgpu.GPUDevice,
-                         before: Mapping[int, np.ndarray] | None = None
-                         ) -> dict[str, wgpu.GPUBuffer]:
-        """The instance buffer, and the previous frame's transforms (`prev_world_rows`), apart:
-        only the depth targets read them, and culling's rows stay 80 bytes. Both take in-place
-        row writes (COPY_DST) when instances move."""
-        n = max(1, self.instance_count)
-        return {
-            "instances": buffer_with(device, self.instance_table(), "scene.instances",
-                                     wgpu.BufferUsage.STORAGE),
-            "prev_worlds": buffer_with(device, self.prev_world_rows(range(n), before or {}),
-                                       "scene.prev_worlds", wgpu.BufferUsage.STORAGE),
-        }
 
     def page_data(self) -> np.ndarray:
         """Every page of every asset, in scene page order, as one (n,) uint32 array."""

@@ -19,6 +19,7 @@
 // level, dispatched once per BVH level by the host, sized by prepare.wgsl's `cs_level_begin` in
 // between).
 #include "layout.wgsl"
+#include "instance.wgsl"
 #include "math.wgsl"
 #include "queue.wgsl"
 #include "nodes.wgsl"
@@ -323,7 +324,7 @@ fn visit(item: u32, ii: u32) {
 #ifdef SHADOW
     cur_view = ii >> VIEW_SHIFT;
 #endif
-    let inst = instances[ii & INSTANCE_MASK];
+    let inst = instance(ii & INSTANCE_MASK);
     let a = assets[inst.asset];
     if (item & PART_BIT) != 0u {
         visit_part(item & ~PART_BIT, ii, inst, a);
@@ -413,7 +414,7 @@ fn cs_post_seed(@builtin(global_invocation_id) gid: vec3<u32>,
         return;
     }
     let e = occluded[cap - 1u - j];
-    let inst = instances[e.x];
+    let inst = instance(e.x);
     let base = cluster_base(e.y);
     let b = world_sphere(inst, rec_v4(base, CLUSTER_BOUNDS));
     if !occlusion_visible(b, true) {

@@ -1,8 +1,9 @@
 // Depth targets (Nanite's EmitDepthTargets): one lane per pixel, per-pixel velocity from the
 // visibility buffer, for whatever reuses the previous frame (temporal anti-aliasing, motion blur,
 // reprojection). Reads the visibility buffer, visible, pages, instances, assets, frame (this
-// frame's view_proj and the previous frame's prev_view_proj) and prev_worlds (each instance's
-// object-to-world transform in the previous submitted frame); writes velocity. Scene depth stays
+// frame's view_proj and the previous frame's prev_view_proj) and the moved table (the
+// transforms, in the previous submitted frame, of the instances moved since: moved.wgsl; an
+// instance not there was where it is); writes velocity. Scene depth stays
 // resolve's output and material depth waits for materials (issue 16).
 //
 // velocity = where the surface point under the pixel centre is now - where it was in the previous
@@ -16,10 +17,25 @@
 // point was behind the previous camera (clip w <= 0: it had no pixel position).
 #include "layout.wgsl"
 #include "pixel_triangle.wgsl"
+#include "moved.wgsl"
 
 // pixels per NDC unit: x right, y down (NDC y points up)
 fn ndc_to_pixels() -> vec2<f32> {
     return vec2<f32>(0.5 * frame.viewport.x, -0.5 * frame.viewport.y);
+}
+
+// instance slot `s`'s transform in the previous frame (`now` unless it moved since)
+fn world_before(s: u32, now: mat4x4<f32>) -> mat4x4<f32> {
+    let k = moved_find(s);
+    if k == moved_count() {
+        return now;
+    }
+    let e = moved_entry(k) + 1u;
+    let r0 = bitcast<vec4<f32>>(moved[e]);
+    let r1 = bitcast<vec4<f32>>(moved[e + 1u]);
+    let r2 = bitcast<vec4<f32>>(moved[e + 2u]);
+    return mat4x4<f32>(vec4<f32>(r0.x, r1.x, r2.x, 0.0), vec4<f32>(r0.y, r1.y, r2.y, 0.0),
+                       vec4<f32>(r0.z, r1.z, r2.z, 0.0), vec4<f32>(r0.w, r1.w, r2.w, 1.0));
 }
 
 fn same_matrix(a: mat4x4<f32>, b: mat4x4<f32>) -> bool {
@@ -40,15 +56,15 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let t = pixel_triangle(s.payload, pixel_ndc(gid.xy));
-    let world_before = prev_worlds[t.instance];
-    if same_matrix(world_before, t.inst.world) && same_matrix(frame.prev_view_proj,
+    let was = world_before(t.instance, t.inst.world);
+    if same_matrix(was, t.inst.world) && same_matrix(frame.prev_view_proj,
                                                               frame.view_proj) {
         velocity[pixel] = vec2<f32>(0.0);
         return;
     }
     let p = vec4<f32>(pixel_object_position(t), 1.0);
     let now = frame.view_proj * (t.inst.world * p);
-    let before = frame.prev_view_proj * (world_before * p);
+    let before = frame.prev_view_proj * (was * p);
     if !(before.w > 0.0) {
         velocity[pixel] = vec2<f32>(0.0);
         return;

@@ -1,4 +1,4 @@
-// Instance cull: one lane per instance. Reads the instances, the asset table and the root node
+// Instance cull: one lane per instance slot (padding slots return at once). Reads the instances, the asset table and the root node
 // spheres; tests the root's box against the frustum and the previous frame's HZB; a visible
 // instance pushes its BVH root into the culling queue (cull.wgsl; entries in queue.wgsl), an
 // occluded one defers its root to the post pass (occluded.wgsl).
@@ -7,6 +7,7 @@
 // projects larger), no group but the root is wanted, and the traversal would only walk down to
 // the root group. Its parts are pushed instead; the cluster tests are the same.
 #include "layout.wgsl"
+#include "instance.wgsl"
 #include "math.wgsl"
 #include "queue.wgsl"
 #include "nodes.wgsl"
@@ -34,12 +35,13 @@ fn push_root(inst: Instance, vi: u32, root: u32) {
 
 @compute @workgroup_size(WORKGROUP)
 fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if i >= frame.instance_count {
+    // dispatched in 2-D past MAX_DISPATCH workgroups (renderer/passes/instance_cull.py)
+    let i = gid.x + gid.y * (MAX_DISPATCH * WORKGROUP);
+    if i >= frame.instance_count || !instance_present(i) {
         return;
     }
     atomicAdd(&state[S_INSTANCES_TESTED], 1u);
-    let inst = instances[i];
+    let inst = instance(i);
     let root = assets[inst.asset].node_base;
     let lo = node_box_min(root);
     let hi = node_box_max(root);

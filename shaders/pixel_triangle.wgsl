@@ -5,6 +5,7 @@
 // method. Needs the bindings of renderer.passes.cluster_reader_bindings and vis_bindings(write=
 // False), and the define VIS64 as those were made.
 #include "layout.wgsl"
+#include "instance.wgsl"
 #include "cluster.wgsl"
 
 // what the visibility buffer holds at a pixel
@@ -68,7 +69,7 @@ fn pixel_triangle(payload: u32, ndc: vec2<f32>) -> PixelTriangle {
     out.triangle = payload & ((1u << TRIANGLE_BITS) - 1u);
     let entry = visible[out.visible];
     out.instance = entry.x;
-    out.inst = instances[entry.x];
+    out.inst = instance(entry.x);
     let step = assets[out.inst.asset].step;
     out.page = page_start(entry.y);
     out.base = cluster_base(entry.y);

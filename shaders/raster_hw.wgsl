@@ -12,6 +12,7 @@
 // occlusion then see only what is there. Reads visible (HW half), pages, instances, assets,
 // frame, materials.
 #include "layout.wgsl"
+#include "instance.wgsl"
 #include "cluster.wgsl"
 #ifndef SHADOW
 #include "visbuffer.wgsl"
@@ -41,7 +42,7 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> V
     var out: VertexOut;
     let idx = frame.visible_capacity / 2u + state[S_HW_FIRST] + k;
     let entry = visible[idx];
-    let inst = instances[entry.x & INSTANCE_MASK];
+    let inst = instance(entry.x & INSTANCE_MASK);
     out.page = 0u;
     let page = page_start(entry.y);
     let base = cluster_base(entry.y);

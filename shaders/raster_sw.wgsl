@@ -17,6 +17,7 @@
 // 290 iterations each) stay within it
 // (tests/renderer/test_render.py::test_software_lanes_draw_every_triangle_of_a_long_run).
 #include "layout.wgsl"
+#include "instance.wgsl"
 #include "cluster.wgsl"
 #ifndef SHADOW
 #include "visbuffer.wgsl"
@@ -78,7 +79,7 @@ fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         if lane >= nt {
             continue;
         }
-        let inst = instances[entry.x & INSTANCE_MASK];
+        let inst = instance(entry.x & INSTANCE_MASK);
         let step = assets[inst.asset].step;
         let streams = cluster_streams(page_start(entry.y), base);
 #ifdef SHADOW

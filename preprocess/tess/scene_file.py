@@ -23,7 +23,10 @@ authored); `renderer.apps.scene_file` reads them into a renderer.
   given (`preprocess --up`: a Z-up mesh is turned Y-up; without `up`, Y, or what its cached
   `.tess` was built with).
 - `instances`: `translate` (x, y, z), `rotate` (degrees about X, then Y, then Z), `scale` (a
-  number or x, y, z), or a row-major 4x4 `matrix` instead of all three.
+  number or x, y, z), or a row-major 4x4 `matrix` instead of all three; or, for many instances
+  of one asset, `{"asset": name, "transforms": "trees.npy"}`: a NumPy `.npy` file (relative to
+  the scene file) of k row-major affine transforms, shape (k, 4, 4) or (k, 3, 4), read in one
+  piece (`Renderer.add_instances`).
 - `grids`: `count` instances on a square grid in the XZ plane centred on `origin` (default the
   world origin), `spacing` apart (world units; default 1.2x the asset's diameter), like
   `Renderer.add_grid`.
@@ -101,10 +104,14 @@ class SceneChecks:
 
 @dataclass
 class Placement:
-    """One instance (`matrix`) or a grid (`count`, `spacing`, `origin`) of a named asset."""
+    """One instance (`matrix`), many (`transforms`) or a grid (`count`, `spacing`, `origin`)
+    of a named asset."""
 
     asset: str
     matrix: np.ndarray | None = None
+    # (k, 4, 4) or (k, 3, 4) numbers from a .npy (memory-mapped), and the entry naming it
+    transforms: np.ndarray | None = None
+    where: str = ""
     count: int = 0
     spacing: float | None = None
     origin: np.ndarray = field(default_factory=lambda: np.zeros(3))
@@ -265,7 +272,28 @@ def _assets(data: dict, folder: Path) -> tuple[dict[str, Path], dict[str, str]]:
     return resolved, up
 
 
-def _placements(data: dict, assets: dict[str, Path]) -> list[Placement]:
+def _transforms(v, where: str, folder: Path) -> np.ndarray:
+    """An instance entry's `transforms`: a .npy file (relative to the scene's folder) of
+    (k, 4, 4) or (k, 3, 4) numbers, memory-mapped; its values are checked when the renderer
+    takes them (`Renderer.add_instances`: finite, affine, not singular, within MAX_WORLD)."""
+    if not isinstance(v, str) or not v:
+        raise ValueError(f"{where}: expected the path of a .npy file, got {v!r}")
+    f = folder / v
+    try:
+        arr = np.load(f, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{where}: {f}: no such file") from None
+    except (OSError, ValueError, EOFError) as e:
+        raise ValueError(f"{where}: {f} is not a readable .npy array ({e})") from None
+    if not isinstance(arr, np.ndarray):  # an .npz archive
+        raise ValueError(f"{where}: {f} is not a .npy array")
+    if arr.dtype.kind not in "fiu" or arr.ndim != 3 or arr.shape[1:] not in ((4, 4), (3, 4)):
+        raise ValueError(f"{where}: {f.name} holds {arr.dtype} of shape {arr.shape}; expected "
+                         "numbers of shape (k, 4, 4) or (k, 3, 4)")
+    return arr
+
+
+def _placements(data: dict, assets: dict[str, Path], folder: Path) -> list[Placement]:
     """`instances`, then `grids`."""
     placements = []
     for key in ("instances", "grids"):
@@ -280,7 +308,11 @@ def _placements(data: dict, assets: dict[str, Path]) -> list[Placement]:
             if name not in assets:
                 raise ValueError(f"{where}.asset: {name!r} is not one of the assets "
                                  f"({', '.join(assets)})")
-            if key == "instances":
+            if key == "instances" and "transforms" in e:
+                _unknown(e, {"asset", "transforms"}, where)
+                placements.append(Placement(name, transforms=_transforms(
+                    e["transforms"], f"{where}.transforms", folder), where=f"{where}.transforms"))
+            elif key == "instances":
                 _unknown(e, {"asset", "matrix", "translate", "rotate", "scale"}, where)
                 placements.append(Placement(name, matrix=_instance(e, where)))
             else:
@@ -371,7 +403,7 @@ def parse_scene(data, path: str | os.PathLike, checks: SceneChecks) -> SceneDoc:
             raise ValueError("the top level must be an object")
         _unknown(data, SCENE_KEYS, "scene")
         assets, up = _assets(data, path.parent)
-        placements = _placements(data, assets)
+        placements = _placements(data, assets, path.parent)
         camera = _camera(data["camera"], checks) if "camera" in data else None
         sun = _sun(data["sun"], checks) if "sun" in data else None
         lights = _lights(data["lights"], checks) if "lights" in data else None

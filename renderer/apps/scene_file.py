@@ -45,6 +45,12 @@ class SceneSpec(SceneDoc):
             if p.matrix is not None:
                 renderer.add_instance(a, p.matrix)
                 continue
+            if p.transforms is not None:  # its values checked here: one line naming the entry
+                try:
+                    renderer.add_instances(a, p.transforms)
+                except ValueError as e:
+                    raise SceneFileError(f"{self.path}: {p.where}: {e}") from None
+                continue
             renderer.add_grid(a, p.count, spacing=p.spacing, origin=p.origin)
         if self.sun is False:
             renderer.set_sun(None)

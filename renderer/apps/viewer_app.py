@@ -64,7 +64,9 @@ class ViewerApp:
         self.screenshot_requested: str | None = None
         self.panel_rects: dict[str, tuple[float, float, float, float]] = {}  # for tests
         self.panel_passes: list[str] = []  # GPU passes listed in the panel
-        self._base: list[tuple[int, np.ndarray]] = []  # the scene's own instances
+        # the scene's own instances: their assets (n,) and transform rows (n, 3, 4)
+        self._base: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int32),
+                                                     np.zeros((0, 3, 4), np.float32))
         self._scene_radius = 1.0
         self.open(source, up=self.opts.up)
 
@@ -115,7 +117,7 @@ class ViewerApp:
         else:
             r.add_instance(r.load(next(iter(job.tess.values()))))
             camera = self.opts.camera
-        self._base = list(zip(r.scene.instance_asset, r.scene.instance_world, strict=True))
+        self._base = (r.scene.instance_asset.copy(), r.scene.store.rows.copy())
         center, self._scene_radius = r.bounds()
         self.title = job.title
         self._place_grid()
@@ -139,10 +141,12 @@ class ViewerApp:
         r.scene.clear_instances()
         n = self.grid_count
         offsets = grid_offsets(n, 2 * self._scene_radius * self.grid_spacing)
-        for asset, m in self._base:
-            worlds = np.repeat(m[None], n, axis=0)
-            worlds[:, :3, 3] += offsets.astype(np.float32)
-            r.scene.add_instances(asset, worlds)
+        assets, rows = self._base
+        for asset in np.unique(assets):  # every copy of an asset's instances in one call
+            mine = rows[assets == asset]
+            worlds = np.repeat(mine[None], n, axis=0)  # (n, k, 3, 4)
+            worlds[:, :, :, 3] += offsets.astype(np.float32)[:, None, :]
+            r.scene.add_instances(int(asset), worlds.reshape(-1, 3, 4))
 
     def set_grid(self, count: int, spacing: float | None = None) -> None:
         self.grid_count = int(min(max(count, 1), MAX_GRID))

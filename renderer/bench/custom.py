@@ -55,6 +55,13 @@ class BenchConfig:
     shadow_pool_mb: float = 64.0
 
 
+
+def _copy_instances(src, dst) -> None:
+    """The instances of renderer `src` added to renderer `dst` (the same assets, in order)."""
+    rows, assets = src.scene.store.rows, src.scene.instance_asset
+    for a in np.unique(assets):
+        dst.add_instances(int(a), rows[assets == a])
+
 def _median(values: list[float]) -> float:
     return float(statistics.median(values)) if values else float("nan")
 
@@ -94,8 +101,7 @@ def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) ->
     fresh = Renderer(cfg.width, cfg.height, options=r.options, ctx=r.ctx)
     for a in r.scene.assets:
         fresh.load(a.path)
-    for a, w in zip(r.scene.instance_asset, r.scene.instance_world, strict=True):
-        fresh.add_instance(a, w)
+    _copy_instances(r, fresh)
     # the view: a close-up of the first instance, which wants most of its asset's pages
     a0 = fresh.scene.assets[fresh.scene.instance_asset[0]]
     w0 = np.asarray(fresh.scene.instance_world[0], np.float64)
@@ -126,8 +132,7 @@ def _streaming_figures(cfg: BenchConfig, r, cams: list[Camera], m: dict, log) ->
         **r.options.__dict__, "streaming": False, "pool_mb": None}), ctx=r.ctx)
     for a in r.scene.assets:
         res.load(a.path)
-    for a, w in zip(r.scene.instance_asset, r.scene.instance_world, strict=True):
-        res.add_instance(a, w)
+    _copy_instances(r, res)
     rm = measure(res, cams, cfg.warmup)
     out["resident_frame_ms"] = rm["frame_ms"]["median"]
     out["frame_cost"] = m["frame_ms"]["median"] / max(rm["frame_ms"]["median"], 1e-9)

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from renderer.bench.measure import add_instances, measure
+from renderer.bench.measure import measure
 from renderer.camera import Camera
 
 COUNTS = tuple(4 ** k * 1024 for k in range(8))  # 1 K .. 16 M
@@ -120,7 +120,7 @@ def _place(r, files: dict, asset: str, layout: str, n: int, resolution: int) -> 
                          terrain_resolution=resolution, sizes=kind.scale, stretch=kind.stretch,
                          tilt=kind.tilt)
         t0 = time.perf_counter()
-        placed = add_instances(r, a, worlds)
+        placed = r.add_instances(a, worlds)
         out["scale"] = scale
     out["placing_s"] = time.perf_counter() - t0
     out["first"] = placed[0]

@@ -54,20 +54,6 @@ def field_path(box: np.ndarray, count: int, frames: int) -> tuple[float, list[Ca
     return spacing, cams
 
 
-def add_instances(r, asset: int, transforms: np.ndarray) -> range:
-    """Place (k, 4, 4) or (k, 3, 4) transforms of one asset in one call:
-    `Renderer.add_instances` where the renderer has it; before it (it comes with the instance
-    storage in numpy arrays), the scene's own loop after `check_instances`."""
-    t = np.asarray(transforms, np.float32)
-    if hasattr(r, "add_instances"):
-        return r.add_instances(asset, t)
-    r.check_instances(len(t))
-    if t.shape[1:] == (3, 4):
-        t = np.concatenate([t, np.broadcast_to(np.array([[[0, 0, 0, 1]]], np.float32),
-                                               (len(t), 1, 4))], axis=1)
-    return r.scene.add_instances(asset, t)
-
-
 def stat(values: list[float]) -> dict:
     """{"median", "p95"} of per-frame values (NaN when there are none)."""
     if not values:

@@ -339,7 +339,7 @@ def cull(scene: Scene, camera: Camera, width: int, height: int, *, tau: float,
         t=_scene_tables(scene),
         view=frame_view(camera, width, height, tau=tau, sw_max_edge=sw_max_edge),
         world=np.array(scene.instance_world, np.float32).reshape(n, 4, 4).astype(np.float64),
-        scale=scene.instance_table()["scale"][:n].astype(np.float64),  # the f32 the GPU reads
+        scale=scene.instance_scales().astype(np.float64),  # the f32 the GPU computes
         slack=slack)
     walk.counters["instances_tested"] = n
     vis, vis_margin, frontier = walk.instances(np.array(scene.instance_asset, np.int64), n)

@@ -25,7 +25,7 @@ def cluster_reader_bindings(frame_stages: int = wgpu.ShaderStage.COMPUTE,
     instances, asset table, pages and the visible list, in this order."""
     return (
         Binding("frame", UNIFORM, "Frame", frame_stages),
-        Binding("instances", READ, "array<Instance>", read_stages),
+        Binding("instances", READ, "array<vec4<u32>>", read_stages),
         Binding("assets", READ, "array<AssetInfo>", read_stages),
         Binding("pages", READ, "array<u32>", read_stages),
         Binding("visible", READ, "array<vec2<u32>>", read_stages),

@@ -16,7 +16,7 @@ from renderer.passes import Pass
 
 BINDINGS = (
     Binding("frame", UNIFORM, "Frame"),
-    Binding("instances", READ, "array<Instance>"),
+    Binding("instances", READ, "array<vec4<u32>>"),
     Binding("assets", READ, "array<AssetInfo>"),
     Binding("nodes", READ, "array<u32>"),
     Binding("groups", READ, "array<u32>"),

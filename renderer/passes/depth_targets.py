@@ -17,9 +17,9 @@ class DepthTargets(PixelPass):
         self.bindings = (
             *cluster_reader_bindings(),
             *vis_bindings(vis64, write=False),
-            # each instance's world transform in the previous submitted frame (column-major);
-            # apart from `instances` so that culling reads no more bytes an instance
-            Binding("prev_worlds", READ, "array<mat4x4<f32>>"),
+            # the instances moved since the previous frame, with their transforms then
+            # (shaders/moved.wgsl): nothing an instance when nothing moves
+            Binding("moved", READ, "array<vec4<u32>>"),
             Binding("velocity", STORAGE, "array<vec2<f32>>"),  # pixels, x right, y down
         )
         self.bgl, pipes = compute_pipelines(device, "depth_targets.wgsl", self.bindings,

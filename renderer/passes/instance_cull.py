@@ -4,12 +4,12 @@ BVH queue, occluded ones the post pass."""
 from __future__ import annotations
 
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
-from renderer.limits import SHADOW_VIEWS, WORKGROUP
+from renderer.limits import MAX_DISPATCH, SHADOW_VIEWS, WORKGROUP
 from renderer.passes import Pass
 
 BINDINGS = (
     Binding("frame", UNIFORM, "Frame"),
-    Binding("instances", READ, "array<Instance>"),
+    Binding("instances", READ, "array<vec4<u32>>"),
     Binding("assets", READ, "array<AssetInfo>"),
     Binding("nodes", READ, "array<u32>"),
     Binding("queue", STORAGE, "array<atomic<u32>>"),
@@ -49,6 +49,6 @@ class InstanceCull(Pass):
                                         timestamp_writes=frame.timestamps(self.label))
         cp.set_pipeline(self.pipeline)
         cp.set_bind_group(0, self.group(frame))
-        groups = -(-n // WORKGROUP)
-        cp.dispatch_workgroups(min(groups, 65535), (groups + 65534) // 65535)
+        groups = -(-n // WORKGROUP)  # the shader reads gid.y past MAX_DISPATCH groups
+        cp.dispatch_workgroups(min(groups, MAX_DISPATCH), -(-groups // MAX_DISPATCH))
         cp.end()

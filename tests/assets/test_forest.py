@@ -70,10 +70,9 @@ def test_a_seed_gives_the_same_forest() -> None:
 
 
 @pytest.mark.gpu
-def test_the_forest_scene_draws_its_instances_on_the_terrain(tmp_path, monkeypatch) -> None:
+def test_the_forest_scene_file_draws_its_instances_on_the_terrain(tmp_path, monkeypatch) -> None:
     from renderer import Renderer
-    from renderer.bench.measure import add_instances
-    from renderer.camera import Camera
+    from renderer.apps.scene_file import load_scene_file
     from renderer.options import RenderOptions
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -81,20 +80,22 @@ def test_the_forest_scene_draws_its_instances_on_the_terrain(tmp_path, monkeypat
     worlds = write_forest(scene, 300, seed=3, terrain_resolution=RESOLUTION, texture=0,
                           kinds=TINY)
     doc = json.loads(scene.read_text())
-    assert set(doc["assets"]) == {"terrain", "rock", "tree"}
     placed = {e["asset"]: e for e in doc["instances"]}
     for name, w in worlds.items():
         stored = np.load(tmp_path / placed[name]["transforms"])
         assert stored.shape == (len(w), 3, 4) and np.array_equal(stored, w)
-    # the scene file's "transforms" placements, applied as the renderer will read them
+    # the scene file as `tessera view` opens it: the terrain, then each kind in one call
+    spec = load_scene_file(scene)
     r = Renderer(96, 64, options=RenderOptions(shadows=False))
-    ids = {name: r.load(path) for name, path in doc["assets"].items()}
-    r.add_instance(ids["terrain"], terrain_world(placed["terrain"]["scale"]))
-    for name, w in worlds.items():
-        add_instances(r, ids[name], w)
+    index = spec.apply(r, {name: str(path) for name, path in spec.assets.items()})
     assert r.scene.instance_count == 301
-    c = doc["camera"]
-    res = r.render(Camera(eye=np.array(c["eye"]), target=np.array(c["target"]), near=c["near"]))
+    terrain = np.flatnonzero(r.scene.instance_asset == index["terrain"])
+    assert len(terrain) == 1
+    np.testing.assert_array_equal(r.scene.instance_world[terrain[0]],
+                                  terrain_world(terrain_scale(300)))
+    res = r.render(spec.camera)
     seen = np.unique(res.instance[res.instance >= 0])
+    kinds = r.scene.instance_asset[seen]
     # the terrain, and rocks and trees standing on it, in the camera's view
-    assert 0 in seen and (seen >= 1).sum() > 10
+    assert {index["terrain"], index["rock"], index["tree"]} <= set(kinds.tolist())
+    assert len(seen) > 10

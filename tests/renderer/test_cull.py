@@ -268,7 +268,7 @@ def test_decisions_exactly_at_the_threshold(built: Built, renderer_for) -> None:
     for k in coarse[:: max(1, len(coarse) // 4)]:
         inst = int(base.rows[k, 0])
         world = r.scene.instance_world[inst].astype(np.float64)
-        scale = float(r.scene.instance_table()["scale"][inst])
+        scale = float(r.scene.instance_scales()[inst])
         s = rec[k]["self_sphere"].astype(np.float64)
         centre = world[:3, :3] @ s[:3] + world[:3, 3]
         gap = np.linalg.norm(centre - np.asarray(cam.eye, np.float32)) - s[3] * scale

@@ -11,46 +11,68 @@ import shaders
 from renderer.device import create_context
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines, bind_group
 from renderer.gpu import buffer, buffer_with
-from renderer.layout import FRAME_DTYPE, INSTANCE_DTYPE, wgsl_struct
+from renderer.instances import GpuInstances, checked_rows, max_scales
+from renderer.layout import FRAME_DTYPE, wgsl_struct
 
 
 def test_generated_structs_match_the_dtypes_on_the_gpu(tmp_path, gpu) -> None:
     # fill every field with a distinct value; a shader copies a few fields out; any offset
-    # disagreement between numpy and WGSL reads the wrong word
+    # disagreement between numpy and WGSL reads the wrong word; and the 48-byte instances
+    # (renderer/instances.py) read back through shaders/instance.wgsl
     d = gpu.device
     frame = np.zeros(1, FRAME_DTYPE)
     frame.view(np.uint32)[:] = np.arange(FRAME_DTYPE.itemsize // 4, dtype=np.uint32) + 1000
     frame["tau"] = 1.5
     frame["debug_view"] = 7
     frame["viewport"] = [640, 480, 1 / 640, 1 / 480]
-    inst = np.zeros(2, INSTANCE_DTYPE)
-    inst["asset"] = [11, 22]
-    inst["scale"] = [2.5, 3.5]
-    inst["world"][1] = np.arange(16)
-    bindings = (Binding("frame", UNIFORM, "Frame"), Binding("instances", READ, "array<Instance>"),
+    # instances of two assets, interleaved: slots are sorted by asset and padded per asset
+    rng = np.random.default_rng(3)
+    mats = np.repeat(np.eye(4)[None], 70, axis=0)
+    mats[:, :3, :3] = rng.normal(size=(70, 3, 3))
+    mats[:, :3, 3] = rng.normal(size=(70, 3))
+    rows = checked_rows(mats)
+    asset = (np.arange(70) % 3 == 0).astype(np.int32)  # 24 of asset 1, 46 of asset 0
+    lay = GpuInstances.layout(asset)
+    frame["instance_count"] = lay.slots
+    bindings = (Binding("frame", UNIFORM, "Frame"),
+                Binding("instances", READ, "array<vec4<u32>>"),
                 Binding("out", STORAGE, "array<f32>"))
     src = tmp_path / "probe.wgsl"
     src.write_text("""#include "layout.wgsl"
+#include "instance.wgsl"
 @compute @workgroup_size(1)
 fn cs_main() {
     out[0] = frame.tau;
     out[1] = f32(frame.debug_view);
     out[2] = frame.viewport.y;
-    out[3] = f32(instances[1].asset);
-    out[4] = instances[1].scale;
-    out[5] = instances[1].world[2][3];
-    out[6] = f32(frame.flags);
+    out[3] = f32(frame.flags);
+    // per slot: present, asset, scale, the 16 entries of world (column-major)
+    for (var s = 0u; s < frame.instance_count; s++) {
+        let o = 4u + 19u * s;
+        out[o] = select(0.0, 1.0, instance_present(s));
+        let inst = instance(s);
+        out[o + 1u] = f32(inst.asset);
+        out[o + 2u] = inst.scale;
+        for (var c = 0u; c < 4u; c++) {
+            for (var r = 0u; r < 4u; r++) {
+                out[o + 3u + 4u * c + r] = inst.world[c][r];
+            }
+        }
+    }
 }
 """)
     old = shaders.HERE
     shaders.HERE = tmp_path  # the loader reads from here; layout.wgsl is generated
+    (tmp_path / "instance.wgsl").write_text((old / "instance.wgsl").read_text())
     try:
         bgl, pipes = compute_pipelines(d, "probe.wgsl", bindings, ["cs_main"], label="probe")
     finally:
         shaders.HERE = old
+    n_out = 4 + 19 * lay.slots
     res = {"frame": buffer_with(d, frame, "probe.frame", wgpu.BufferUsage.UNIFORM),
-           "instances": buffer_with(d, inst, "probe.inst", wgpu.BufferUsage.STORAGE),
-           "out": buffer(d, 64, "probe.out", wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)}
+           "instances": buffer_with(d, lay.words(rows), "probe.inst", wgpu.BufferUsage.STORAGE),
+           "out": buffer(d, 4 * n_out, "probe.out",
+                         wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)}
     enc = d.create_command_encoder()
     cp = enc.begin_compute_pass()
     cp.set_pipeline(pipes["cs_main"])
@@ -58,10 +80,20 @@ fn cs_main() {
     cp.dispatch_workgroups(1)
     cp.end()
     d.queue.submit([enc.finish()])
-    out = np.frombuffer(d.queue.read_buffer(res["out"]), np.float32)[:7]
+    out = np.frombuffer(d.queue.read_buffer(res["out"]), np.float32)[:n_out]
     flags_word = frame.view(np.uint32)[FRAME_DTYPE.fields["flags"][1] // 4]
-    # world is column-major: world[2][3] is element 2 * 4 + 3 of the flat array
-    assert out.tolist() == [1.5, 7.0, 480.0, 22.0, 3.5, 11.0, float(flags_word)]
+    assert out[:4].tolist() == [1.5, 7.0, 480.0, float(flags_word)]
+    per = out[4:].reshape(lay.slots, 19)
+    assert lay.slots == 128  # 46 of asset 0 and 24 of asset 1, each padded to 64 slots
+    present = lay.user >= 0
+    assert (per[:, 0] == present).all()
+    got = per[present]
+    user = lay.user[present]
+    assert (got[:, 1] == asset[user]).all()
+    world = got[:, 3:].reshape(-1, 4, 4).transpose(0, 2, 1)  # column-major -> rows
+    assert (world[:, :3] == rows[user]).all() and (world[:, 3] == [0, 0, 0, 1]).all()
+    # the GPU's scale and numpy's twin (renderer.instances.max_scales) agree to rounding
+    np.testing.assert_allclose(got[:, 2], max_scales(rows[user]), rtol=1e-6)
 
 
 def test_struct_generation_rejects_layouts_wgsl_cannot_express() -> None:

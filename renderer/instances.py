@@ -1,0 +1,253 @@
+"""Instances as arrays: the CPU's store (`InstanceStore`: an asset index and a 3 x 4 affine
+transform per instance, grown by doubling, checked and moved in bulk) and their GPU layout
+(`GpuInstances`: 48 bytes an instance).
+
+The GPU holds an instance as its three transform rows and nothing else (issue 34's budget of 48
+bytes): instances are laid out in *slots* sorted by asset, each asset's run padded to a whole
+`BLOCK` of slots, so that one u32 per block names the asset (`shaders/instance.wgsl`). The
+largest axis scale is computed where it is needed. Padding slots hold a zero transform, which no
+instance can have (it is singular), and are skipped. Slot order is the renderer's business: every
+index the GPU writes (the instance image, `read_visible`) goes back to the caller's instance
+index through `GpuInstances.user`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from preprocess.tess.scene_file import SINGULAR_DET
+from renderer.limits import INSTANCE_BLOCK as BLOCK
+from renderer.limits import MOVED_VEC4S
+
+
+class InstanceError(ValueError):
+    """A transform or instance index the renderer cannot take (one line)."""
+
+
+CHUNK = 1 << 16  # rows checked or measured at a time (bounds the temporaries)
+
+
+def _determinants(m: np.ndarray) -> np.ndarray:
+    """Determinants of the (k, 3, 3) blocks `m` in their dtype (the cofactor expansion:
+    `np.linalg.det` factors every matrix and costs ten times as much)."""
+    return (m[:, 0, 0] * (m[:, 1, 1] * m[:, 2, 2] - m[:, 1, 2] * m[:, 2, 1])
+            - m[:, 0, 1] * (m[:, 1, 0] * m[:, 2, 2] - m[:, 1, 2] * m[:, 2, 0])
+            + m[:, 0, 2] * (m[:, 1, 0] * m[:, 2, 1] - m[:, 1, 1] * m[:, 2, 0]))
+
+
+def _first_bad(c: np.ndarray) -> tuple[int, str] | None:
+    """The first transform of the chunk `c` ((k, 3 or 4, 4) floats) that is not finite, not
+    affine or singular, and why; None if all are good. Each rule is tested on the whole chunk
+    first (one pass) and located only when it fails; the determinant is taken in float32 and
+    again in float64 (`is_singular`'s) where float32 finds it near the threshold."""
+    if not np.isfinite(c).all():
+        return int(np.argmin(np.isfinite(c).all(axis=(1, 2)))), "must be finite"
+    if c.shape[1] == 4:
+        off = c[:, 3] != np.array([0, 0, 0, 1], c.dtype)
+        if off.any():
+            return int(np.argmax(off.any(axis=1))), "must be affine (its last row 0, 0, 0, 1)"
+    m = c[:, :3, :3]
+    near = np.flatnonzero(~(np.abs(_determinants(m)) >= 1e-20))
+    bad = near[~(np.abs(_determinants(m[near].astype(np.float64))) >= SINGULAR_DET)]
+    if len(bad):
+        return int(bad[0]), "must not be singular (|det| of its 3 x 3 part is below 1e-30)"
+    return None
+
+
+def checked_rows(worlds, what: str = "an instance transform") -> np.ndarray:
+    """(k, 3, 4) float32 rows of affine transforms given as one (4, 4) or (3, 4) matrix or an
+    array of k of them (a memory-mapped .npy is read in chunks): InstanceError naming the first
+    bad one (`what`, and its index when there are several) unless each is finite, affine (a
+    4 x 4's last row 0, 0, 0, 1) and not singular (|det| of the 3 x 3 part, in float64,
+    >= 1e-30: `scene_file.is_singular`). A million in ~0.1 s on the 2-core machine."""
+    try:
+        a = np.asarray(worlds)
+        if a.dtype.kind != "f":
+            a = a.astype(np.float64)
+    except (TypeError, ValueError):
+        raise InstanceError(f"{what} must be a finite (4, 4) or (3, 4) matrix of numbers") from None
+    if a.ndim == 2:
+        a = a[None]
+    if a.ndim != 3 or a.shape[1:] not in ((4, 4), (3, 4)):
+        raise InstanceError(f"{what} must be a finite (4, 4) or (3, 4) matrix, or (k, 4, 4) / "
+                            f"(k, 3, 4) for k instances; got shape {np.shape(worlds)}")
+    out = np.empty((len(a), 3, 4), np.float32)
+    for lo in range(0, len(a), CHUNK):
+        c = np.asarray(a[lo : lo + CHUNK])
+        found = _first_bad(c)
+        if found is not None:
+            i, why = found
+            raise InstanceError(f"{what}{f' {lo + i}' if len(a) > 1 else ''} {why}")
+        out[lo : lo + len(c)] = c[:, :3]
+    return out
+
+
+def world_spheres(rows: np.ndarray, assets, local: np.ndarray) -> tuple[np.ndarray, float]:
+    """(k, 4) float64 world bounding spheres of instances with (k, 3, 4) float32 `rows` and
+    asset indices `assets` ((k,), or one for all) into `local` ((A, 4) the assets' spheres):
+    the centre through the float32 transform in float64, the radius times the largest axis
+    scale (in float32, as the GPU's); and the farthest they reach along an axis
+    (`scene_file.instance_reach`'s measure, held to MAX_WORLD). In chunks."""
+    assets = np.atleast_1d(np.asarray(assets, np.int64))
+    local = np.asarray(local, np.float64).reshape(-1, 4)
+    out = np.empty((len(rows), 4))
+    reach = 0.0
+    for lo in range(0, len(rows), CHUNK):  # (k,) vectors: numpy's reductions over axes of 3
+        r = rows[lo : lo + CHUNK]  # are ten times slower than these element-wise operations
+        sph = local[assets[lo : lo + CHUNK] if len(assets) > 1 else np.full(len(r), assets[0])]
+        o = out[lo : lo + len(r)]
+        for j in range(3):  # the centre: R s + t, in float64
+            o[:, j] = (r[:, j, 0] * sph[:, 0] + r[:, j, 1] * sph[:, 1] + r[:, j, 2] * sph[:, 2]
+                       + r[:, j, 3])
+        o[:, 3] = sph[:, 3] * max_scales(r)
+        far = np.maximum(np.maximum(np.abs(o[:, 0]), np.abs(o[:, 1])), np.abs(o[:, 2])) + o[:, 3]
+        reach = max(reach, float(far.max(initial=0.0)))
+    return out, reach
+
+
+def max_scales(rows: np.ndarray) -> np.ndarray:
+    """(k,) float32: the largest axis scale of each (k, 3, 4) transform (the norm of its longest
+    column), in float32 arithmetic as `shaders/instance.wgsl` computes it (x² + y² + z², in
+    that order)."""
+    r = np.asarray(rows, np.float32)
+    sq = [r[:, 0, c] * r[:, 0, c] + r[:, 1, c] * r[:, 1, c] + r[:, 2, c] * r[:, 2, c]
+          for c in range(3)]
+    return np.sqrt(np.maximum(np.maximum(sq[0], sq[1]), sq[2]))
+
+
+def as_matrices(rows: np.ndarray) -> np.ndarray:
+    """(k, 4, 4) float32 matrices of (k, 3, 4) rows."""
+    out = np.zeros((len(rows), 4, 4), np.float32)
+    out[:, :3] = rows
+    out[:, 3, 3] = 1
+    return out
+
+
+class InstanceStore:
+    """The scene's instances: `asset` (n,) int32 and `rows` (n, 3, 4) float32 (views of arrays
+    grown by doubling), and the moves since the renderer last took them (`take_moved`)."""
+
+    def __init__(self) -> None:
+        self._asset = np.zeros(0, np.int32)
+        self._rows = np.zeros((0, 3, 4), np.float32)
+        self.count = 0
+        self._moved: list[tuple[np.ndarray, np.ndarray]] = []  # (indices, rows before) chunks
+        # instances at the last `take_moved`: those added since have no previous frame, and
+        # their moves before their first frame are no motion
+        self.taken = 0
+
+    @property
+    def asset(self) -> np.ndarray:
+        return self._asset[: self.count]
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._rows[: self.count]
+
+    @property
+    def moving(self) -> bool:
+        """Whether any instance moved since the last `take_moved`."""
+        return bool(self._moved)
+
+    def append(self, asset: int, rows: np.ndarray) -> range:
+        """Add len(rows) instances of `asset` ((k, 3, 4) float32 rows, checked already)."""
+        k, n = len(rows), self.count
+        if n + k > len(self._asset):
+            cap = max(n + k, 2 * len(self._asset), 64)
+            grown = np.zeros(cap, np.int32), np.zeros((cap, 3, 4), np.float32)
+            grown[0][:n], grown[1][:n] = self._asset[:n], self._rows[:n]
+            self._asset, self._rows = grown
+        self._asset[n : n + k] = asset
+        self._rows[n : n + k] = rows
+        self.count = n + k
+        return range(n, n + k)
+
+    def move(self, indices: np.ndarray, rows: np.ndarray) -> None:
+        """Give instances `indices` ((k,) int64, in range) new rows; the previous frame's rows of
+        those drawn before are kept for velocity."""
+        old = indices < self.taken
+        if old.any():
+            self._moved.append((indices[old], self._rows[indices[old]].copy()))
+        self._rows[indices] = rows
+
+    def take_moved(self) -> tuple[np.ndarray, np.ndarray]:
+        """The instances moved since the last call (sorted (m,) int64) and each one's rows before
+        the first of those moves (the previous frame's, when the renderer calls this once a
+        frame); forgets them."""
+        chunks, self._moved = self._moved, []
+        self.taken = self.count
+        if not chunks:
+            return np.zeros(0, np.int64), np.zeros((0, 3, 4), np.float32)
+        idx = np.concatenate([c[0] for c in chunks])
+        before = np.concatenate([c[1] for c in chunks])
+        # np.unique's first occurrence of each index: its rows before the earliest move
+        idx, first = np.unique(idx, return_index=True)
+        return idx, before[first]
+
+    def clear(self) -> None:
+        self.count = self.taken = 0
+        self._moved = []
+
+
+@dataclass
+class GpuInstances:
+    """The instance buffer's layout for one set of instances: `slot` (n,) int64, each instance's
+    slot; `user` (slots,) int64, each slot's instance (-1 for padding); `blocks` (slots //
+    BLOCK,) uint32, each block's asset."""
+
+    slot: np.ndarray
+    user: np.ndarray
+    blocks: np.ndarray
+
+    @classmethod
+    def layout(cls, asset: np.ndarray) -> GpuInstances:
+        """Slots sorted by asset (stable: an asset's instances keep their order), each asset's
+        run padded to whole blocks."""
+        order = np.argsort(asset, kind="stable")
+        counts = np.bincount(asset, minlength=int(asset.max(initial=-1)) + 1)
+        padded = -(-counts // BLOCK) * BLOCK
+        run_start = np.concatenate([[0], np.cumsum(padded)[:-1]])
+        first_of = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        a_sorted = asset[order]
+        slot_sorted = run_start[a_sorted] + (np.arange(len(asset)) - first_of[a_sorted])
+        slot = np.empty(len(asset), np.int64)
+        slot[order] = slot_sorted
+        user = np.full(max(int(padded.sum()), BLOCK), -1, np.int64)
+        user[slot] = np.arange(len(asset))
+        blocks = np.repeat(np.arange(len(counts), dtype=np.uint32), padded // BLOCK)
+        blocks = np.concatenate([blocks, np.zeros(len(user) // BLOCK - len(blocks), np.uint32)])
+        return cls(slot=slot, user=user, blocks=blocks)
+
+    @property
+    def slots(self) -> int:
+        return len(self.user)
+
+    def words(self, rows: np.ndarray) -> np.ndarray:
+        """The instance buffer as (n,) uint32 words: every slot's 12 row words, then the block
+        table (padded to a whole vec4)."""
+        data = np.zeros((self.slots, 3, 4), np.float32)
+        data[self.slot] = rows
+        table = np.zeros(-(-len(self.blocks) // 4) * 4, np.uint32)
+        table[: len(self.blocks)] = self.blocks
+        return np.concatenate([data.view(np.uint32).reshape(-1), table])
+
+    def to_user(self, slots: np.ndarray) -> np.ndarray:
+        """The caller's instance indices of GPU slots (any shape; negative stays -1)."""
+        s = np.asarray(slots, np.int64)
+        return np.where(s >= 0, self.user[np.clip(s, 0, None)], -1)
+
+    def moved_table(self, indices: np.ndarray, before: np.ndarray, now: np.ndarray
+                    ) -> np.ndarray:
+        """The moved table as (n,) uint32 words (`shaders/moved.wgsl`): a vec4 (count, 0, 0, 0),
+        then per moved instance, sorted by slot, MOVED_VEC4S vec4s: (slot, 0, 0, 0), its rows
+        before (the previous frame's: velocity) and its rows now (scattered into the instance
+        buffer by `passes.instance_scatter`)."""
+        slots = self.slot[indices]
+        order = np.argsort(slots)
+        t = np.zeros((len(slots), MOVED_VEC4S, 4), np.uint32)
+        t[:, 0, 0] = slots[order]
+        t[:, 1:4] = np.asarray(before, np.float32)[order].view(np.uint32)
+        t[:, 4:7] = np.asarray(now, np.float32)[order].view(np.uint32)
+        return np.concatenate([np.array([len(slots), 0, 0, 0], np.uint32), t.reshape(-1)])
