@@ -547,6 +547,10 @@ def table(report: dict) -> str:
                     lines.append(f"{'':<10} {label:<17} {r[base + '_skipped']}")
             if "parts" in r:
                 lines += _parts_lines(r["parts"])
+            if r.get("overflow"):  # e.g. a million far instances fill the BVH queue
+                lines.append(f"{'':<10} {'  warning':<17} the queue or visible list overflowed "
+                             f"(flags {r['overflow']}): a frame drawn without some of its "
+                             f"clusters")
             if "placing_s" in r:
                 lines.append(f"{'':<10} {'  pixels':<17} {r['covered_pixels']:,} covered "
                              f"({r['field_pixels']:,} by the field), "
@@ -718,8 +722,8 @@ def plots(report: dict, folder: Path) -> list[Path]:
 
 
 def _instances_plot(rows: list[dict], meta: dict, folder: Path, plt) -> Path:
-    """instances.png: frame time (median) and triangles per covered pixel against the number
-    of instances, log x, a line per field and path."""
+    """instances.png: frame time (median) and triangles per covered pixel (log) against the
+    number of instances, log x, a line per field and path."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.4, 6.4), dpi=120, sharex=True)
     for key in dict.fromkeys((r["asset"], r["layout"], r["path"]) for r in rows):
         mine = [r for r in rows if (r["asset"], r["layout"], r["path"]) == key]
@@ -728,6 +732,7 @@ def _instances_plot(rows: list[dict], meta: dict, folder: Path, plt) -> Path:
         bottom.plot(counts, [r["triangles_per_covered_pixel"] for r in mine], "o-")
     top.set_ylabel("frame ms (median)")
     bottom.set_ylabel("triangles per covered pixel")
+    bottom.set_yscale("log")  # from about one (the pixels) to thousands (far instances' roots)
     bottom.set_xlabel("instances")
     for ax in (top, bottom):
         ax.set_xscale("log")

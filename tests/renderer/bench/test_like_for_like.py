@@ -60,7 +60,9 @@ def test_scaling_compares_brute_force_with_the_matching_part(sphere_tess, capsys
     assert parts["frames"]["overhead"]["gpu_ms"]["median"] == 0  # no pass was recorded
     report["meta"] = {"device": "d", "size": [64, 64], "asset": "a", "asset_triangles": 1,
                       "traversal": "t", "quick": False}
+    report["scenarios"]["scaling"][0]["overflow"] = 1  # as a million far instances made it
     text = suite.table(report)
+    assert text.count("the queue or visible list overflowed (flags 1)") == 1
     for words in ("ids only, against the visibility part", "lit, against the whole frame",
                   "culling and raster alone", "(wall time, frames of the parts side by side)",
                   "shaded brute force at 4, against the whole frame"):
