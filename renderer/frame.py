@@ -46,7 +46,7 @@ from renderer.page_pool import PagePool
 from renderer.passes.cull import Cull
 from renderer.passes.depth_targets import DepthTargets
 from renderer.passes.hzb import HZB, hzb_levels
-from renderer.passes.instance_cull import InstanceCull
+from renderer.passes.instance_cull import BlockCull, InstanceCull
 from renderer.passes.instance_scatter import InstanceScatter
 from renderer.passes.raster_hw import RasterHW
 from renderer.passes.raster_sw import RasterSW
@@ -81,14 +81,24 @@ def image_buffers(width: int, height: int, vis64: bool) -> dict[str, int]:
             if not name.startswith("vis") or name in vis}
 
 
-def _world_spheres(s: Scene, instances: np.ndarray, rows: np.ndarray | None = None
+def _world_spheres(s: Scene, instances: np.ndarray | None, rows: np.ndarray | None = None
                    ) -> np.ndarray:
-    """(k, 4) float64 world bounding spheres of instances `instances` of `s` (under `rows`,
-    (k, 3, 4), default their current transforms): `instances.world_spheres`."""
-    idx = np.asarray(instances, np.int64)
+    """(k, 4) float64 world bounding spheres of instances `instances` of `s` (None: all; under
+    `rows`, (k, 3, 4), default their current transforms): `instances.world_spheres`."""
     local = np.array([a.bounds_sphere for a in s.assets], np.float64).reshape(-1, 4)
+    if instances is None:
+        return world_spheres(s.store.rows, s.store.asset, local)[0]
+    idx = np.asarray(instances, np.int64)
     return world_spheres(s.store.rows[idx] if rows is None else rows, s.store.asset[idx],
                          local)[0]
+
+
+def _enclosing(sph: np.ndarray) -> tuple[np.ndarray, float]:
+    """(centre, radius): a sphere around (k, 4) spheres, centred on their bounding box."""
+    lo = (sph[:, :3] - sph[:, 3:]).min(axis=0)
+    hi = (sph[:, :3] + sph[:, 3:]).max(axis=0)
+    c = (lo + hi) / 2
+    return c, float((np.linalg.norm(sph[:, :3] - c, axis=1) + sph[:, 3]).max())
 
 
 class FrameResources:
@@ -151,6 +161,7 @@ class Frame:
         self.pool: PagePool | None = None  # the scene's pages on the GPU
         self._frozen_last = False
         d = self.device
+        self.block_cull = BlockCull(d)
         self.instance_cull = InstanceCull(d)
         self.instance_scatter = InstanceScatter(d)
         cpu = self.ctx.adapter_type == "CPU"
@@ -328,18 +339,33 @@ class Frame:
             if not s.instance_count:
                 raise SceneError("the scene has no instance: add_instance() first")
             self.shadow_map.invalidate()
-            self.instances = GpuInstances.layout(s.instance_asset)
-            f.buffers["instances"] = buffer_with(self.device, self.instances.words(s.store.rows),
-                                                 "scene.instances", _BU.STORAGE)
-            f.instance_count = self.instances.slots
-            self._instance_version = s.instance_version
+            self._upload_instances(s)
             f.generation += 1
         elif len(moved):  # their shadows' pages: under their bounds before and after
             after = _world_spheres(s, moved)
             self.shadow_map.note_moved(np.concatenate([_world_spheres(s, moved, before), after]))
             self._moved_spheres = (s.world_version, after)  # scene_bounds grows over them
+            self.instances.grow_bounds(self._block_bounds, moved, after)
+            self.device.queue.write_buffer(f.buffers["block_bounds"], 0, self._block_bounds)
         self._write_moved(s, moved, before)
         self._moving = bool(len(moved))
+
+    def _upload_instances(self, s: Scene) -> None:
+        """The instance buffer (slots by asset, then along a Morton curve), the blocks' bounds
+        and the list the block cull fills; the scene's bounding sphere from the same spheres."""
+        f, d = self.resources, self.device
+        spheres = _world_spheres(s, None)
+        self.instances = lay = GpuInstances.layout(s.instance_asset, spheres[:, :3])
+        self._block_bounds = lay.block_bounds(spheres)
+        f.buffers["instances"] = buffer_with(d, lay.words(s.store.rows), "scene.instances",
+                                             _BU.STORAGE)
+        f.buffers["block_bounds"] = buffer_with(d, self._block_bounds, "scene.block_bounds",
+                                                _BU.STORAGE)
+        f.buffers["blocks"] = buffer(d, 4 * len(self._block_bounds), "frame.blocks",
+                                     _BU.STORAGE | _BU.COPY_SRC)  # COPY_SRC: tests read it
+        f.instance_count = lay.slots
+        self._instance_version = s.instance_version
+        self._scene_sphere = (s, s.world_version, _enclosing(spheres), s.instance_version)
 
     def scene_bounds(self, s: Scene) -> tuple[np.ndarray, float]:
         """A sphere around every instance of `s` (`Renderer.bounds`, the sun's shadow map): kept
@@ -357,12 +383,7 @@ class Frame:
             sph = moved[1]
             r = max(r, float((np.linalg.norm(sph[:, :3] - c, axis=1) + sph[:, 3]).max()))
         else:
-            sph = world_spheres(s.store.rows, s.store.asset, np.array(
-                [a.bounds_sphere for a in s.assets], np.float64))[0]
-            lo = (sph[:, :3] - sph[:, 3:]).min(axis=0)
-            hi = (sph[:, :3] + sph[:, 3:]).max(axis=0)
-            c = (lo + hi) / 2
-            r = float((np.linalg.norm(sph[:, :3] - c, axis=1) + sph[:, 3]).max())
+            c, r = _enclosing(_world_spheres(s, None))
         self._scene_sphere = cached = (s, s.world_version, (c, r), s.instance_version)
         return cached[2]
 
@@ -472,6 +493,7 @@ class Frame:
         # the passes, in order
         occlusion = self.occlusion and not frozen
         if not frozen:
+            self.block_cull.encode(f, enc)
             self.instance_cull.encode(f, enc)
             self.cull.encode(f, enc)
             self._culled_gen = f.generation

@@ -107,6 +107,30 @@ def world_spheres(rows: np.ndarray, assets, local: np.ndarray) -> tuple[np.ndarr
     return out, reach
 
 
+def _spread(x: np.ndarray) -> np.ndarray:
+    """10-bit integers (uint32) with two zero bits inserted after each bit (the usual masks)."""
+    for shift, mask in ((16, 0x030000FF), (8, 0x0300F00F), (4, 0x030C30C3), (2, 0x09249249)):
+        x = (x | (x << np.uint32(shift))) & np.uint32(mask)
+    return x
+
+
+def morton_codes(points: np.ndarray) -> np.ndarray:
+    """(n,) uint32 Morton codes of (n, 3) points, 10 bits an axis over their bounding box (a
+    block of 64 neighbours needs no finer curve)."""
+    p = np.ascontiguousarray(np.asarray(points, np.float32).T)  # (3, n): reductions along rows
+    lo, hi = p.min(axis=1, initial=np.inf), p.max(axis=1, initial=-np.inf)
+    q = ((p - lo[:, None]) * (1023 / np.maximum(hi - lo, 1e-30))[:, None]).astype(np.uint32)
+    q = np.minimum(q, np.uint32(1023))
+    return _spread(q[0]) | (_spread(q[1]) << np.uint32(1)) | (_spread(q[2]) << np.uint32(2))
+
+
+def _outward(v: np.ndarray, sign: int) -> np.ndarray:
+    """float64 `v` as float32, rounded down (`sign` -1) or up (1): a box never shrinks."""
+    f = v.astype(np.float32)
+    off = (f > v) if sign < 0 else (f < v)
+    return np.where(off, np.nextafter(f, np.float32(sign * np.inf)), f)
+
+
 def max_scales(rows: np.ndarray) -> np.ndarray:
     """(k,) float32: the largest axis scale of each (k, 3, 4) transform (the norm of its longest
     column), in float32 arithmetic as `shaders/instance.wgsl` computes it (x² + y² + z², in
@@ -202,10 +226,14 @@ class GpuInstances:
     blocks: np.ndarray
 
     @classmethod
-    def layout(cls, asset: np.ndarray) -> GpuInstances:
-        """Slots sorted by asset (stable: an asset's instances keep their order), each asset's
-        run padded to whole blocks."""
-        order = np.argsort(asset, kind="stable")
+    def layout(cls, asset: np.ndarray, centres: np.ndarray | None = None) -> GpuInstances:
+        """Slots sorted by asset, then (with `centres`, (n, 3) world positions) along a Morton
+        curve through the instances' centres, so that a block of slots holds neighbours (a
+        small box for `block_bounds`); each asset's run padded to whole blocks."""
+        key = asset.astype(np.uint64) << np.uint64(32)
+        if centres is not None:
+            key |= morton_codes(centres).astype(np.uint64)
+        order = np.argsort(key, kind="stable" if centres is None else "quicksort")
         counts = np.bincount(asset, minlength=int(asset.max(initial=-1)) + 1)
         padded = -(-counts // BLOCK) * BLOCK
         run_start = np.concatenate([[0], np.cumsum(padded)[:-1]])
@@ -219,6 +247,34 @@ class GpuInstances:
         blocks = np.repeat(np.arange(len(counts), dtype=np.uint32), padded // BLOCK)
         blocks = np.concatenate([blocks, np.zeros(len(user) // BLOCK - len(blocks), np.uint32)])
         return cls(slot=slot, user=user, blocks=blocks)
+
+    def block_bounds(self, spheres: np.ndarray) -> np.ndarray:
+        """(blocks, 2, 4) float32: each block's world box around the bounding spheres of its
+        instances ((n, 4) `spheres`, in instance order), (lo, count) and (hi, 0), widened by a
+        millionth of the coordinates and rounded outwards to float32, so that the GPU's float32
+        tests never find an instance in view outside its block's box (block_cull.wgsl)."""
+        out = np.zeros((self.slots // BLOCK, 2, 4), np.float32)
+        pad = self.user < 0
+        # gathered in slot order, by axis (3 + 1, slots): the reductions run along rows
+        c = np.ascontiguousarray(spheres[np.maximum(self.user, 0)].T, dtype=np.float64)
+        margin = (np.abs(c[:3]) + c[3]) * 1e-6  # the GPU's float32 box tests' rounding
+        for side, fill, pick, sign in ((0, np.inf, np.min, -1), (1, -np.inf, np.max, 1)):
+            v = c[:3] + sign * (c[3] + margin)
+            v[:, pad] = fill
+            out[:, side, :3] = _outward(pick(v.reshape(3, -1, BLOCK), axis=2).T, sign)
+        out[:, 0, 3] = (self.user.reshape(-1, BLOCK) >= 0).sum(axis=1)
+        out[out[:, 0, 3] == 0, :, :3] = 0  # an empty block (none but the last)
+        return out
+
+    def grow_bounds(self, bounds: np.ndarray, indices: np.ndarray, spheres: np.ndarray) -> None:
+        """Widen `bounds` (block_bounds') in place over instances `indices` at `spheres` (moved:
+        a block's box only grows until the instances are laid out again, a frame's moves cost
+        what moved, not what their blocks hold)."""
+        b = self.slot[indices] // BLOCK
+        margin = (np.abs(spheres[:, :3]) + spheres[:, 3:]) * 1e-6
+        reach = spheres[:, 3:] + margin
+        np.minimum.at(bounds[:, 0, :3], b, _outward(spheres[:, :3] - reach, -1))
+        np.maximum.at(bounds[:, 1, :3], b, _outward(spheres[:, :3] + reach, 1))
 
     @property
     def slots(self) -> int:

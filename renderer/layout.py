@@ -174,6 +174,7 @@ STATE_WORDS = (
     "instances_tested",
     "instances_visible",
     "instances_far",  # drawn from their root group without a BVH traversal (instance_cull.wgsl)
+    "blocks_visible",  # blocks of INSTANCE_BLOCK slots whose bounds touch the view (block_cull)
     "nodes_visited",
     "groups_tested",
     "clusters_tested",
@@ -209,7 +210,7 @@ ARGS_WORDS = (
     "hw_vertex_count", "hw_instance_count", "hw_first_vertex", "hw_first_instance",  # HW draw
     "post_x", "post_y", "post_z",  # the post pass's seeding dispatch
     "level_x", "level_y", "level_z",  # the per-level traversal's dispatch of the current level
-    "pad0",
+    "blocks_x", "blocks_y", "blocks_z",  # the instance cull: a workgroup per visible block
 )
 ARGS = {name: i for i, name in enumerate(ARGS_WORDS)}
 

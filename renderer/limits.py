@@ -162,6 +162,7 @@ INSTANCE_MASK = (1 << VIEW_SHIFT) - 1
 # the instance buffer (renderer/instances.py, shaders/instance.wgsl): slots sorted by asset, each
 # asset's run padded to whole blocks of INSTANCE_BLOCK slots, one asset index a block
 INSTANCE_BLOCK = 64
+assert INSTANCE_BLOCK == WORKGROUP  # the instance cull runs a workgroup per block
 INSTANCE_SLOT_BYTES = 48  # a slot: the three rows of a 3 x 4 affine transform, float32
 MOVED_VEC4S = 7  # an entry of the moved table (shaders/moved.wgsl): slot, rows before, rows now
 assert SHADOW_VIEWS <= 1 << (32 - VIEW_SHIFT)

@@ -1,4 +1,5 @@
-// Instance cull: one lane per instance slot (padding slots return at once). Reads the instances, the asset table and the root node
+// Instance cull: one lane per instance slot (padding slots return at once): in the main view
+// those of the blocks in view (block_cull.wgsl), for the shadow views every slot. Reads the instances, the asset table and the root node
 // spheres; tests the root's box against the frustum and the previous frame's HZB; a visible
 // instance pushes its BVH root into the culling queue (cull.wgsl; entries in queue.wgsl), an
 // occluded one defers its root to the post pass (occluded.wgsl).
@@ -34,13 +35,24 @@ fn push_root(inst: Instance, vi: u32, root: u32) {
 }
 
 @compute @workgroup_size(WORKGROUP)
-fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    // dispatched in 2-D past MAX_DISPATCH workgroups (renderer/passes/instance_cull.py)
+fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>,
+           @builtin(workgroup_id) wg: vec3<u32>,
+           @builtin(local_invocation_index) lane: u32) {
+#ifdef SHADOW
+    // every slot (the shadow views' windows are not the camera's frustum), in 2-D past
+    // MAX_DISPATCH workgroups (renderer/passes/instance_cull.py)
     let i = gid.x + gid.y * (MAX_DISPATCH * WORKGROUP);
     if i >= frame.instance_count || !instance_present(i) {
         return;
     }
     atomicAdd(&state[S_INSTANCES_TESTED], 1u);
+#else
+    // a workgroup per block in view (block_cull.wgsl; WORKGROUP == INSTANCE_BLOCK), a lane a slot
+    let i = blocks[wg.x + wg.y * MAX_DISPATCH] * INSTANCE_BLOCK + lane;
+    if !instance_present(i) {
+        return;
+    }
+#endif
     let inst = instance(i);
     let root = assets[inst.asset].node_base;
     let lo = node_box_min(root);

@@ -20,6 +20,9 @@ PASS_ORDER = ["instance_cull", "cull", "raster_sw", "raster_hw", "hzb", "post_cu
               "shadow_mark", "shadow_free", "shadow_alloc", "shadow_clear",
               "shadow_instance_cull", "shadow_cull", "shadow_raster_sw", "shadow_raster_hw",
               "depth_targets", "resolve"]
+# passes shown on another's line (the panel keeps its height whatever the frame encodes): the
+# instance hierarchy's and the moved instances' passes are the instance cull's work
+PANEL_LINE = {"block_cull": "instance_cull", "instance_scatter": "instance_cull"}
 
 
 def draw_panel(app: ViewerApp) -> None:
@@ -79,11 +82,14 @@ def _statistics(imgui, app: ViewerApp) -> None:
         # every pass seen so far keeps its line (frozen culling skips two): no jumping; the
         # depth targets, skipped while nothing moves, have theirs from the first frame
         names = app.panel_passes
-        names.extend(n for n in (*s.gpu_ms, "depth_targets") if n not in names)
+        lines: dict[str, float] = {}
+        for n, v in s.gpu_ms.items():
+            lines[PANEL_LINE.get(n, n)] = lines.get(PANEL_LINE.get(n, n), 0.0) + v
+        names.extend(n for n in (*lines, "depth_targets") if n not in names)
         names.sort(key=lambda n: PASS_ORDER.index(n) if n in PASS_ORDER else len(PASS_ORDER))
         imgui.text(f"GPU {s.gpu_total_ms:.2f} ms")
         for name in names:
-            v = s.gpu_ms.get(name)
+            v = lines.get(name)
             imgui.text(f"  {name:<14} " + ("      -" if v is None else f"{v:7.2f} ms"))
     c = s.counters
     imgui.text(f"instances  {c['instances_visible']:,} / {c['instances_tested']:,}"

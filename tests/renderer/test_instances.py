@@ -14,6 +14,8 @@ from renderer.apps.scene_file import SceneFileError, load_scene_file
 from renderer.camera import Camera
 from renderer.instances import max_scales, world_spheres
 from renderer.limits import INSTANCE_BLOCK, INSTANCE_SLOT_BYTES
+from renderer.options import RenderOptions
+from renderer.oracles.cpu_cull import cull
 from renderer.renderer import Renderer
 from renderer.scene import SceneError
 
@@ -200,3 +202,52 @@ def test_world_spheres_and_scales_match_float64() -> None:
     one, _ = world_spheres(rows[:1], [1], local)
     assert np.array_equal(one, world_spheres(rows[:1], np.array([1]), local)[0])
     np.testing.assert_allclose(one[0, :3], r64[0, :, :3] @ local[1, :3] + r64[0, :, 3])
+
+
+def big_field(n: int, seed: int) -> np.ndarray:
+    """(n, 3, 4) rows: spheres scattered over a 200 x 200 square, rotated and scaled."""
+    rng = np.random.default_rng(seed)
+    rows = np.zeros((n, 3, 4), np.float32)
+    q, _ = np.linalg.qr(rng.normal(size=(n, 3, 3)))
+    rows[:, :, :3] = q * rng.uniform(0.5, 1.5, (n, 1, 1))
+    rows[:, [0, 2], 3] = rng.uniform(-100, 100, (n, 2))
+    return rows
+
+
+def test_blocks_out_of_view_skip_their_instances_and_grow_when_they_move(sphere_tess) -> None:
+    # 3,000 spheres of two assets seen from above one corner: most blocks of 64 slots are
+    # out of view; the instances the GPU finds in view are the CPU twin's (renderer/oracles:
+    # the root box against the frustum, float64, ties within 1e-4 either way)
+    rows = big_field(3000, 4)
+    r = Renderer(W, H, options=RenderOptions(occlusion=False))
+    ids = [r.load(sphere_tess), r.load(sphere_tess)]
+    r.add_instances(ids[0], rows[:1800])
+    r.add_instances(ids[1], rows[1800:])
+    cam = Camera(eye=(-85.0, 20.0, -85.0), target=(-85.0, 0.0, -84.9), near=0.1)
+    res = r.render(cam)
+    c = res.stats.counters
+    blocks = len(r.frame.instances.blocks)
+    assert blocks == 29 + 19  # 1,800 and 1,200 instances in blocks of 64
+    assert 0 < c["blocks_visible"] < blocks / 3
+    assert c["instances_tested"] == 3000
+    twin = cull(r.scene, cam, W, H, tau=r.options.tau)
+    sure = twin.instance_visible & (twin.instance_margin > 1e-4)
+    maybe = twin.instance_visible | (twin.instance_margin < 1e-4)
+    assert sure.sum() <= c["instances_visible"] <= maybe.sum() and sure.sum() > 10
+    # an instance moved from out of view into it: its block's box grows with it
+    far = int(np.argmax(np.linalg.norm(rows[:, [0, 2], 3] - [-85, -85], axis=1)))
+    moved = rows[far].copy()
+    moved[:, 3] = [-85.0, 0.0, -85.0]  # under the camera
+    listed = np.frombuffer(r.device.queue.read_buffer(r.frame.resources.buffers["blocks"]),
+                           np.uint32)[: c["blocks_visible"]]
+    assert r.frame.instances.slot[far] // INSTANCE_BLOCK not in listed  # its block out of view
+    r.set_transforms([far], moved)
+    after = r.render(cam)
+    assert (after.instance == far).sum() > 20
+    fresh = Renderer(W, H, options=RenderOptions(occlusion=False))
+    ids = [fresh.load(sphere_tess), fresh.load(sphere_tess)]
+    placed = rows.copy()
+    placed[far] = moved
+    fresh.add_instances(ids[0], placed[:1800])
+    fresh.add_instances(ids[1], placed[1800:])
+    assert np.array_equal(after.color, fresh.render(cam).color)
