@@ -238,14 +238,14 @@ def brute_force_ms(ctx, asset, worlds, cams: list[Camera], size: tuple[int, int]
 # adds the HZB and the post pass (`Frame.occlusion`). A frame of the parts up to one of them
 # leaves the later ones out (`without`). "velocity" (the depth targets, drawn when something
 # moved) and "shading" (resolve, the BasePass) are what brute force's ids-only frame does not do.
-PARTS = (("overhead", ()), ("culling", ("instance_cull", "cull")),
+PARTS = (("overhead", ()), ("culling", ("block_cull", "instance_cull", "cull")),
          ("raster", ("raster_sw", "raster_hw")), ("occlusion", ()),
          ("velocity", ("depth_targets",)), ("shading", ("resolve",)))
 # the passes whose timestamps are the culling and rasterization of a frame (the visibility
 # buffer), as `FrameStats.gpu_ms` labels them
-VISIBILITY_LABELS = ("instance_cull", "cull", "raster_sw", "raster_hw", "hzb", "post_cull",
-                     "post_raster_sw", "post_raster_hw", "raster_all_args", "raster_sw.ids",
-                     "raster_hw.ids", "hzb_next")
+VISIBILITY_LABELS = ("block_cull", "instance_cull", "cull", "raster_sw", "raster_hw", "hzb",
+                     "post_cull", "post_raster_sw", "post_raster_hw", "raster_all_args",
+                     "raster_sw.ids", "raster_hw.ids", "hzb_next")
 
 
 @contextmanager
