@@ -23,6 +23,7 @@ def small_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_instances_scenario_rows_json_and_plot(sphere_tess, tmp_path, small_cache, capsys):
     cfg = suite.SuiteConfig(asset=sphere_tess, scenarios=("instances",), quick=True, width=64,
@@ -52,6 +53,7 @@ def test_instances_scenario_rows_json_and_plot(sphere_tess, tmp_path, small_cach
     assert (tmp_path / "instances.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_a_count_whose_frame_would_pass_the_limit_is_not_run(sphere_tess, small_cache, capsys):
     cfg = suite.SuiteConfig(asset=sphere_tess, scenarios=("instances",), quick=True, width=32,

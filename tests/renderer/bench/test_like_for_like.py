@@ -32,6 +32,7 @@ def test_frames_without_passes_leave_them_out_and_only_then(sphere_tess):
     assert set(r.render(cams[0]).stats.passes) == full  # as configured again after
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_scaling_compares_brute_force_with_the_matching_part(sphere_tess, capsys):
     cfg = suite.SuiteConfig(asset=sphere_tess, scenarios=("closeup", "scaling"), width=64,
