@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check setup vulkan lint bench clean
+.PHONY: demo forest test check setup vulkan lint bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
@@ -28,6 +28,13 @@ demo: setup
 	$(VENV)/bin/preprocess --builtin rock -o out/rock.tess
 	$(VENV)/bin/tessera info out/rock.tess --verify
 	$(VENV)/bin/tessera render out/rock.tess --instances 64 --ground --view iso --fill 1.7 -o out/rock.png
+
+# A million rocks and trees on the built-in terrain (assets/forest.py): the scene file and its
+# transforms in out/, the assets cached in ~/.cache/tessera; then `tessera view out/forest-scene.json`
+forest: setup
+	@mkdir -p out
+	$(VENV)/bin/preprocess --builtin forest -o out/forest-scene.json
+	$(VENV)/bin/tessera render out/forest-scene.json --size 1280x720 -o out/forest.png
 
 test: setup
 	@bash tools/ensure_xvfb.sh

@@ -4,11 +4,9 @@ folder, placed under a scene's lowest point."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 
+from assets.cache import cached_tess
 from preprocess.mesh import Mesh
 
 GROUND_CELLS = 32  # quads a side
@@ -30,30 +28,8 @@ def ground_mesh(cells: int = GROUND_CELLS) -> Mesh:
 
 
 def ground_tess() -> str:
-    """The ground's .tess, built once (atomically) into $XDG_CACHE_HOME/tessera (~/.cache), and
-    again where the cached one does not open cleanly (a file of an older format version, a
-    damaged one)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tessera"
-    path = cache / f"ground-{GROUND_CELLS}.tess"
-    if not _usable(path):
-        from preprocess.build import build_file
-
-        cache.mkdir(parents=True, exist_ok=True)
-        build_file(ground_mesh(), path)
-    return str(path)
-
-
-def _usable(path: Path) -> bool:
-    """Whether a cached file opens cleanly: header, version, the checksums of its sections and of
-    every page (a small file: all of them are read)."""
-    from preprocess.tess.reader import read_tess
-
-    try:
-        with read_tess(path, verify_pages=True) as f:
-            f.verify_all()
-            return True
-    except (OSError, ValueError):  # missing, unreadable, or a TessFormatError
-        return False
+    """The ground's .tess, built once into the cache folder (`assets.cache.cached_tess`)."""
+    return cached_tess(f"ground-{GROUND_CELLS}.tess", ground_mesh)
 
 
 def ground_transform(scene, center: np.ndarray, radius: float) -> np.ndarray:

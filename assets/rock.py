@@ -287,6 +287,33 @@ def make_terrain(
     return mesh
 
 
+def terrain_surface(x: np.ndarray, z: np.ndarray, resolution: int, seed: int = 7, *,
+                    size: float = 2.0, height: float = 0.35) -> np.ndarray:
+    """Heights (float64, the shape of `x`) of `make_terrain(resolution, seed, size=size,
+    height=height)`'s surface at (x, z): its triangles' own heights (the grid's corners
+    interpolated across the triangle holding the point, split along the same diagonal), not the
+    noise between them, so that what stands on the terrain touches what is drawn. Points
+    outside the patch take the nearest border's height."""
+    k = resolution + 1
+    t = np.linspace(0.0, 1.0, k)
+    gx, gz = np.meshgrid((t - 0.5) * size, (t - 0.5) * size, indexing="xy")
+    pts = np.stack([gx.ravel(), np.zeros(gx.size), gz.ravel()], axis=1)
+    # rounded to float32 as the mesh's positions are
+    grid = _terrain_heights(pts, seed, height).astype(np.float32).astype(np.float64)
+    grid = grid.reshape(k, k)  # [row (z), col (x)]
+    u = np.clip((np.asarray(x, np.float64) / size + 0.5) * resolution, 0, resolution)
+    v = np.clip((np.asarray(z, np.float64) / size + 0.5) * resolution, 0, resolution)
+    col = np.minimum(u.astype(np.int64), resolution - 1)
+    row = np.minimum(v.astype(np.int64), resolution - 1)
+    fu, fv = u - col, v - row
+    h00, h10 = grid[row, col], grid[row, col + 1]
+    h01, h11 = grid[row + 1, col], grid[row + 1, col + 1]
+    # make_terrain's triangles (v00, v01, v10) and (v10, v01, v11): the diagonal fu + fv = 1
+    lower = h00 + fu * (h10 - h00) + fv * (h01 - h00)
+    upper = h11 + (1 - fu) * (h01 - h11) + (1 - fv) * (h10 - h11)
+    return np.where(fu + fv <= 1.0, lower, upper)
+
+
 def _terrain_heights(pts: np.ndarray, seed: int, height: float) -> np.ndarray:
     hills = fbm(pts * 1.3 + 50.0, 6, seed=seed, gain=0.5)
     ridges = fbm(pts * 2.1 - 20.0, 4, seed=seed + 1, ridged=True, gain=0.5)

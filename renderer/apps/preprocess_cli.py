@@ -103,8 +103,14 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", help="output .tess (default: beside the input); a glTF "
                    "of several meshes or nodes: a scene file NAME.json and a .tess per mesh "
                    "beside it (the default), or NAME.tess merged")
-    p.add_argument("--builtin", choices=BUILTIN,
-                   help="build a built-in procedural asset instead of reading a file")
+    p.add_argument("--builtin", choices=(*BUILTIN, "forest"),
+                   help="build a built-in procedural asset instead of reading a file; forest: "
+                        "a scene file (-o NAME.json) of --instances rocks and trees on the "
+                        "terrain, their transforms in .npy files beside it, the assets cached")
+    p.add_argument("--instances", type=whole(1), default=None,
+                   help="--builtin forest: instances in the scene (default: 1,000,000)")
+    p.add_argument("--seed", type=whole(0), default=7,
+                   help="--builtin forest: the seed of its placements (default: 7)")
     p.add_argument("--triangles", type=whole(1, MAX_TRIANGLES), default=1_000_000,
                    help="size of a --builtin asset in triangles (default: 1,000,000)")
     p.add_argument("--max-triangles", type=int, default=d.max_triangles,
@@ -280,6 +286,34 @@ def _note_compile(args: argparse.Namespace) -> None:
               file=sys.stderr)
 
 
+def _build_forest(args: argparse.Namespace, stop: StopSignals) -> int:
+    """`--builtin forest`: the forest's scene file and transforms (`assets.forest`), its assets
+    built into the cache folder on the first run."""
+    from pathlib import Path
+
+    from assets.forest import FOREST_INSTANCES, write_forest
+
+    output = Path(args.output or "forest-scene.json")
+    try:
+        if output.suffix != ".json":
+            raise _RefusedError(f"{output}: the forest is a scene file, NAME.json")
+        _check_output(output)
+    except _RefusedError as e:
+        return fail(str(e))
+    count = args.instances or FOREST_INSTANCES
+    stop.check()
+    t0 = time.perf_counter()
+    try:
+        worlds = write_forest(output, count, seed=args.seed)
+    except (OSError, ValueError) as e:
+        return fail(str(e))
+    if not args.quiet:
+        kinds = ", ".join(f"{len(w):,} {name}s" for name, w in worlds.items())
+        print(f"{output}: {kinds} on the terrain ({time.perf_counter() - t0:.1f} s); open it "
+              f"with `tessera view {output}`")
+    return 0
+
+
 def _build_scene(args: argparse.Namespace, scene: SceneMeshes, output: Path,
                  config: BuildConfig, progress: Callable[[str, int, int], None]) -> None:
     """A scene: a `.tess` per mesh and the scene file (`preprocess.scene_import.build_scene`),
@@ -302,6 +336,10 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
     from preprocess.build import build_file
     from preprocess.mesh import MeshError
 
+    if args.builtin == "forest":
+        return _build_forest(args, stop)
+    if args.instances is not None:
+        return fail("--instances applies to --builtin forest")
     try:
         config = _config(args)
         scene, source, output = _source(args)

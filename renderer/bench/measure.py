@@ -1,7 +1,10 @@
 """What both benchmarks measure with: the camera paths, the one function that draws and times a
-path (`measure`, per-frame medians and 95th percentiles from the GPU counters and timestamps) and
-the one brute-force timer (`brute_force_ms`: every triangle of every instance at full detail
-through the reference pipeline, the same cameras)."""
+path (`measure`, per-frame medians and 95th percentiles from the GPU counters and timestamps),
+frames drawn with some passes left out, side by side (`staged`: what each part of a frame costs
+in wall time, where lavapipe's timestamps undercount), and the brute-force timers
+(`brute_force_ms`: every triangle of every instance at full detail through the reference
+pipeline, ids only; `brute_force_shaded_ms`: the same lit by the shaded reference, the same
+cameras)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import statistics
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -225,3 +229,130 @@ def brute_force_ms(ctx, asset, worlds, cams: list[Camera], size: tuple[int, int]
     ref.render_timed(cams[0].view_proj(*size), inst[:1])  # pipelines, upload
     picks = np.linspace(0, len(cams) - 1, max(1, frames)).round().astype(int)
     return [1e3 * ref.render_timed(cams[k].view_proj(*size), inst) for k in picks]
+
+
+# ------------------------------------------------------------------------ parts of a frame
+
+# The parts of a frame, in the order `Frame.submit` records them (docs/ARCHITECTURE.md
+# "Runtime"): each a name and the passes (attributes of `Renderer.frame`) it adds; "occlusion"
+# adds the HZB and the post pass (`Frame.occlusion`). A frame of the parts up to one of them
+# leaves the later ones out (`without`). "velocity" (the depth targets, drawn when something
+# moved) and "shading" (resolve, the BasePass) are what brute force's ids-only frame does not do.
+PARTS = (("overhead", ()), ("culling", ("block_cull", "instance_cull", "cull")),
+         ("raster", ("raster_sw", "raster_hw")), ("occlusion", ()),
+         ("velocity", ("depth_targets",)), ("shading", ("resolve",)))
+# the passes whose timestamps are the culling and rasterization of a frame (the visibility
+# buffer), as `FrameStats.gpu_ms` labels them
+VISIBILITY_LABELS = ("block_cull", "instance_cull", "cull", "raster_sw", "raster_hw", "hzb",
+                     "post_cull", "post_raster_sw", "post_raster_hw", "raster_all_args",
+                     "raster_sw.ids", "raster_hw.ids", "hzb_next")
+
+
+@contextmanager
+def without(r, passes: tuple[str, ...] = (), *, occlusion: bool = True):
+    """Frames of `r` recorded without `passes` (their `encode` replaced by nothing) and, with
+    `occlusion` False, without the HZB and post pass; as configured again after. What the
+    passes left out would have written stays as the last full frame left it: the timing is the
+    point, not the picture. The HZB of an earlier frame stays valid for the next full frame (it
+    carries its own camera)."""
+    f = r.frame
+    saved = {name: getattr(f, name).encode for name in passes}
+    was = f.occlusion
+    try:
+        for name in passes:
+            getattr(f, name).encode = lambda frame, encoder, *a, **k: None
+        f.occlusion = was and occlusion
+        yield r
+    finally:
+        for name, encode in saved.items():
+            getattr(f, name).encode = encode
+        f.occlusion = was
+
+
+def part_options(upto: str) -> dict:
+    """`without`'s arguments for a frame of the PARTS up to `upto` (included)."""
+    names = [n for n, _ in PARTS]
+    later = PARTS[names.index(upto) + 1:]
+    return {"passes": tuple(p for _, ps in later for p in ps),
+            "occlusion": all(n != "occlusion" for n, _ in later)}
+
+
+def staged(r, cams: list[Camera], variants: dict[str, dict], warmup: int) -> dict[str, dict]:
+    """Frames of `r` in several variants (name -> `without`'s arguments), side by side: after
+    `warmup` frames of each, frame k drawn in every variant in turn, each frame waited for, so
+    that a shared, noisy machine slows them alike. Per variant: the frame, the CPU's work before
+    submission (`encode_ms`), submission (`submit_ms`: on lavapipe the GPU work runs inside
+    it), the wait for the statistics after it (`readback_ms`), each {"median", "p95"}; the
+    timestamps' sum (`gpu_ms`) and that of the visibility passes (`visibility_gpu_ms`)."""
+    rows: dict[str, dict[str, list[float]]] = {
+        v: {k: [] for k in ("frame", "encode", "submit", "readback", "gpu", "vis_gpu")}
+        for v in variants}
+    for k in range(warmup):
+        for opts in variants.values():
+            with without(r, **opts):
+                r.submit(cams[k % len(cams)])
+                r.stats(wait=True)
+    n = len(cams)
+    for k in range(n):
+        # variant i draws camera k + i: every frame moves from the one before (as a path's
+        # frames do: the velocity pass runs), and each variant draws the whole path
+        for i, (v, opts) in enumerate(variants.items()):
+            with without(r, **opts):
+                t0 = time.perf_counter()
+                index = r.submit(cams[(k + i) % n])
+                s = r.stats(wait=True)
+                ms = (time.perf_counter() - t0) * 1e3
+            assert s is not None and s.frame == index
+            row = rows[v]
+            row["frame"].append(ms)
+            row["encode"].append(s.encode_ms)
+            row["submit"].append(s.cpu_ms - s.encode_ms)
+            row["readback"].append(ms - s.cpu_ms)
+            row["gpu"].append(s.gpu_total_ms)
+            row["vis_gpu"].append(sum(t for p, t in s.gpu_ms.items() if p in VISIBILITY_LABELS))
+    return {v: {"frame_ms": stat(x["frame"]), "encode_ms": stat(x["encode"]),
+                "submit_ms": stat(x["submit"]), "readback_ms": stat(x["readback"]),
+                "gpu_ms": stat(x["gpu"]), "visibility_gpu_ms": stat(x["vis_gpu"])}
+            for v, x in rows.items()}
+
+
+def frame_parts(r, cams: list[Camera], warmup: int) -> dict:
+    """Where a frame's wall time goes: frames of the PARTS up to each in turn (`staged`), and
+    each part's cost, the difference of the medians of consecutive ones (`part_ms`; "overhead"
+    is the frame with no pass: the uniforms, clears, readback copies, submission and the wait
+    for the statistics). A frame's timestamps on lavapipe add up to a fraction of its time
+    (BENCHMARKS.md "Lavapipe's timestamps undercount"): this is the wall time."""
+    frames = staged(r, cams, {n: part_options(n) for n, _ in PARTS}, warmup)
+    part_ms, before = {}, 0.0
+    for n, _ in PARTS:
+        now = frames[n]["frame_ms"]["median"]
+        part_ms[n] = now - before
+        before = now
+    return {"frames": frames, "part_ms": part_ms}
+
+
+def shaded_brute_force(ctx, asset, size: tuple[int, int]):
+    """The shaded reference (`renderer.oracles.shaded_reference`) holding `asset`'s level-0
+    triangles as one mesh, smooth normals, the default material: what `brute_force_shaded_ms`
+    draws. Built once a benchmark (seconds for a million triangles)."""
+    from preprocess.load import mesh_from_arrays
+    from renderer.oracles.shaded_reference import ShadedReference
+    from renderer.scene import full_detail_mesh
+
+    pos, tris = full_detail_mesh(asset)
+    return ShadedReference(ctx, *size, mesh_from_arrays(pos, tris, name="bench.full_detail"))
+
+
+def brute_force_shaded_ms(reference, worlds, cams: list[Camera], size: tuple[int, int],
+                          frames: int) -> list[float]:
+    """Brute force, shaded: every triangle of every instance (`worlds`, (k, 4, 4)) at full detail
+    lit by the shaded reference (`shaded_brute_force`: the GPU's rasterizer, the same BRDF and
+    sun as resolve, `shaders/shading.wgsl`, forward: a pixel drawn over is shaded again), at
+    `frames` cameras spread over the path after one warm-up draw; ms of each frame. Against
+    Tessera's whole frame, as `brute_force_ms` (ids only) is against its visibility part."""
+    def draw(cam: Camera) -> float:
+        return 1e3 * reference.render_timed(cam.matrices(*size), cam.eye, worlds)
+
+    draw(cams[0])  # pipelines, upload
+    picks = np.linspace(0, len(cams) - 1, max(1, frames)).round().astype(int)
+    return [draw(cams[k]) for k in picks]

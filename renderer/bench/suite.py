@@ -1,11 +1,17 @@
 """`tessera bench` (the suite): named scenarios, each a scene and a scripted camera path, drawn
 headless for warm-up and measured frames, with baselines measured in the same run.
 
-Scenarios (`SCENARIOS`):
-- ``closeup``: one instance of the asset filling the view, a quarter orbit around it;
+Scenarios (`SCENARIOS`, and `ASKED_ONLY` when named):
+- ``closeup``: one instance of the asset filling the view, a quarter orbit around it; and its
+  frame taken apart (`measure.frame_parts`: what culling, raster, occlusion, velocity and
+  resolve each add, in wall time);
 - ``scaling``: square grids of 1, 16, 256, 4,096 and 65,536 instances (``--quick``: 1, 16,
-  256), the camera orbiting over the whole grid; beside each size, brute force (every triangle of
-  every instance at full detail, instanced through the reference pipeline) and pygfx (the same
+  256), the camera orbiting over the whole grid; beside each size, the baselines, each against
+  the part of the frame that does what it does (BASELINE_AGAINST): brute force (every triangle
+  of every instance at full detail, instanced through the reference pipeline, ids and depth)
+  against the frame without resolve and velocity (culling and rasterization: ``visibility_ms``,
+  drawn side by side with the whole frame, ``whole_ms``), shaded brute force (the same
+  triangles lit by the shaded reference) against the whole frame, and pygfx (the same
   full-detail mesh, `InstancedMesh`, offscreen) where installed. A baseline whose next size
   would take longer than ``baseline_limit`` seconds a frame (extrapolated linearly from its last
   measured size) is not run, and is marked as such; it is never guessed;
@@ -23,7 +29,9 @@ Scenarios (`SCENARIOS`):
   page drawn every frame, with the cache (a still camera: nothing drawn after the first frame),
   the same two with a point light and a spot beside the sun (`demo_lamps`: seven more shadow
   faces), and orbiting with and without shadows; the ratios are the issue's cost targets. The other
-  scenarios draw no shadows, so that their figures compare with earlier runs.
+  scenarios draw no shadows, so that their figures compare with earlier runs;
+- ``instances`` (only when named): 1 K to 16 M instances on grids and on the terrain, framed and
+  flying through (`renderer.bench.instances`).
 
 For every run: per-frame medians and 95th percentiles of the frame (submit to completion), of
 the CPU's work before submission (``encode_ms``: Python and encoding; on lavapipe the GPU work
@@ -50,18 +58,31 @@ import numpy as np
 from preprocess.tess.atomic import write_atomically
 from renderer.bench.measure import (
     brute_force_ms,
+    brute_force_shaded_ms,
     camera_path,
     field_path,
+    frame_parts,
     measure,
     measure_interleaved,
+    part_options,
     pass_alone_ms,
+    shaded_brute_force,
+    staged,
 )
 from renderer.camera import Camera
 
 SCENARIOS = ("closeup", "scaling", "occluded", "streaming", "textured", "shadows")
+# run only when named: minutes of placing and drawing up to millions of instances
+ASKED_ONLY = ("instances",)
 SIZES = (1, 16, 256, 4096, 65536)
 QUICK_SIZES = (1, 16, 256)
 REGRESSION = 1.15  # --compare: slower than this ratio (and by more than 0.5 ms) is flagged
+# what each baseline's frame is compared with (the scaling rows' `<baseline>_speedup`): brute
+# force draws ids and depth only, against Tessera's frame without its resolve and velocity passes
+# (culling and rasterization into the visibility buffer); shaded brute force lights every pixel
+# it draws with resolve's BRDF, against the whole frame; pygfx (an unlit material, its image
+# read back) against the path's frames
+BASELINE_AGAINST = {"brute": "visibility_ms", "brute_shaded": "whole_ms", "pygfx": "frame_ms"}
 
 
 @dataclass
@@ -80,11 +101,18 @@ class SuiteConfig:
     # predicted slower than this at a size is not run there
     persistent: bool | None = None
     progress: bool = True
+    # the instances scenario's counts (default instances.COUNTS, quick instances.QUICK_COUNTS)
+    instance_counts: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        bad = [s for s in self.scenarios if s not in SCENARIOS]
+        from renderer.bench.instances import COUNTS, QUICK_COUNTS
+
+        known = SCENARIOS + ASKED_ONLY
+        bad = [s for s in self.scenarios if s not in known]
         if bad:
-            raise ValueError(f"unknown scenario {bad[0]!r} (one of {', '.join(SCENARIOS)})")
+            raise ValueError(f"unknown scenario {bad[0]!r} (one of {', '.join(known)})")
+        if self.instance_counts is None:
+            self.instance_counts = QUICK_COUNTS if self.quick else COUNTS
         if self.frames is None:
             self.frames = 4 if self.quick else 12
         if self.sizes is None:
@@ -177,8 +205,11 @@ class Suite:
         self.size = (cfg.width, cfg.height)
         self.ctx = None
         self.results: dict = {}
+        from renderer.bench.instances import FIELDS, QUICK_FIELDS
+
+        fields = len(QUICK_FIELDS if cfg.quick else FIELDS)
         steps = {"closeup": 1, "scaling": 3 * len(cfg.sizes), "occluded": 2, "streaming": 2,
-                 "textured": 2, "shadows": 7}
+                 "textured": 2, "shadows": 7, "instances": fields * len(cfg.instance_counts)}
         self.total = sum(steps[s] for s in cfg.scenarios)
         self._bar = None
         if cfg.progress:
@@ -222,6 +253,9 @@ class Suite:
         r.add_instance(r.load(self.cfg.asset))
         cams = camera_path(*r.bounds(), self.cfg.frames)
         m = measure(r, cams, self.cfg.warmup)
+        # where the frame's time goes: frames of its parts side by side (wall time: lavapipe's
+        # timestamps undercount)
+        m["parts"] = frame_parts(r, cams, self.cfg.warmup)
         self._step("closeup")
         return [{"variant": "1 instance", **m}]
 
@@ -229,18 +263,21 @@ class Suite:
         cfg = self.cfg
         rows = []
         pyg, pyg_why = _pygfx(self.asset, self.size) if cfg.pygfx else (None, "not asked")
-        last = {"brute": None, "pygfx": None}  # (instances, seconds) of the last measured
-        why = {"brute": None if cfg.brute else "not asked", "pygfx": pyg_why}
+        # (instances, seconds) of the last size each baseline was measured at
+        last = {"brute": None, "brute_shaded": None, "pygfx": None}
+        why = {"brute": None if cfg.brute else "not asked",
+               "brute_shaded": None if cfg.brute else "not asked", "pygfx": pyg_why}
+        self._shaded = None  # the shaded reference: built when first measured
         for n in cfg.sizes:
             r = self.renderer()
             a = r.load(cfg.asset)
             r.add_grid(a, n)
             cams = camera_path(*r.bounds(), cfg.frames)
             m = measure(r, cams, cfg.warmup)
+            row = {"variant": f"{n} instances", **m, **self._like_for_like(r, cams)}
             self._step(f"scaling {n}")
-            row = {"variant": f"{n} instances", **m}
             worlds = np.array(r.scene.instance_world)
-            for base in ("brute", "pygfx"):
+            for base in ("brute", "brute_shaded", "pygfx"):
                 if why[base] is None and last[base] is not None:
                     n0, s0 = last[base]
                     predicted = s0 * n / n0
@@ -249,22 +286,43 @@ class Suite:
                                      f"predicted from {n0:,} (limit {cfg.baseline_limit} s)")
                 if why[base] is None:
                     try:
-                        s = (statistics.median(brute_force_ms(self.ctx, self.asset, worlds,
-                                                              cams, self.size, 2)) / 1e3
-                             if base == "brute" else pyg.frame_s(worlds, cams))
+                        s = self._baseline_s(base, pyg, worlds, cams)
                     except Exception as e:  # a baseline's failure is reported, not fatal
                         why[base] = f"failed at {n:,} instances: {_reason(e)}"
                 if why[base] is None:
                     last[base] = (n, s)
                     row[f"{base}_frame_ms"] = 1e3 * s
-                    row[f"{base}_speedup"] = 1e3 * s / m["frame_ms"]["median"]
+                    row[f"{base}_speedup"] = 1e3 * s / row[BASELINE_AGAINST[base]]["median"]
                 else:
                     row[f"{base}_skipped"] = why[base]
-                self._step(f"scaling {n} {base}")
+                if base != "brute_shaded":
+                    self._step(f"scaling {n} {base}")
             rows.append(row)
         if pyg is not None:
             rows[0]["pygfx_version"] = pyg.version
         return rows
+
+    def _like_for_like(self, r, cams: list[Camera]) -> dict:
+        """The frame and its visibility part (culling and rasterization: the resolve and
+        velocity passes left out), side by side (`measure.staged`): what the brute-force
+        baselines are compared with (BASELINE_AGAINST)."""
+        both = staged(r, cams, {"visibility": part_options("occlusion"), "whole": {}},
+                      self.cfg.warmup)
+        return {"visibility_ms": both["visibility"]["frame_ms"],
+                "whole_ms": both["whole"]["frame_ms"],
+                "visibility_gpu_ms": both["visibility"]["visibility_gpu_ms"]}
+
+    def _baseline_s(self, base: str, pyg, worlds: np.ndarray, cams: list[Camera]) -> float:
+        """Seconds a frame of one baseline takes at these instances (median of 2 frames)."""
+        if base == "pygfx":
+            return pyg.frame_s(worlds, cams)
+        if base == "brute":
+            ms = brute_force_ms(self.ctx, self.asset, worlds, cams, self.size, 2)
+        else:
+            if self._shaded is None:
+                self._shaded = shaded_brute_force(self.ctx, self.asset, self.size)
+            ms = brute_force_shaded_ms(self._shaded, worlds, cams, self.size, 2)
+        return statistics.median(ms) / 1e3
 
     def occluded(self) -> list[dict]:
         n = 256 if self.cfg.quick else 1024
@@ -354,6 +412,11 @@ class Suite:
         return rows
 
 
+    def instances(self) -> list[dict]:
+        from renderer.bench.instances import instances
+
+        return instances(self)
+
     def shadows(self) -> list[dict]:
         from assets.ground import ground_tess, ground_transform
 
@@ -426,10 +489,15 @@ def targets(results: dict, cfg: SuiteConfig) -> dict:
         "encode_ms_at_largest": last["encode_ms"]["median"],
         "encode_ok": last["encode_ms"]["median"] < 2.0,
     }
-    if brute:
+    if brute:  # like for like: brute force's ids against the frame's visibility part
         b = brute[-1]
         out.update(brute_largest_instances=b["instances"], brute_speedup=b["brute_speedup"],
                    brute_speedup_ok=b["brute_speedup"] >= 50.0)
+    shaded = [r for r in rows if "brute_shaded_frame_ms" in r]
+    if shaded:  # and lit brute force against the whole frame
+        b = shaded[-1]
+        out.update(brute_shaded_largest_instances=b["instances"],
+                   brute_shaded_speedup=b["brute_shaded_speedup"])
     return out
 
 
@@ -454,19 +522,40 @@ def table(report: dict) -> str:
     lines += [head, "-" * len(head)]
     for name, rows in report["scenarios"].items():
         for r in rows:
+            if "stopped" in r:  # the instances scenario's last count, not run
+                lines.append(f"{name:<10} {r['variant']:<17} {r['stopped']}")
+                continue
             lines.append(
                 f"{name:<10} {r['variant']:<17} {r['scene_triangles']:>15,} "
                 f"{_fmt(r['frame_ms']['median']):>9} {_fmt(r['frame_ms']['p95']):>8} "
                 f"{_fmt(r['encode_ms']['median']):>7} {_fmt(r['gpu_ms']['median']):>7} "
                 f"{r['clusters']:>9,} {r['triangles']:>11,} {r['gpu_memory_mb']:>7.1f}"
                 + _clock(r))
-            for base in ("brute", "pygfx"):
+            if "visibility_ms" in r:
+                lines.append(f"{'':<10} {'  visibility':<17} {'':>15} "
+                             f"{_fmt(r['visibility_ms']['median']):>9} "
+                             f"{_fmt(r['visibility_ms']['p95']):>8}   culling and raster "
+                             f"alone (timestamps {_fmt(r['visibility_gpu_ms']['median'])} ms); "
+                             f"the whole frame beside it {_fmt(r['whole_ms']['median'])}")
+            for base in ("brute", "brute_shaded", "pygfx"):
+                label = "  " + base.replace("_", " ")
                 if f"{base}_frame_ms" in r:
-                    lines.append(f"{'':<10} {'  ' + base:<17} {'':>15} "
+                    lines.append(f"{'':<10} {label:<17} {'':>15} "
                                  f"{_fmt(r[base + '_frame_ms']):>9}   Tessera "
-                                 f"{r[base + '_speedup']:.1f}x faster")
+                                 f"{r[base + '_speedup']:.1f}x faster ({BASELINE_TEXT[base]})")
                 elif r.get(f"{base}_skipped") and name == "scaling":
-                    lines.append(f"{'':<10} {'  ' + base:<17} {r[base + '_skipped']}")
+                    lines.append(f"{'':<10} {label:<17} {r[base + '_skipped']}")
+            if "parts" in r:
+                lines += _parts_lines(r["parts"])
+            if r.get("overflow"):  # e.g. a million far instances fill the BVH queue
+                lines.append(f"{'':<10} {'  warning':<17} the queue or visible list overflowed "
+                             f"(flags {r['overflow']}): a frame drawn without some of its "
+                             f"clusters")
+            if "placing_s" in r:
+                lines.append(f"{'':<10} {'  pixels':<17} {r['covered_pixels']:,} covered "
+                             f"({r['field_pixels']:,} by the field), "
+                             f"{_fmt(r['triangles_per_covered_pixel'])} triangles a covered "
+                             f"pixel; placed in {_fmt(r['placing_s'])} s")
             if "streaming" in r:
                 st = r["streaming"]
                 lines.append(f"{'':<10} {'  pool':<17} {st['pool_pages']} pages, "
@@ -501,10 +590,32 @@ def table(report: dict) -> str:
                      f"{t['encode_ms_at_largest']:.2f} ms at {t['instances'][1]:,} (< 2: "
                      f"{'met' if t['encode_ok'] else 'NOT met'})"
                      + (f"; {t['brute_speedup']:.0f}x brute force at "
-                        f"{t['brute_largest_instances']:,} instances (>= 50: "
-                        f"{'met' if t['brute_speedup_ok'] else 'NOT met'})"
-                        if "brute_speedup" in t else ""))
+                        f"{t['brute_largest_instances']:,} instances, ids against culling and "
+                        f"raster (>= 50: {'met' if t['brute_speedup_ok'] else 'NOT met'})"
+                        if "brute_speedup" in t else "")
+                     + (f"; {t['brute_shaded_speedup']:.0f}x shaded brute force at "
+                        f"{t['brute_shaded_largest_instances']:,}, against the whole frame"
+                        if "brute_shaded_speedup" in t else ""))
     return "\n".join(lines)
+
+
+# what the table says each baseline was compared with (BASELINE_AGAINST)
+BASELINE_TEXT = {"brute": "ids only, against the visibility part",
+                 "brute_shaded": "lit, against the whole frame",
+                 "pygfx": "unlit, against the frame"}
+
+
+def _parts_lines(parts: dict) -> list[str]:
+    """The closeup's frame taken apart (`measure.frame_parts`): each part's wall ms, and where
+    the whole frame's time is spent (encoding, submission, the readback's wait)."""
+    whole = parts["frames"][list(parts["frames"])[-1]]
+    cost = ", ".join(f"{n} {_fmt(ms)}" for n, ms in parts["part_ms"].items())
+    return [f"{'':<10} {'  parts':<17} {cost} ms (wall time, frames of the parts side by side)",
+            f"{'':<10} {'':<17} the whole frame {_fmt(whole['frame_ms']['median'])} ms: encode "
+            f"{_fmt(whole['encode_ms']['median'])}, submit {_fmt(whole['submit_ms']['median'])}"
+            f" (lavapipe runs the passes in it), readback "
+            f"{_fmt(whole['readback_ms']['median'])}; timestamps "
+            f"{_fmt(whole['gpu_ms']['median'])}"]
 
 
 def read_report(path: str, option: str) -> dict:
@@ -521,8 +632,8 @@ def read_report(path: str, option: str) -> dict:
     ok = isinstance(scenarios, dict) and all(
         isinstance(rows, list) and all(
             isinstance(r, dict) and "variant" in r
-            and all(isinstance(r.get(k), dict) and "median" in r[k]
-                    for k in ("frame_ms", "gpu_ms"))
+            and ("stopped" in r or all(isinstance(r.get(k), dict) and "median" in r[k]
+                                       for k in ("frame_ms", "gpu_ms")))
             for r in rows)
         for rows in scenarios.values())
     if not ok:
@@ -539,7 +650,7 @@ def compare(report: dict, old: dict) -> list[str]:
         before = {r["variant"]: r for r in old.get("scenarios", {}).get(name, [])}
         for r in rows:
             b = before.get(r["variant"])
-            if b is None:
+            if b is None or "stopped" in r or "stopped" in b:
                 continue
             for key in ("frame_ms", "gpu_ms"):
                 new, was = r[key]["median"], b[key]["median"]
@@ -550,8 +661,8 @@ def compare(report: dict, old: dict) -> list[str]:
 
 
 def plots(report: dict, folder: Path) -> list[Path]:
-    """scaling.png (frame time against scene triangles, log-log: Tessera, brute force, pygfx)
-    and passes.png (GPU ms per pass, stacked, per run)."""
+    """scaling.png (frame time against scene triangles, log-log: Tessera, brute force, pygfx),
+    instances.png (`_instances_plot`) and passes.png (GPU ms per pass, stacked, per run)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -584,8 +695,11 @@ def plots(report: dict, folder: Path) -> list[Path]:
         write_atomically(p, lambda f: fig.savefig(f, format="png"))
         plt.close(fig)
         written.append(p)
+    rows = [r for r in report["scenarios"].get("instances", []) if "stopped" not in r]
+    if rows:
+        written.append(_instances_plot(rows, meta, folder, plt))
     runs = [(f"{n}\n{r['variant']}", r["gpu_pass_ms"]) for n, rs in report["scenarios"].items()
-            for r in rs if r["gpu_pass_ms"]]
+            for r in rs if r.get("gpu_pass_ms")]
     if runs:
         passes = list(dict.fromkeys(p for _, g in runs for p in g))
         fig, ax = plt.subplots(figsize=(max(6.4, 0.8 * len(runs)), 4.4), dpi=120)
@@ -605,6 +719,32 @@ def plots(report: dict, folder: Path) -> list[Path]:
         plt.close(fig)
         written.append(p)
     return written
+
+
+def _instances_plot(rows: list[dict], meta: dict, folder: Path, plt) -> Path:
+    """instances.png: frame time (median) and triangles per covered pixel (log) against the
+    number of instances, log x, a line per field and path."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.4, 6.4), dpi=120, sharex=True)
+    for key in dict.fromkeys((r["asset"], r["layout"], r["path"]) for r in rows):
+        mine = [r for r in rows if (r["asset"], r["layout"], r["path"]) == key]
+        counts = [r["count"] for r in mine]
+        top.plot(counts, [r["frame_ms"]["median"] for r in mine], "o-", label=" ".join(key))
+        bottom.plot(counts, [r["triangles_per_covered_pixel"] for r in mine], "o-")
+    top.set_ylabel("frame ms (median)")
+    bottom.set_ylabel("triangles per covered pixel")
+    bottom.set_yscale("log")  # from about one (the pixels) to thousands (far instances' roots)
+    bottom.set_xlabel("instances")
+    for ax in (top, bottom):
+        ax.set_xscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+    top.legend(fontsize=7)
+    top.set_title(f"instances, {meta['size'][0]}x{meta['size'][1]}, {meta['device'][:60]}",
+                  fontsize=9)
+    fig.tight_layout()
+    p = folder / "instances.png"
+    write_atomically(p, lambda f: fig.savefig(f, format="png"))
+    plt.close(fig)
+    return p
 
 
 def main(cfg: SuiteConfig, *, json_path: str | None = None, compare_path: str | None = None,

@@ -15,6 +15,7 @@ Row 0 of the returned images is the top.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -159,16 +160,31 @@ class ShadedReference:
                                                      "rows_per_image": mh}, (mw, mh, 1))
         return tex.create_view()
 
-    def render(self, camera_matrices: tuple[np.ndarray, np.ndarray, np.ndarray],
-               eye: Sequence[float], worlds: Sequence[np.ndarray], *,
-               view: int = 0, sun: tuple[float, float] = DEFAULT_SUN) -> dict[str, np.ndarray]:
-        """Draw the mesh once per world matrix. camera_matrices: (view, proj, view_proj) as
-        `renderer.camera.Camera.matrices` gives them; view 0 lit, 7 base colour; `sun` the
-        light's (azimuth, elevation) in degrees, as `RenderOptions.sun` (no shadows). Returns
-        ``"color"`` (h, w, 4) uint8 and ``"depth"`` (h, w) float32 (0: nothing)."""
+    def render_timed(self, camera_matrices: tuple[np.ndarray, np.ndarray, np.ndarray],
+                     eye: Sequence[float], worlds: Sequence[np.ndarray], *,
+                     sun: tuple[float, float] = DEFAULT_SUN) -> float:
+        """Draw like `render` (the lit view) with no image read back, waiting for the GPU;
+        returns the seconds the frame took (uniforms, encoding, submission and GPU time): the
+        benchmarks' shaded brute force, against Tessera's whole frame."""
+        t0 = time.perf_counter()
+        enc = self._encode(camera_matrices, eye, worlds, 0, sun)
+        # a copy of one texel after the draw, mapped: it resolves once the frame is done
+        enc.copy_texture_to_buffer(
+            {"texture": self._color, "mip_level": 0, "origin": (0, 0, 0)},
+            {"buffer": self._readback, "offset": 0, "bytes_per_row": self._row,
+             "rows_per_image": 1}, (1, 1, 1))
+        self.device.queue.submit([enc.finish()])
+        self._readback.map_sync(wgpu.MapMode.READ)
+        self._readback.unmap()
+        return time.perf_counter() - t0
+
+    def _encode(self, camera_matrices, eye, worlds, view: int,
+                sun: tuple[float, float]) -> wgpu.GPUCommandEncoder:
+        """The frame's draws (`render`) in a new command encoder: per instance its uniforms,
+        then every material's indexed draw."""
         d = self.device
-        view_m, _, vp = camera_matrices
         enc = d.create_command_encoder(label="shaded_reference.encoder")
+        view_m, _, vp = camera_matrices
         groups = []
         for i, w in enumerate(worlds):
             u = np.zeros(_UNIFORM_BYTES // 4, np.float32)
@@ -204,6 +220,17 @@ class ShadedReference:
                 rp.set_index_buffer(ibuf, wgpu.IndexFormat.uint32)
                 rp.draw_indexed(count)
         rp.end()
+        return enc
+
+    def render(self, camera_matrices: tuple[np.ndarray, np.ndarray, np.ndarray],
+               eye: Sequence[float], worlds: Sequence[np.ndarray], *,
+               view: int = 0, sun: tuple[float, float] = DEFAULT_SUN) -> dict[str, np.ndarray]:
+        """Draw the mesh once per world matrix. camera_matrices: (view, proj, view_proj) as
+        `renderer.camera.Camera.matrices` gives them; view 0 lit, 7 base colour; `sun` the
+        light's (azimuth, elevation) in degrees, as `RenderOptions.sun` (no shadows). Returns
+        ``"color"`` (h, w, 4) uint8 and ``"depth"`` (h, w) float32 (0: nothing)."""
+        d = self.device
+        enc = self._encode(camera_matrices, eye, worlds, view, sun)
         out = {}
         for name, tex, aspect in (("color", self._color, wgpu.TextureAspect.all),
                                   ("depth", self._depth, wgpu.TextureAspect.depth_only)):

@@ -156,6 +156,41 @@ def test_bad_arguments_are_one_line(args, tmp_path, capsys):
     assert line.endswith("(see preprocess --help)")
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--builtin", "forest", "-o", "{tmp}/forest.tess"], "the forest is a scene file, NAME.json"),
+    (["--builtin", "forest", "-o", "{tmp}/missing/f.json"], "output folder does not exist"),
+    (["--builtin", "rock", "--instances", "5", "-o", "{tmp}/r.tess"],
+     "--instances applies to --builtin forest"),
+])
+def test_forest_options_refused_in_one_line(args, message, tmp_path, capsys, monkeypatch):
+    import assets.forest
+
+    monkeypatch.setattr(assets.forest, "write_forest", _never_build)
+    monkeypatch.setattr(preprocess.build, "build_file", _never_build)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    assert preprocess_cli.main([*args, "-q"]) == 2
+    assert _one_error(capsys.readouterr().err).endswith(message)
+    assert _left(tmp_path) == []
+
+
+def test_forest_writes_its_scene_with_the_count_and_seed_asked(tmp_path, capsys, monkeypatch):
+    # the writer itself is tests/assets/test_forest.py's: here, what the command hands it
+    import assets.forest
+
+    calls = []
+
+    def write(path, count, *, seed):
+        calls.append((path, count, seed))
+        return {"rock": np.zeros((2, 3, 4)), "tree": np.zeros((3, 3, 4))}
+
+    monkeypatch.setattr(assets.forest, "write_forest", write)
+    out = tmp_path / "forest-scene.json"
+    assert preprocess_cli.main(["--builtin", "forest", "-o", str(out), "--instances", "5",
+                                "--seed", "9"]) == 0
+    assert calls == [(out, 5, 9)]
+    assert "2 rocks, 3 trees on the terrain" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------ verify (finding 2)
 
 
