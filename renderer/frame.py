@@ -211,6 +211,7 @@ class Frame:
         self._scene_sphere: tuple | None = None
         # (world_version, (k, 4) spheres) of the instances the last frame moved (scene_bounds)
         self._moved_spheres: tuple[int, np.ndarray] | None = None
+        self._shadow_need = 0  # shadow views' visible entries the instances need (_fit_lists)
         self.set_shadows(self.options.shadows)
         self.occlusion = self.options.occlusion
         # the camera and resources generation the HZB was built with (None: no HZB)
@@ -275,12 +276,11 @@ class Frame:
     def _new_shadow_map(self, pool_mb: float | None = None) -> None:
         """The shadow maps' buffers made again (a larger pool, or room for more light faces):
         every page drawn again."""
-        o = self.options
         old = self.shadow_map
         pool = pool_mb if pool_mb is not None else old.pages * SHADOW_PAGE_BYTES / 2**20
         faces = min(faces_wanted(self.lights), MAX_LOCAL_FACES)
         self.shadow_map = ShadowMap(self.device, pool, binding_limit(self.device)[0],
-                                    o.shadow_visible_capacity if self.shadows else 2, faces)
+                                    self._shadow_visible() if self.shadows else 2, faces)
         self.resources.buffers.update(self.shadow_map.buffers)
         self.resources.generation += 1
         self._shadow_frame = ShadowFrame(self.resources, self.shadow_map.frame_buffers,
@@ -379,18 +379,27 @@ class Frame:
         self._fit_lists(s)
         self._scene_sphere = (s, s.world_version, _enclosing(spheres), s.instance_version)
 
+    def _shadow_visible(self) -> int:
+        """The shadow views' visible list: the options', or what the instances need
+        (`_fit_lists`), within one binding (16 bytes an entry)."""
+        need = max(self.options.shadow_visible_capacity, self._shadow_need)
+        return min(need, binding_limit(self.device)[0] // 16 // 2 * 2)
+
     def _fit_lists(self, s: Scene) -> None:
-        """Grow the queue and the visible list (never past one binding, never below the
-        options') so that every instance's root group fits with a quarter to spare: a far field
-        of a million instances queues and draws a root cluster or more each (without it, the
-        default lists overflowed at a million: detail dropped, flagged)."""
+        """Grow the queue, the visible list and the shadow views' (never past one binding, never
+        below the options') so that every instance's root group fits with a quarter to spare: a
+        far field of a million instances queues and draws a root cluster or more each (without
+        it, the default lists overflowed at a million: instances and their shadows dropped,
+        flagged)."""
         roots = np.zeros((max(len(s.assets), 1), 2), np.int64)
         for i, a in enumerate(s.assets):
             g = a.groups[int(np.argmax(a.groups["error"]))]  # the root group: ROOT_ERROR
             roots[i] = g["part_count"], g["cluster_count"]
         parts, clusters = roots[s.instance_asset].sum(axis=0) * 5 // 4
         most = binding_limit(self.device)[0] // 8
-        q = min(max(self.options.queue_capacity, int(parts)), most)
+        # the shadow views queue their roots in the same queue, an instance once per view that
+        # wants it: room for three views each (a far field under the sun: 2.3 on average)
+        q = min(max(self.options.queue_capacity, 3 * int(parts)), most)
         v = min(max(self.options.visible_capacity, 2 * int(clusters)), most // 2 * 2)
         d, f = self.device, self.resources
         if q != self.queue_capacity:
@@ -398,6 +407,10 @@ class Frame:
         if v != self.visible_capacity:
             f.buffers["visible"] = buffer(d, 8 * v, "frame.visible", _BU.STORAGE | _BU.COPY_SRC)
         self.queue_capacity, self.visible_capacity = q, v
+        # the shadow views draw the same roots, once per view that wants them (as the queue)
+        self._shadow_need = 2 * 3 * int(clusters)
+        if self.shadows and self.shadow_map.visible_capacity < self._shadow_visible():
+            self._new_shadow_map()
 
     def scene_bounds(self, s: Scene) -> tuple[np.ndarray, float]:
         """A sphere around every instance of `s` (`Renderer.bounds`, the sun's shadow map): kept
