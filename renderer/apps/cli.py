@@ -28,6 +28,7 @@ from renderer.apps.signals import (
     EXIT_SIGTERM,
     StopSignals,
     end_quietly,
+    quiet_destructors,
     stoppable,
     stopped,
     terminate_as_interrupt,
@@ -670,6 +671,7 @@ def main(argv: list[str] | None = None, *, ending: bool = False) -> int:
         try:
             status = args.func(args)
         except KeyboardInterrupt:  # one line, 128 + the signal
+            quiet_destructors()  # what the interrupt left half built says nothing after it
             status = (stopped("tessera: terminated", EXIT_SIGTERM) if terminated
                       else stopped("tessera: interrupted", EXIT_SIGINT))
     return end_quietly(status) if ending else status

@@ -178,6 +178,14 @@ def terminate_as_interrupt() -> Iterator[list[int]]:
         signal.signal(signal.SIGTERM, before)
 
 
+def quiet_destructors() -> None:
+    """From now on, errors raised by destructors are not printed: for a command a
+    KeyboardInterrupt stopped wherever it landed (`tessera view`, `tessera bench`), which may
+    have been inside a library object's constructor (wgpu's GPUBuffer, whose `__del__` then
+    printed "Exception ignored ... AttributeError" after the command's one line)."""
+    sys.unraisablehook = lambda info: None
+
+
 def stopped(line: str, status: int) -> int:
     """Print the one line of a command a signal stopped and return its exit status."""
     # CPython (`python -m`) remembers a KeyboardInterrupt that left code run by exec() of a

@@ -257,3 +257,22 @@ def test_a_signal_mid_frame_is_one_line_and_writes_nothing(sphere_tess, tmp_path
                              "--size", "32x32"]) == 143
     assert capsys.readouterr().err.splitlines() == ["tessera: terminated; nothing written"]
     assert signal_child.left(tmp_path) == []
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_destructors_of_what_an_interrupt_left_half_built_say_nothing(quiet) -> None:
+    # tessera bench/view stop where a KeyboardInterrupt lands, possibly inside wgpu's GPUBuffer
+    # constructor, whose __del__ then raised AttributeError ("Exception ignored ...") after the
+    # command's one line; `quiet_destructors` (called before that line) keeps stderr to it
+    import subprocess
+    import sys
+
+    code = ("from renderer.apps.signals import quiet_destructors\n"
+            f"if {quiet}: quiet_destructors()\n"
+            "class Half:\n"
+            "    def __del__(self):\n"
+            "        self.missing\n"
+            "Half()\n")
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[3]).stderr
+    assert ("Exception ignored" in err) != quiet, err
