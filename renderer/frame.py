@@ -87,7 +87,7 @@ def _world_spheres(s: Scene, instances: np.ndarray | None, rows: np.ndarray | No
                    ) -> np.ndarray:
     """(k, 4) float64 world bounding spheres of instances `instances` of `s` (None: all; under
     `rows`, (k, 3, 4), default their current transforms): `instances.world_spheres`."""
-    local = np.array([a.bounds_sphere for a in s.assets], np.float64).reshape(-1, 4)
+    local = s.asset_spheres()
     if instances is None:
         return world_spheres(s.store.rows, s.store.asset, local)[0]
     idx = np.asarray(instances, np.int64)

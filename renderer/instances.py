@@ -124,6 +124,12 @@ def morton_codes(points: np.ndarray) -> np.ndarray:
     return _spread(q[0]) | (_spread(q[1]) << np.uint32(1)) | (_spread(q[2]) << np.uint32(2))
 
 
+def _box_side(centre: np.ndarray, radius: np.ndarray, sign: int) -> np.ndarray:
+    """float64 low (`sign` -1) or high (1) side of the boxes around spheres, widened by a
+    millionth of the coordinates: the GPU's float32 box tests round (`block_bounds`)."""
+    return centre + sign * (radius + (np.abs(centre) + radius) * 1e-6)
+
+
 def _outward(v: np.ndarray, sign: int) -> np.ndarray:
     """float64 `v` as float32, rounded down (`sign` -1) or up (1): a box never shrinks."""
     f = v.astype(np.float32)
@@ -257,9 +263,8 @@ class GpuInstances:
         pad = self.user < 0
         # gathered in slot order, by axis (3 + 1, slots): the reductions run along rows
         c = np.ascontiguousarray(spheres[np.maximum(self.user, 0)].T, dtype=np.float64)
-        margin = (np.abs(c[:3]) + c[3]) * 1e-6  # the GPU's float32 box tests' rounding
         for side, fill, pick, sign in ((0, np.inf, np.min, -1), (1, -np.inf, np.max, 1)):
-            v = c[:3] + sign * (c[3] + margin)
+            v = _box_side(c[:3], c[3], sign)
             v[:, pad] = fill
             out[:, side, :3] = _outward(pick(v.reshape(3, -1, BLOCK), axis=2).T, sign)
         out[:, 0, 3] = (self.user.reshape(-1, BLOCK) >= 0).sum(axis=1)
@@ -271,10 +276,9 @@ class GpuInstances:
         a block's box only grows until the instances are laid out again, a frame's moves cost
         what moved, not what their blocks hold)."""
         b = self.slot[indices] // BLOCK
-        margin = (np.abs(spheres[:, :3]) + spheres[:, 3:]) * 1e-6
-        reach = spheres[:, 3:] + margin
-        np.minimum.at(bounds[:, 0, :3], b, _outward(spheres[:, :3] - reach, -1))
-        np.maximum.at(bounds[:, 1, :3], b, _outward(spheres[:, :3] + reach, 1))
+        c, r = spheres[:, :3], spheres[:, 3:]
+        np.minimum.at(bounds[:, 0, :3], b, _outward(_box_side(c, r, -1), -1))
+        np.maximum.at(bounds[:, 1, :3], b, _outward(_box_side(c, r, 1), 1))
 
     @property
     def slots(self) -> int:

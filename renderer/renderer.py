@@ -202,11 +202,7 @@ class Renderer:
         checked as `add_instance` checks it (SceneError, or ValueError past `MAX_WORLD`). The
         next frame's velocity measures the motion from the transform of the frame before; the
         rows change in place (no re-upload, the HZB stays valid)."""
-        n = self.scene.instance_count
-        if (isinstance(instance, bool) or not isinstance(instance, (int, np.integer))
-                or not 0 <= instance < n):
-            raise SceneError(f"no instance {instance!r} (the scene has {n})")
-        self.set_transforms(np.array([instance]), transform)
+        self.set_transforms(np.array([self.scene.check_instance(instance)]), transform)
 
     def set_transforms(self, instances, transforms: np.ndarray) -> None:
         """Move many instances in one call: `instances` (k,) indices, `transforms` (k, 4, 4) or
@@ -220,8 +216,8 @@ class Renderer:
     def _check_reach(self, assets: np.ndarray, rows: np.ndarray) -> None:
         """ValueError if an instance of `assets[i]` under `rows[i]` ((k, 3, 4), checked) reaches
         past MAX_WORLD (`scene_file.instance_reach`: its bounding sphere's farthest coordinate)."""
-        spheres = np.array([a.bounds_sphere for a in self.scene.assets], np.float64)
-        _check_world(world_spheres(rows, assets, spheres)[1], "the instance's bounds")
+        _check_world(world_spheres(rows, assets, self.scene.asset_spheres())[1],
+                     "the instance's bounds")
 
     def add_grid(self, asset: int, count: int, *, spacing: float | None = None,
                  origin=(0.0, 0.0, 0.0)) -> range:

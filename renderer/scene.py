@@ -138,15 +138,6 @@ def full_detail_mesh(asset: Asset) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(positions), np.concatenate(triangles)
 
 
-def checked_world(world: np.ndarray) -> np.ndarray:
-    """An instance transform as a (4, 4) float32 copy (SceneError unless finite, affine and
-    non-singular: `renderer.instances.checked_rows`)."""
-    try:
-        return as_matrices(checked_rows(world))[0]
-    except InstanceError as e:
-        raise SceneError(str(e)) from None
-
-
 def grid_offsets(count: int, spacing: float) -> np.ndarray:
     """(count, 3) float64 offsets of a square grid in the XZ plane, row by row along +x, centred
     on the origin, `spacing` apart (`Renderer.add_grid`, the viewer's instance grid)."""
@@ -209,10 +200,18 @@ class Scene:
     def set_transform(self, instance: int, world: np.ndarray) -> None:
         """Move an instance: its (4, 4) object-to-world transform, checked as `add_instance`
         checks it (`set_transforms` moves many in one call)."""
+        self.set_transforms(np.array([self.check_instance(instance)]), world)
+
+    def check_instance(self, instance) -> int:
+        """`instance` as an index of this scene's instances (SceneError unless it is one)."""
         if (isinstance(instance, bool) or not isinstance(instance, (int, np.integer))
                 or not 0 <= instance < self.instance_count):
             raise SceneError(f"no instance {instance!r} (the scene has {self.instance_count})")
-        self.set_transforms(np.array([instance]), world)
+        return int(instance)
+
+    def asset_spheres(self) -> np.ndarray:
+        """(A, 4) float64: each asset's bounding sphere (`Asset.bounds_sphere`)."""
+        return np.array([a.bounds_sphere for a in self.assets], np.float64).reshape(-1, 4)
 
     def set_transforms(self, instances, worlds: np.ndarray) -> None:
         """Move instances `instances` ((k,) integers) to `worlds` ((k, 4, 4) or (k, 3, 4), or one
