@@ -393,7 +393,7 @@ class Frame:
         flagged)."""
         roots = np.zeros((max(len(s.assets), 1), 2), np.int64)
         for i, a in enumerate(s.assets):
-            g = a.groups[int(np.argmax(a.groups["error"]))]  # the root group: ROOT_ERROR
+            g = a.root_group
             roots[i] = g["part_count"], g["cluster_count"]
         parts, clusters = roots[s.instance_asset].sum(axis=0) * 5 // 4
         most = binding_limit(self.device)[0] // 8

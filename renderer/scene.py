@@ -59,6 +59,15 @@ class Asset:
         return box_sphere(self.meta["bounds_min"], self.meta["bounds_max"])
 
     @property
+    def root_group(self) -> np.void:
+        """The root group's record (GROUP_DTYPE): the one with ROOT_ERROR (SceneError unless
+        there is exactly one)."""
+        root = np.flatnonzero(self.groups["error"] >= np.float32(ROOT_ERROR))
+        if len(root) != 1:
+            raise SceneError(f"{self.meta.get('name', 'asset')}: {len(root)} root groups")
+        return self.groups[root[0]]
+
+    @property
     def depth(self) -> int:
         return int(self.nodes["depth"].max())
 
@@ -285,11 +294,8 @@ class Scene:
         node = group = part = page = 0
         for i, a in enumerate(self.assets):
             err = a.groups["error"]
-            root = np.flatnonzero(err >= np.float32(ROOT_ERROR))
-            if len(root) != 1:
-                raise SceneError(f"{a.meta.get('name', 'asset')}: {len(root)} root groups")
             finite = err[err < np.float32(ROOT_ERROR)]
-            g = a.groups[root[0]]
+            g = a.root_group
             uv_box = [*a.meta.get("uv_min", [0.0, 0.0]), *a.meta.get("uv_max", [1.0, 1.0])]
             out[i] = (node, group, part, page, float(a.meta["step"]), len(a.nodes),
                       float(finite.max()) if len(finite) else 0.0,
