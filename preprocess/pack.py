@@ -568,6 +568,17 @@ def _hierarchy_sections(dag: LodDag, bvh: Bvh, step: float, parts: np.ndarray,
     return nodes, groups, part_arr
 
 
+def _surface_area(mesh) -> float:
+    """The mesh's triangles' total area, in float64, in chunks."""
+    tri = mesh.position_triangles
+    total = 0.0
+    for lo in range(0, len(tri), 1 << 20):
+        p = mesh.positions[tri[lo : lo + (1 << 20)]].astype(np.float64)
+        total += float(np.linalg.norm(np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]),
+                                      axis=1).sum()) / 2
+    return total
+
+
 def _asset_meta(dag: LodDag, step: float, bounds: np.ndarray, uv_float: bool) -> dict:
     """The asset's meta (the textures' sizes are added beside the material sections)."""
     mesh = dag.mesh
@@ -585,6 +596,8 @@ def _asset_meta(dag: LodDag, step: float, bounds: np.ndarray, uv_float: bool) ->
         "bounds_min": bounds[0].tolist(),
         "bounds_max": bounds[1].tolist(),
         "input_triangles": int(mesh.triangle_count),
+        # the full-detail surface area (object units squared): aggregate proxies' coverage
+        "surface_area": _surface_area(mesh),
         "input_vertices": int(mesh.vertex_count),
         "clusters": int(dag.cluster_count),
         "groups": int(dag.group_count),

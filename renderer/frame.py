@@ -29,6 +29,8 @@ from renderer.antialias import jitter
 from renderer.camera import Camera, frustum_planes
 from renderer.device import GpuContext
 from renderer.gpu import buffer, buffer_with
+from renderer.aggregates import Aggregates, slot_data
+from renderer.aggregates import build_for_layout as build_aggregates
 from renderer.instances import GpuInstances, world_spheres
 from renderer.layout import ARGS_WORDS, FRAME_DTYPE, STATE, STATE_WORDS, STAT_NAMES
 from renderer.lights import Light, faces_wanted
@@ -39,6 +41,7 @@ from renderer.limits import (
     IMAGE_BUFFER_BYTES,
     MAX_TIMESTAMPS,
     MIN_SHADOW_PAGES,
+    INSTANCE_BLOCK,
     MOVED_VEC4S,
     SHADOW_PAGE_BYTES,
 )
@@ -112,6 +115,8 @@ class FrameResources:
         self.generation = 0  # bumped whenever a buffer is replaced (bind groups rebuild)
         self.width = self.height = 0
         self.instance_count = 0  # instance buffer slots (renderer/instances.py)
+        self.proxy_first = 0  # the first aggregate proxy slot: instance slots end here
+        self.proxy_nodes = 0  # aggregate proxy nodes (renderer/aggregates.py; 0: none)
         self.max_depth = 0
         self.query_set: wgpu.GPUQuerySet | None = None
         self.labels: list[str] = []  # the passes timed this frame
@@ -159,6 +164,8 @@ class Frame:
         self._motion_epoch = 0
         self._moved_count = 0
         self.instances: GpuInstances | None = None  # the instance buffer's slots
+        self.aggregates: Aggregates | None = None  # the proxy tree over its blocks
+        self._stale_blocks = np.zeros(0, np.int64)  # blocks whose instances moved (invalidate)
         self._moving = False  # this frame's camera or an instance moved (else velocity is 0)
         self.pool: PagePool | None = None  # the scene's pages on the GPU
         self._frozen_last = False
@@ -358,8 +365,39 @@ class Frame:
             self._moved_spheres = (s.world_version, after)  # scene_bounds grows over them
             self.instances.grow_bounds(self._block_bounds, moved, after)
             self.device.queue.write_buffer(f.buffers["block_bounds"], 0, self._block_bounds)
+            if self.aggregates is not None:  # their proxies stand aside until measured again
+                blocks = np.unique(self.instances.slot[moved] // INSTANCE_BLOCK)
+                self.aggregates.invalidate(blocks)
+                self._stale_blocks = np.union1d(self._stale_blocks, blocks)
+                self._write_aggregates(proxies=False)
+        elif len(self._stale_blocks):
+            self._refresh_aggregates(s)
         self._write_moved(s, moved, before)
         self._moving = bool(len(moved))
+
+    def _write_aggregates(self, *, proxies: bool) -> None:
+        """The proxy node table again, and with `proxies` the proxies' rows."""
+        lay, agg, q = self.instances, self.aggregates, self.device.queue
+        q.write_buffer(self.resources.buffers["aggregates"], 0, agg.table(lay.proxy_slot))
+        if proxies:
+            rows = np.zeros((lay.slots - lay.proxy_first, 3, 4), np.float32)
+            rows[lay.proxy_slot - lay.proxy_first] = agg.proxy_rows()
+            q.write_buffer(self.resources.buffers["instances"], 48 * lay.proxy_first, rows)
+
+    def _refresh_aggregates(self, s: Scene) -> None:
+        """Measure the proxies over the blocks whose instances moved again, once they rest: their
+        blocks' spheres and the nodes above (`Aggregates.refresh`; ~0.1 ms a block)."""
+        lay, blocks = self.instances, self._stale_blocks
+        user = lay.user[(blocks[:, None] * INSTANCE_BLOCK + np.arange(INSTANCE_BLOCK)).ravel()]
+        inst = user[user >= 0]
+        spheres = np.zeros((s.instance_count, 4))
+        spheres[inst] = _world_spheres(s, inst)
+        areas = np.zeros(s.instance_count)
+        areas[inst] = s.instance_areas()[inst]
+        sites, content = slot_data(user, spheres, areas)
+        self.aggregates.refresh(blocks, self._block_bounds, sites, content)
+        self._stale_blocks = np.zeros(0, np.int64)
+        self._write_aggregates(proxies=True)
 
     def _upload_instances(self, s: Scene) -> None:
         """The instance buffer (slots by asset, then along a Morton curve), the blocks' bounds
@@ -368,8 +406,18 @@ class Frame:
         spheres = _world_spheres(s, None)
         self.instances = lay = GpuInstances.layout(s.instance_asset, spheres[:, :3])
         self._block_bounds = lay.block_bounds(spheres)
-        f.buffers["instances"] = buffer_with(d, lay.words(s.store.rows), "scene.instances",
-                                             _BU.STORAGE)
+        f.proxy_first = lay.slots
+        proxy_rows, table = None, np.zeros((1, 8), np.uint32)
+        self.aggregates, self._stale_blocks = None, np.zeros(0, np.int64)
+        if self.options.aggregates and s.proxy_assets is not None:
+            self.aggregates = agg = build_aggregates(lay, self._block_bounds, spheres,
+                                                     s.instance_areas())
+            slots = lay.add_proxies(agg.asset, s.proxy_assets)
+            proxy_rows, table = agg.proxy_rows(), agg.table(slots)
+        f.proxy_nodes = 0 if self.aggregates is None else self.aggregates.count
+        f.buffers["aggregates"] = buffer_with(d, table, "scene.aggregates", _BU.STORAGE)
+        f.buffers["instances"] = buffer_with(d, lay.words(s.store.rows, proxy_rows),
+                                             "scene.instances", _BU.STORAGE)
         f.buffers["block_bounds"] = buffer_with(d, self._block_bounds, "scene.block_bounds",
                                                 _BU.STORAGE)
         f.buffers["blocks"] = buffer(d, 4 * len(self._block_bounds), "frame.blocks",
@@ -462,11 +510,12 @@ class Frame:
         unjittered one (`motion_view_proj`); the occlusion test's projection stays unjittered,
         the jitter (< 0.5 px) being inside its one-pixel margin (shaders/occlusion.wgsl)."""
         f, o = self.resources, self.options
-        key = (f.width, f.height, f.instance_count, f.generation)
+        key = (f.width, f.height, f.instance_count, f.proxy_first, f.proxy_nodes, f.generation)
         if self._uniform_key != key:  # what changes only with the size or the scene
             u = np.zeros(1, FRAME_DTYPE)
             u["viewport"] = [f.width, f.height, 1 / f.width, 1 / f.height]
             u["instance_count"] = f.instance_count
+            u["proxies"] = [f.proxy_first, f.proxy_nodes, 0, 0]
             u["queue_capacity"] = self.queue_capacity
             u["visible_capacity"] = self.visible_capacity
             u["occluded_capacity"] = o.occluded_capacity

@@ -107,21 +107,51 @@ def world_spheres(rows: np.ndarray, assets, local: np.ndarray) -> tuple[np.ndarr
     return out, reach
 
 
-def _spread(x: np.ndarray) -> np.ndarray:
-    """10-bit integers (uint32) with two zero bits inserted after each bit (the usual masks)."""
-    for shift, mask in ((16, 0x030000FF), (8, 0x0300F00F), (4, 0x030C30C3), (2, 0x09249249)):
-        x = (x | (x << np.uint32(shift))) & np.uint32(mask)
-    return x
+def _split_rows(order: np.ndarray, xyz: np.ndarray, start: int, m: int, z: int, k: int) -> None:
+    """Split the m segments of z points side by side from `start` across each one's longest
+    axis, its k smallest first (`order` and the coordinates `xyz` (3, n) permuted alike)."""
+    sl = slice(start, start + m * z)
+    q = [xyz[a, sl].reshape(m, z) for a in range(3)]
+    ax = np.argmax(np.stack([x.max(axis=1) - x.min(axis=1) for x in q]), axis=0)
+    c = np.where((ax == 0)[:, None], q[0], np.where((ax == 1)[:, None], q[1], q[2]))
+    part = np.argpartition(c, k - 1, axis=1)
+    rows = order[sl].reshape(m, z)
+    rows[:] = np.take_along_axis(rows, part, axis=1)
+    for x in q:
+        x[:] = np.take_along_axis(x, part, axis=1)
 
 
-def morton_codes(points: np.ndarray) -> np.ndarray:
-    """(n,) uint32 Morton codes of (n, 3) points, 10 bits an axis over their bounding box (a
-    block of 64 neighbours needs no finer curve)."""
-    p = np.ascontiguousarray(np.asarray(points, np.float32).T)  # (3, n): reductions along rows
-    lo, hi = p.min(axis=1, initial=np.inf), p.max(axis=1, initial=-np.inf)
-    q = ((p - lo[:, None]) * (1023 / np.maximum(hi - lo, 1e-30))[:, None]).astype(np.uint32)
-    q = np.minimum(q, np.uint32(1023))
-    return _spread(q[0]) | (_spread(q[1]) << np.uint32(1)) | (_spread(q[2]) << np.uint32(2))
+def kd_order(points: np.ndarray, leaf: int = BLOCK) -> np.ndarray:
+    """(n,) int64 order of (n, 3) points along a k-d tree whose leaves are `leaf` consecutive
+    points: each segment of more than `leaf` is split across its longest axis at a rank that is
+    a whole number of leaves (half of a power-of-two count of leaves, else that power of two:
+    a split of more than BLOCK points falls on a whole block), so that every leaf, every block
+    of BLOCK consecutive points and every run of 8^k blocks of the aggregate tree
+    (renderer/aggregates.py) is a compact cell. (A Morton curve cut into runs of 64 straddles
+    its own cells wherever they do not hold exactly 64: boxes twice as large, half empty.)
+    Segments of one size are split together (an (m, size) partition); ~1 s for a million on
+    the 2-core machine."""
+    n = len(points)
+    order = np.arange(n)
+    # the coordinates kept in the current order: each level's gathers stay within segments
+    xyz = np.ascontiguousarray(np.asarray(points, np.float32).T)  # (3, n)
+    segs = {n: np.zeros(1, np.int64)}  # size -> starts of the segments of that size
+    while any(z > leaf for z in segs):
+        nxt: dict[int, list[np.ndarray]] = {}
+        for z, starts in segs.items():
+            if z <= leaf:
+                nxt.setdefault(z, []).append(starts)
+                continue
+            cells = -(-z // leaf)
+            k = leaf * (1 << int(np.log2(cells - 1))) if cells > 2 else leaf
+            starts = np.sort(starts)
+            # runs of segments side by side: their rows are a reshaped slice (no gather)
+            for run in np.split(starts, np.flatnonzero(np.diff(starts) != z) + 1):
+                _split_rows(order, xyz, int(run[0]), len(run), z, k)
+            nxt.setdefault(k, []).append(starts)
+            nxt.setdefault(z - k, []).append(starts + k)
+        segs = {z: np.concatenate(v) for z, v in nxt.items()}
+    return order
 
 
 def _box_side(centre: np.ndarray, radius: np.ndarray, sign: int) -> np.ndarray:
@@ -230,16 +260,26 @@ class GpuInstances:
     slot: np.ndarray
     user: np.ndarray
     blocks: np.ndarray
+    # the first proxy slot (renderer/aggregates.py): instance slots end here, proxies follow,
+    # each asset's run padded to whole blocks (user -1); -1 until `add_proxies`
+    proxy_first: int = -1
+    proxy_slot: np.ndarray | None = None  # (nodes,) int64 each proxy node's slot
+
+    @property
+    def instance_slots(self) -> int:
+        """The slots of instances (padding included), before any proxy."""
+        return self.proxy_first if self.proxy_first >= 0 else self.slots
 
     @classmethod
     def layout(cls, asset: np.ndarray, centres: np.ndarray | None = None) -> GpuInstances:
-        """Slots sorted by asset, then (with `centres`, (n, 3) world positions) along a Morton
-        curve through the instances' centres, so that a block of slots holds neighbours (a
-        small box for `block_bounds`); each asset's run padded to whole blocks."""
-        key = asset.astype(np.uint64) << np.uint64(32)
+        """Slots sorted by asset, then (with `centres`, (n, 3) world positions) in `kd_order`
+        through each asset's instances, so that a block of slots holds neighbours (a small box
+        for `block_bounds`); each asset's run padded to whole blocks."""
+        order = np.argsort(asset, kind="stable")
         if centres is not None:
-            key |= morton_codes(centres).astype(np.uint64)
-        order = np.argsort(key, kind="stable" if centres is None else "quicksort")
+            bounds = np.flatnonzero(np.diff(asset[order])) + 1
+            for run in np.split(order, bounds):  # views: each asset's run sorted in place
+                run[:] = run[kd_order(centres[run])]
         counts = np.bincount(asset, minlength=int(asset.max(initial=-1)) + 1)
         padded = -(-counts // BLOCK) * BLOCK
         run_start = np.concatenate([[0], np.cumsum(padded)[:-1]])
@@ -259,15 +299,16 @@ class GpuInstances:
         instances ((n, 4) `spheres`, in instance order), (lo, count) and (hi, 0), widened by a
         millionth of the coordinates and rounded outwards to float32, so that the GPU's float32
         tests never find an instance in view outside its block's box (block_cull.wgsl)."""
-        out = np.zeros((self.slots // BLOCK, 2, 4), np.float32)
-        pad = self.user < 0
+        user = self.user[: self.instance_slots]
+        out = np.zeros((len(user) // BLOCK, 2, 4), np.float32)
+        pad = user < 0
         # gathered in slot order, by axis (3 + 1, slots): the reductions run along rows
-        c = np.ascontiguousarray(spheres[np.maximum(self.user, 0)].T, dtype=np.float64)
+        c = np.ascontiguousarray(spheres[np.maximum(user, 0)].T, dtype=np.float64)
         for side, fill, pick, sign in ((0, np.inf, np.min, -1), (1, -np.inf, np.max, 1)):
             v = _box_side(c[:3], c[3], sign)
             v[:, pad] = fill
             out[:, side, :3] = _outward(pick(v.reshape(3, -1, BLOCK), axis=2).T, sign)
-        out[:, 0, 3] = (self.user.reshape(-1, BLOCK) >= 0).sum(axis=1)
+        out[:, 0, 3] = (user.reshape(-1, BLOCK) >= 0).sum(axis=1)
         out[out[:, 0, 3] == 0, :, :3] = 0  # an empty block (none but the last)
         return out
 
@@ -284,11 +325,36 @@ class GpuInstances:
     def slots(self) -> int:
         return len(self.user)
 
-    def words(self, rows: np.ndarray) -> np.ndarray:
-        """The instance buffer as (n,) uint32 words: every slot's 12 row words, then the block
-        table (padded to a whole vec4)."""
+    def add_proxies(self, node_asset: np.ndarray, row_base: int) -> np.ndarray:
+        """Slots after the instances' for proxy nodes of assets `node_asset` ((nodes,)), sorted
+        by asset, each asset's run padded to whole blocks whose asset-table row is `row_base` +
+        the asset (`Scene.proxy_assets`); returns and keeps each node's slot."""
+        first = self.instance_slots
+        node_asset = np.asarray(node_asset, np.int64)
+        order = np.argsort(node_asset, kind="stable")
+        counts = np.bincount(node_asset, minlength=int(node_asset.max(initial=-1)) + 1)
+        padded = -(-counts // BLOCK) * BLOCK
+        run_start = first + np.concatenate([[0], np.cumsum(padded)[:-1]])
+        first_of = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        a = node_asset[order]
+        slot = np.empty(len(node_asset), np.int64)
+        slot[order] = run_start[a] + (np.arange(len(a)) - first_of[a])
+        self.user = np.concatenate([self.user[:first], np.full(int(padded.sum()), -1)])
+        self.blocks = np.concatenate([
+            self.blocks[: first // BLOCK],
+            np.repeat(row_base + np.arange(len(counts), dtype=np.uint32), padded // BLOCK)
+            .astype(np.uint32)])
+        self.proxy_first, self.proxy_slot = first, slot
+        return slot
+
+    def words(self, rows: np.ndarray, proxy_rows: np.ndarray | None = None) -> np.ndarray:
+        """The instance buffer as (n,) uint32 words: every slot's 12 row words (the proxies'
+        `proxy_rows`, (nodes, 3, 4), after `add_proxies`), then the block table (padded to a
+        whole vec4)."""
         data = np.zeros((self.slots, 3, 4), np.float32)
         data[self.slot] = rows
+        if proxy_rows is not None:
+            data[self.proxy_slot] = proxy_rows
         table = np.zeros(-(-len(self.blocks) // 4) * 4, np.uint32)
         table[: len(self.blocks)] = self.blocks
         return np.concatenate([data.view(np.uint32).reshape(-1), table])

@@ -81,6 +81,10 @@ FRAME_DTYPE = np.dtype([
     # view_proj without temporal accumulation's sub-pixel jitter (renderer/antialias.py): what
     # velocity measures motion with, so that the jitter is no motion (= view_proj unjittered)
     ("motion_view_proj", "<f4", 16),
+    # aggregate proxies (renderer/aggregates.py): x: the first proxy slot (the instances' slots
+    # end there: the block cull and the shadow views' instance cull stop at it), y: proxy nodes
+    # in the `aggregates` table (0: none drawn), z, w: 0
+    ("proxies", "<u4", 4),
 ])
 
 # the virtual shadow maps (renderer/shadows.py, shaders/shadow.wgsl): one uniform a frame
@@ -138,6 +142,9 @@ INSTANCE_WGSL = """struct Instance {
     world: mat4x4<f32>,  // object -> world (affine)
     asset: u32,  // index into the asset table
     scale: f32,  // largest axis scale of `world` (spheres and errors grow by it)
+    // the share of the pixels it covers that an aggregate proxy keeps (renderer/aggregates.py:
+    // its instances' projected area over its box's, along the view); 1 for an instance
+    coverage: f32,
 }"""
 
 ASSET_DTYPE = np.dtype([
@@ -178,6 +185,8 @@ STATE_WORDS = (
     "instances_visible",
     "instances_far",  # drawn from their root group without a BVH traversal (instance_cull.wgsl)
     "blocks_visible",  # blocks of INSTANCE_BLOCK slots whose bounds touch the view (block_cull)
+    "proxies_drawn",  # aggregate proxies drawn, each for a node's instances (block_cull)
+    "proxied_instances",  # instances drawn by those proxies instead of themselves
     "nodes_visited",
     "groups_tested",
     "clusters_tested",

@@ -165,6 +165,10 @@ INSTANCE_BLOCK = 64
 assert INSTANCE_BLOCK == WORKGROUP  # the instance cull runs a workgroup per block
 INSTANCE_SLOT_BYTES = 48  # a slot: the three rows of a 3 x 4 affine transform, float32
 MOVED_VEC4S = 7  # an entry of the moved table (shaders/moved.wgsl): slot, rows before, rows now
+# aggregate proxies (renderer/aggregates.py, shaders/block_cull.wgsl): a listed block entry with
+# this bit is a proxy's slot; a root node's parent in the proxy node table
+PROXY_ENTRY = 1 << 31
+NO_NODE = 0xFFFFFFFF
 assert SHADOW_VIEWS <= 1 << (32 - VIEW_SHIFT)
 NO_PAGE = 0xFFFFFFFF  # a page table entry without a physical page
 
@@ -210,6 +214,8 @@ WGSL_CONSTANTS = {
     "INSTANCE_MASK": INSTANCE_MASK,
     "INSTANCE_BLOCK": INSTANCE_BLOCK,
     "MOVED_VEC4S": MOVED_VEC4S,
+    "PROXY_ENTRY": PROXY_ENTRY,
+    "NO_NODE": NO_NODE,
     "NO_PAGE": NO_PAGE,
     **{f"VIEW_{name.upper()}": i for i, name in enumerate(DEBUG_VIEWS)},
 }

@@ -53,6 +53,10 @@ class RenderOptions:
     # what it hid
     occlusion: bool = True
     occluded_capacity: int = 1 << 20  # deferred nodes and clusters per frame (8 bytes each)
+    # aggregate proxies (renderer/aggregates.py): a far group of instances whose honest error
+    # projects under tau drawn as one box covering the share of pixels its instances cover;
+    # False draws every instance itself
+    aggregates: bool = True
     # streaming (renderer/streaming.py): pages live in a GPU pool of `pool_mb` (default: what the
     # adapter binds in one buffer, at most 1 GiB); only the hierarchy and the root pages are
     # uploaded on load, the rest when culling asks. None: stream only when the scene's pages do not

@@ -64,8 +64,9 @@ class PagePool:
         self.device = device
         self.options = o = options
         self.page_size = page_size = scene.assets[0].page_size
-        total = sum(a.page_count for a in scene.assets)
-        groups = sum(len(a.groups) for a in scene.assets)
+        gpu = scene.gpu_assets  # the scene's, and the proxies' box
+        total = sum(a.page_count for a in gpu)
+        groups = sum(len(a.groups) for a in gpu)
         slots = pool_slots(o, page_size, limits)
         stream = o.streaming if o.streaming is not None else total > slots
         usage = _BU.STORAGE | _BU.COPY_DST
@@ -76,7 +77,7 @@ class PagePool:
 
             budget = max(1, int(o.upload_mb * 2**20) // page_size)
             try:
-                self.streamer = PageStreamer(scene.assets, slots, budget)
+                self.streamer = PageStreamer(gpu, slots, budget)
             except ValueError as e:
                 raise SceneError(str(e)) from None
             self.buffers["pages"] = buffer(device, slots * page_size, "scene.page_pool", usage)

@@ -245,10 +245,14 @@ class Renderer:
     def max_instances(self) -> int:
         """The most instances of one asset a scene may hold on this adapter: the instance buffer
         is one storage binding of INSTANCE_SLOT_BYTES an instance (slots padded per asset: see
-        renderer/instances.py), and the queue's instance word holds 2^VIEW_SHIFT slots."""
+        renderer/instances.py; aggregate proxies after them), and the queue's instance word
+        holds 2^VIEW_SHIFT slots."""
         limit = binding_limit(self.device)[0]
-        per = INSTANCE_SLOT_BYTES + 4 / INSTANCE_BLOCK
-        return min(int(limit // per) // INSTANCE_BLOCK * INSTANCE_BLOCK, INSTANCE_MASK + 1)
+        # with aggregate proxies, a proxy slot a node: 8/7 of a slot a block, rounded up
+        grow = 1 + 1.2 / INSTANCE_BLOCK if self.options.aggregates else 1.0
+        per = (INSTANCE_SLOT_BYTES + 4 / INSTANCE_BLOCK) * grow
+        return min(int(limit // per), int((INSTANCE_MASK + 1) / grow)) \
+            // INSTANCE_BLOCK * INSTANCE_BLOCK
 
     def check_instances(self, more: int, asset: int = 0) -> None:
         """Raise ValueError, before anything is built, if the scene cannot take `more` instances

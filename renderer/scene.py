@@ -10,9 +10,11 @@ addressed by one global index in the shaders. The pages themselves go to the GPU
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import wgpu
@@ -70,6 +72,18 @@ class Asset:
     @property
     def depth(self) -> int:
         return int(self.nodes["depth"].max())
+
+
+def _box_area(a: Asset) -> float:
+    e = np.asarray(a.meta["bounds_max"], np.float64) - np.asarray(a.meta["bounds_min"])
+    return float(2 * (e[0] * e[1] + e[1] * e[2] + e[2] * e[0]))
+
+
+@functools.cache
+def proxy_box() -> Asset:
+    """The unit cube aggregate proxies draw (`renderer/aggregates.py`; the file is made by
+    tools/make_proxy_box.py), opened once."""
+    return open_asset(Path(__file__).parent / "data" / "proxy_box.tess")
 
 
 def open_asset(path: str | os.PathLike) -> Asset:
@@ -168,6 +182,21 @@ class Scene:
     asset_version: int = 0  # bumped when assets change (geometry re-upload)
     instance_version: int = 0  # bumped when instances are added or cleared (re-upload)
     world_version: int = 0  # bumped whenever an instance is added, moved or cleared (bounds)
+
+    @property
+    def gpu_assets(self) -> list[Asset]:
+        """The assets the GPU holds: the scene's, then the aggregate proxies' box
+        (`proxy_box`) where its page size is the scene's (else no proxy is drawn)."""
+        box = proxy_box()
+        if self.assets and box.page_size == self.assets[0].page_size:
+            return [*self.assets, box]
+        return list(self.assets)
+
+    @property
+    def proxy_assets(self) -> int | None:
+        """The asset-table row of the first asset's proxies (asset i's at this + i: the box with
+        that asset's first material), or None when the GPU has no box."""
+        return len(self.assets) + 1 if len(self.gpu_assets) > len(self.assets) else None
 
     def add_asset(self, asset: Asset) -> int:
         self.assets.append(asset)
@@ -280,6 +309,14 @@ class Scene:
         """(n, 4, 4) float32: each instance's transform (a new array)."""
         return as_matrices(self.store.rows)
 
+    def instance_areas(self) -> np.ndarray:
+        """(n,) float64 each instance's full-detail surface area in world units: its asset's
+        (`surface_area` in the meta; older files: its bounding box's, an over-estimate) times
+        the square of its largest axis scale."""
+        per = np.array([a.meta.get("surface_area", _box_area(a)) for a in self.assets],
+                       np.float64)
+        return per[self.store.asset] * self.instance_scales().astype(np.float64) ** 2
+
     def instance_scales(self) -> np.ndarray:
         """(n,) float32: each instance's largest axis scale, as the GPU computes it."""
         return max_scales(self.store.rows)
@@ -290,21 +327,29 @@ class Scene:
         return int(per[self.store.asset].sum()) if len(per) else 0
 
     def asset_table(self, material_bases: np.ndarray | None = None) -> np.ndarray:
-        out = np.zeros(max(1, len(self.assets)), ASSET_DTYPE)
+        """ASSET_DTYPE rows of `gpu_assets`, then one per asset for its proxies: the box's row
+        with the asset's first material (`proxy_assets`)."""
+        gpu = self.gpu_assets
+        proxies = len(self.assets) if len(gpu) > len(self.assets) else 0
+        out = np.zeros(max(1, len(gpu) + proxies), ASSET_DTYPE)
         node = group = part = page = 0
-        for i, a in enumerate(self.assets):
+        for i, a in enumerate(gpu):
             err = a.groups["error"]
             finite = err[err < np.float32(ROOT_ERROR)]
             g = a.root_group
             uv_box = [*a.meta.get("uv_min", [0.0, 0.0]), *a.meta.get("uv_max", [1.0, 1.0])]
+            base = material_bases[i] if material_bases is not None and i < len(self.assets) else 0
             out[i] = (node, group, part, page, float(a.meta["step"]), len(a.nodes),
                       float(finite.max()) if len(finite) else 0.0,
-                      part + int(g["first_part"]), int(g["part_count"]),
-                      material_bases[i] if material_bases is not None else 0, (0, 0), uv_box)
+                      part + int(g["first_part"]), int(g["part_count"]), base, (0, 0), uv_box)
             node += len(a.nodes)
             group += len(a.groups)
             part += len(a.parts)
             page += a.page_count
+        for i in range(proxies):
+            out[len(gpu) + i] = out[len(gpu) - 1]
+            out[len(gpu) + i]["material_base"] = (material_bases[i] if material_bases is not None
+                                                  else 0)
         return out
 
     def material_data(self, limit_bytes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -358,9 +403,10 @@ class Scene:
 
     def page_data(self) -> np.ndarray:
         """Every page of every asset, in scene page order, as one (n,) uint32 array."""
-        data = np.zeros(sum(a.page_count * a.page_size for a in self.assets) // 4, np.uint32)
+        gpu = self.gpu_assets
+        data = np.zeros(sum(a.page_count * a.page_size for a in gpu) // 4, np.uint32)
         o = 0
-        for a in self.assets:
+        for a in gpu:
             verify_pages(a)
             arr = a.file.pages_array()
             data[o : o + arr.size // 4] = np.ascontiguousarray(arr).view(np.uint32).reshape(-1)
@@ -378,13 +424,14 @@ class Scene:
             raise SceneError(f"assets with different page sizes {sorted(sizes)} in one scene")
         usage = wgpu.BufferUsage.STORAGE
         materials, bases = self.material_data(binding_limit)
+        gpu = self.gpu_assets
         return {
             "materials": buffer_with(device, materials, "scene.materials", usage),
             "assets": buffer_with(device, self.asset_table(bases), "scene.assets", usage),
-            "nodes": buffer_with(device, np.concatenate([a.nodes for a in self.assets]),
+            "nodes": buffer_with(device, np.concatenate([a.nodes for a in gpu]),
                                  "scene.nodes", usage),
-            "groups": buffer_with(device, np.concatenate([a.groups for a in self.assets]),
+            "groups": buffer_with(device, np.concatenate([a.groups for a in gpu]),
                                   "scene.groups", usage),
-            "parts": buffer_with(device, np.concatenate([a.parts for a in self.assets]),
+            "parts": buffer_with(device, np.concatenate([a.parts for a in gpu]),
                                  "scene.parts", usage),
         }

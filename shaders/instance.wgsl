@@ -2,6 +2,9 @@
 // 3 x 4 affine transform, words 12 s .. 12 s + 11 (`instances`, as vec4<u32>: 3 s .. 3 s + 2);
 // after the last slot (frame.instance_count of them) the block table, one asset index for each
 // INSTANCE_BLOCK slots, four to a vec4. Padding slots hold zeros (no instance is singular).
+// Slots from frame.proxies.x on are aggregate proxies (renderer/aggregates.py): the proxies' box
+// asset mapped onto a node's box, rows (sx, content, 0, tx), (0, sy, 0, ty), (0, 0, sz, tz),
+// content being its instances' mean projected area (world units squared).
 // Needs the bindings `frame` and `instances: array<vec4<u32>>`.
 
 fn instance_row(s: u32, r: u32) -> vec4<f32> {
@@ -23,6 +26,22 @@ fn instance(s: u32) -> Instance {
     let r1 = instance_row(s, 1u);
     let r2 = instance_row(s, 2u);
     var out: Instance;
+    out.coverage = 1.0;
+    if s >= frame.proxies.x {
+        // a proxy: its box's projected area along the view from the frame's camera
+        let size = vec3<f32>(r0.x, r1.y, r2.z);
+        out.world = mat4x4<f32>(vec4<f32>(size.x, 0.0, 0.0, 0.0), vec4<f32>(0.0, size.y, 0.0, 0.0),
+                                vec4<f32>(0.0, 0.0, size.z, 0.0), vec4<f32>(r0.w, r1.w, r2.w, 1.0));
+        out.asset = instance_asset(s);
+        out.scale = max(size.x, max(size.y, size.z));
+        let centre = vec3<f32>(r0.w, r1.w, r2.w) + 0.5 * size;
+        let d = abs(normalize(centre - frame.camera.xyz));
+        let area = d.x * size.y * size.z + d.y * size.x * size.z + d.z * size.x * size.y;
+        // instances scattered at random cover 1 - exp(-their area / the box's) of it (they
+        // hide one another: the Poisson model of a field of small occluders)
+        out.coverage = 1.0 - exp(-r0.y / max(area, 1e-30));
+        return out;
+    }
     // column-major: column k is (r0[k], r1[k], r2[k], k == 3)
     out.world = mat4x4<f32>(vec4<f32>(r0.x, r1.x, r2.x, 0.0), vec4<f32>(r0.y, r1.y, r2.y, 0.0),
                             vec4<f32>(r0.z, r1.z, r2.z, 0.0), vec4<f32>(r0.w, r1.w, r2.w, 1.0));
@@ -31,4 +50,20 @@ fn instance(s: u32) -> Instance {
                              dot(out.world[1].xyz, out.world[1].xyz)),
                          dot(out.world[2].xyz, out.world[2].xyz)));
     return out;
+}
+
+// whether a proxy of `coverage` keeps pixel `pixel` this frame: a hash of the pixel, the proxy's
+// slot and the frame index under the coverage (1: always), so that overlapping proxies keep
+// independent pixels and successive frames (temporal accumulation) average to the coverage
+fn proxy_keep(coverage: f32, pixel: u32, slot: u32) -> bool {
+    if coverage >= 1.0 {
+        return true;
+    }
+    var h = (pixel * 0x9e3779b1u) ^ (slot * 0x85ebca77u) ^ (frame.frame_index * 0xc2b2ae3du);
+    h ^= h >> 16u;
+    h *= 0x7feb352du;
+    h ^= h >> 15u;
+    h *= 0x846ca68bu;
+    h ^= h >> 16u;
+    return f32(h >> 8u) * (1.0 / 16777216.0) < coverage;
 }

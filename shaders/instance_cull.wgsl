@@ -47,8 +47,18 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     atomicAdd(&state[S_INSTANCES_TESTED], 1u);
 #else
-    // a workgroup per block in view (block_cull.wgsl; WORKGROUP == INSTANCE_BLOCK), a lane a slot
-    let i = blocks[wg.x + wg.y * MAX_DISPATCH] * INSTANCE_BLOCK + lane;
+    // a workgroup per block in view (block_cull.wgsl; WORKGROUP == INSTANCE_BLOCK), a lane a slot;
+    // or an aggregate proxy's slot, queued by the first lane as its box asset's root
+    let entry = blocks[wg.x + wg.y * MAX_DISPATCH];
+    if (entry & PROXY_ENTRY) != 0u {
+        let s = entry & ~PROXY_ENTRY;
+        if lane == 0u {
+            let proxy = instance(s);
+            push_root(proxy, s, assets[proxy.asset].node_base);
+        }
+        return;
+    }
+    let i = entry * INSTANCE_BLOCK + lane;
     if !instance_present(i) {
         return;
     }

@@ -35,6 +35,8 @@ struct VertexOut {
     @location(2) uv: vec2<f32>,
     @location(3) alpha: f32,
     @location(4) @interpolate(flat) page: u32,  // SHADOW: the item's physical page
+    // a proxy's coverage (bits) and slot: the share of its pixels it keeps (proxy_keep)
+    @location(5) @interpolate(flat) keep: vec2<u32>,
 }
 
 @vertex
@@ -44,6 +46,7 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> V
     let entry = visible[idx];
     let inst = instance(entry.x & INSTANCE_MASK);
     out.page = 0u;
+    out.keep = vec2<u32>(bitcast<u32>(inst.coverage), entry.x & INSTANCE_MASK);
     let page = page_start(entry.y);
     let base = cluster_base(entry.y);
     let t = vi / 3u;
@@ -128,6 +131,9 @@ fn fs_main(in: VertexOut) {
 #ifdef SHADOW
     shadow_write_page(in.page, x, y, in.position.z);
 #else
-    vis_write(y * u32(frame.viewport.x) + x, in.position.z, in.payload);
+    let pixel = y * u32(frame.viewport.x) + x;
+    if proxy_keep(bitcast<f32>(in.keep.x), pixel, in.keep.y) {
+        vis_write(pixel, in.position.z, in.payload);
+    }
 #endif
 }

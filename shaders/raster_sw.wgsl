@@ -88,14 +88,16 @@ fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
 #else
         let rv = RasterView(frame.view_proj, vec2<i32>(frame.viewport.xy), 0u);
 #endif
+        let keep = vec2<u32>(bitcast<u32>(inst.coverage), entry.x & INSTANCE_MASK);
         for (var t = lane; t < nt; t += SW_LANES) {
-            raster_triangle(idx, t, streams, base, inst.world, step, rv);
+            raster_triangle(idx, t, streams, base, inst.world, step, rv, keep);
         }
     }
 }
 
+// keep: the instance's coverage (bits) and slot (a proxy keeps a share of its pixels)
 fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, base: u32, world: mat4x4<f32>,
-                   step: f32, rv: RasterView) {
+                   step: f32, rv: RasterView, keep: vec2<u32>) {
     let w = rv.size.x;
     let h = rv.size.y;
     let c = stream_triangle(streams, t);
@@ -177,7 +179,7 @@ fn raster_triangle(idx: u32, t: u32, streams: ClusterStreams, base: u32, world: 
     }
     let area2 = f32(d01.x * (a2.y - a0.y) - d01.y * (a2.x - a0.x));
     let tri = SwTriangle(vec3<i32>(b01, b12, b20), vec3<f32>(z0, z1, z2), area2,
-                         (idx << TRIANGLE_BITS) | t, rv.view);
+                         (idx << TRIANGLE_BITS) | t, rv.view, keep);
     // the edge functions' step one pixel right
     let dx = vec3<i32>(d01.y * s, d12.y * s, d20.y * s);
     for (var y = y0; y <= y1; y++) {
@@ -207,6 +209,7 @@ struct SwTriangle {
     area2: f32,
     payload: u32,
     view: u32,  // the shadow view (SHADOW)
+    keep: vec2<u32>,  // coverage bits and slot (proxy_keep)
 }
 
 // pixel x of a row (row = y * width) whose edge functions are e, if x <= x1 and inside
@@ -218,7 +221,9 @@ fn sw_pixel(tri: SwTriangle, e: vec3<i32>, row: u32, x: i32, x1: i32) {
 #ifdef SHADOW
         shadow_write(tri.view, x, i32(row), z);
 #else
-        vis_write(row + u32(x), z, tri.payload);
+        if proxy_keep(bitcast<f32>(tri.keep.x), row + u32(x), tri.keep.y) {
+            vis_write(row + u32(x), z, tri.payload);
+        }
 #endif
     }
 }

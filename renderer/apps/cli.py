@@ -300,7 +300,7 @@ def _render(args: argparse.Namespace, job: LoadJob | None, stop: StopSignals) ->
         opts = RenderOptions(tau=1.0 if args.tau is None else args.tau,
                              persistent=TRAVERSALS[args.traversal],
                              fallback32=args.fallback32, occlusion=not args.no_occlusion,
-                             **_stream_options(args))
+                             aggregates=not args.no_aggregates, **_stream_options(args))
         spec = None
         if job is None:
             from renderer.scene import open_asset
@@ -427,6 +427,9 @@ def _print_render_stats(args: argparse.Namespace, r, res) -> None:
           "triangles at full detail")
     print(f"  instances   {c['instances_visible']} of {c['instances_tested']} in view, "
           f"{c['instances_far']} far (drawn from their root group, no BVH walk)")
+    if c["proxies_drawn"] or c["proxied_instances"]:
+        print(f"  aggregates  {c['proxied_instances']} instances stood for by "
+              f"{c['proxies_drawn']} proxy boxes in view (far groups under tau)")
     if r.streamer is not None:
         st = r.streamer
         print(f"  streaming   {res.stats.frame + 1} frames to load the view: "
@@ -572,6 +575,7 @@ def cmd_view(args: argparse.Namespace) -> int:
                                                     persistent=TRAVERSALS[args.traversal],
                                                     fallback32=args.fallback32,
                                                     occlusion=not args.no_occlusion,
+                                                    aggregates=not args.no_aggregates,
                                                     **_stream_options(args)))
         viewer.run()
     except (*_runtime_errors(), MeshError, ValueError) as e:
@@ -625,6 +629,9 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                    help="force the 32-bit visibility path (for adapters without 64-bit atomics)")
     p.add_argument("--no-occlusion", action="store_true",
                    help="no two-pass HZB occlusion culling (on by default)")
+    p.add_argument("--no-aggregates", action="store_true",
+                   help="draw every instance itself: no aggregate proxies (a far group of "
+                        "instances as one dithered box, on by default)")
     p.add_argument("--pool-mb", type=_POSITIVE,
                    help="stream the pages through a GPU page pool of this size in MB (default: "
                         "stream only when the pages do not fit what the adapter binds, 1 GiB at "

@@ -98,6 +98,7 @@ def _statistics(imgui, app: ViewerApp) -> None:
     c = s.counters
     imgui.text(f"instances  {c['instances_visible']:,} / {c['instances_tested']:,}"
                f"  ({c['instances_far']:,} far)")
+    imgui.text(f"proxies    {c['proxies_drawn']:,} for {c['proxied_instances']:,} instances")
     imgui.text(f"nodes      {c['nodes_visited']:,}")
     imgui.text(f"clusters   SW {c['sw_clusters']:,}  HW {c['hw_clusters']:,}")
     imgui.text(f"triangles  SW {c['sw_triangles']:,}  HW {c['hw_triangles']:,}")

@@ -41,6 +41,7 @@ class BenchConfig:
     persistent: bool | None = None  # None: the renderer's choice for the adapter
     fallback32: bool = False
     occlusion: bool = True
+    aggregates: bool = True  # aggregate proxies (RenderOptions.aggregates)
     # "orbit": a quarter orbit over the grid; "field": a dense field (instances overlapping) seen
     # from ground level, creeping forward, drawn with occlusion culling on and then off
     scene: str = "orbit"
@@ -160,7 +161,8 @@ def run(cfg: BenchConfig, *, log=print) -> dict:
         raise ValueError(f"unknown bench scene {cfg.scene!r} (orbit, field)")
     stream = cfg.pool_mb is not None
     opts = RenderOptions(tau=cfg.tau, persistent=cfg.persistent, fallback32=cfg.fallback32,
-                         occlusion=cfg.occlusion, streaming=stream, pool_mb=cfg.pool_mb,
+                         occlusion=cfg.occlusion, aggregates=cfg.aggregates,
+                         streaming=stream, pool_mb=cfg.pool_mb,
                          upload_mb=cfg.upload_mb, shadows=cfg.shadows, sun=cfg.sun,
                          shadow_pool_mb=cfg.shadow_pool_mb)
     r = Renderer(cfg.width, cfg.height, options=opts)
@@ -228,7 +230,8 @@ def main_args(args) -> int:
                       height=args.size[1], frames=args.frames, brute=not args.no_brute,
                       brute_frames=args.brute_frames, tau=args.tau,
                       persistent=TRAVERSALS[args.traversal], fallback32=args.fallback32,
-                      occlusion=not args.no_occlusion, scene=args.scene,
+                      occlusion=not args.no_occlusion, aggregates=not args.no_aggregates,
+                      scene=args.scene,
                       pool_mb=args.pool_mb, upload_mb=args.upload_mb,
                       shadows=not args.no_shadows, sun=args.sun,
                       shadow_pool_mb=args.shadow_pool_mb)

@@ -1,7 +1,8 @@
-"""Block cull and instance cull: the blocks of instance slots whose bounds touch the view
-(`BlockCull`, shaders/block_cull.wgsl), then the frustum and occlusion test of each of their
-instances' root box (`InstanceCull`); survivors seed the BVH queue, occluded ones the post pass.
-The shadow views' instance cull takes every slot."""
+"""Block cull and instance cull: the blocks of instance slots whose bounds touch the view, or the
+aggregate proxy that stands for them when it is fine enough (`BlockCull`,
+shaders/block_cull.wgsl), then the frustum and occlusion test of each of their instances' root
+box (`InstanceCull`), or a proxy's box cluster; survivors seed the BVH queue, occluded ones the
+post pass. The shadow views' instance cull takes every instance slot (no proxy)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ BLOCK_BINDINGS = (
     Binding("block_bounds", READ, "array<vec4<f32>>"),
     Binding("blocks", STORAGE, "array<u32>"),
     Binding("args", STORAGE, "array<u32>"),
+    Binding("aggregates", READ, "array<vec4<u32>>"),  # proxy nodes (renderer/aggregates.py)
 )
 
 SHADOW_BINDINGS = (
@@ -51,7 +53,7 @@ class BlockCull(Pass):
                                                  ["cs_blocks", "cs_block_args"], label=self.label)
 
     def encode(self, frame, encoder) -> None:
-        groups = -(-frame.instance_count // INSTANCE_BLOCK // WORKGROUP)
+        groups = -(-frame.proxy_first // INSTANCE_BLOCK // WORKGROUP)
         cp = encoder.begin_compute_pass(label=self.label,
                                         timestamp_writes=frame.timestamps(self.label))
         cp.set_bind_group(0, self.group(frame))
@@ -86,7 +88,7 @@ class InstanceCull(Pass):
         cp.set_pipeline(self.pipeline)
         cp.set_bind_group(0, self.group(frame))
         if self.shadow:
-            groups = -(-frame.instance_count // WORKGROUP)  # the shader reads gid.y past
+            groups = -(-frame.proxy_first // WORKGROUP)  # the shader reads gid.y past
             cp.dispatch_workgroups(min(groups, MAX_DISPATCH), -(-groups // MAX_DISPATCH))
         else:
             cp.dispatch_workgroups_indirect(frame.buffers["args"], 4 * ARGS["blocks_x"])

@@ -85,8 +85,12 @@ def test_bulk_instances_draw_and_name_as_one_by_one(sphere_tess) -> None:
     assert set(np.unique(np.concatenate([visible["sw"][:, 0], visible["hw"][:, 0]]))) == set(
         range(len(rows)))
     # 48 bytes an instance: 24 + 12 instances, each asset's run padded to a block of slots,
-    # then one asset index a block
-    slots = 2 * INSTANCE_BLOCK
+    # then each asset's aggregate proxies (one node each: its block) padded alike, then one
+    # asset index a block
+    lay = r.frame.instances
+    assert lay.instance_slots == 2 * INSTANCE_BLOCK
+    slots = 4 * INSTANCE_BLOCK
+    assert lay.slots == slots and r.frame.aggregates.count == 2
     assert r.frame.resources.buffers["instances"].size == slots * INSTANCE_SLOT_BYTES + 16
 
 
@@ -217,16 +221,17 @@ def big_field(n: int, seed: int) -> np.ndarray:
 def test_blocks_out_of_view_skip_their_instances_and_grow_when_they_move(sphere_tess) -> None:
     # 3,000 spheres of two assets seen from above one corner: most blocks of 64 slots are
     # out of view; the instances the GPU finds in view are the CPU twin's (renderer/oracles:
-    # the root box against the frustum, float64, ties within 1e-4 either way)
+    # the root box against the frustum, float64, ties within 1e-4 either way); no aggregate
+    # proxies (test_aggregates.py), so that every instance in view is drawn by itself
     rows = big_field(3000, 4)
-    r = Renderer(W, H, options=RenderOptions(occlusion=False))
+    r = Renderer(W, H, options=RenderOptions(occlusion=False, aggregates=False))
     ids = [r.load(sphere_tess), r.load(sphere_tess)]
     r.add_instances(ids[0], rows[:1800])
     r.add_instances(ids[1], rows[1800:])
     cam = Camera(eye=(-85.0, 20.0, -85.0), target=(-85.0, 0.0, -84.9), near=0.1)
     res = r.render(cam)
     c = res.stats.counters
-    blocks = len(r.frame.instances.blocks)
+    blocks = r.frame.instances.instance_slots // INSTANCE_BLOCK
     assert blocks == 29 + 19  # 1,800 and 1,200 instances in blocks of 64
     assert 0 < c["blocks_visible"] < blocks / 3
     assert c["instances_tested"] == 3000
@@ -244,7 +249,7 @@ def test_blocks_out_of_view_skip_their_instances_and_grow_when_they_move(sphere_
     r.set_transforms([far], moved)
     after = r.render(cam)
     assert (after.instance == far).sum() > 20
-    fresh = Renderer(W, H, options=RenderOptions(occlusion=False))
+    fresh = Renderer(W, H, options=RenderOptions(occlusion=False, aggregates=False))
     ids = [fresh.load(sphere_tess), fresh.load(sphere_tess)]
     placed = rows.copy()
     placed[far] = moved

@@ -1,0 +1,384 @@
+"""Aggregate proxies: a far group of instances drawn as one box (issue 34, item 3).
+
+The instance blocks (`renderer.instances`: 64 slots of one asset, Morton-ordered) are the leaves
+of a tree: a node of level k + 1 stands for 8 consecutive nodes of level k of the same asset, up
+to one root per asset. Every node has a *proxy*: the box around its instances, drawn with a
+coverage below one where the instances fill less of it (each pixel of the box kept with that
+probability by a hash: `shaders/instance.wgsl` `proxy_keep`), so that a far field of sparse
+instances keeps its tone instead of turning solid, and temporal accumulation turns the dither
+into that tone.
+
+The error of a proxy is honest as the DAG's is: a world distance bounding the two-sided
+(Hausdorff) distance between the box's surface and everything it stands for, each instance's
+content taken as its bounding sphere:
+- content to box: an instance at c with radius r inside box B is within d(c, ∂B) + r of it;
+- box to content: a point q of ∂B is within min_i |q - c_i| + r_i of some instance (a block),
+  or min_j d(q, B_j) + e_j of a child's content, e_j that child's box-to-content bound (higher
+  levels: the nearest point of B_j to q is on ∂B_j, q being on the parent's surface). Both are
+  1-Lipschitz in q, so their largest value over a face is at most the largest over a grid of
+  cell centres plus half a cell's diagonal.
+A node's error is the largest of its own two and its children's, and its bounding sphere holds
+its children's, so its projected error is never smaller than a descendant's: `block_cull.wgsl`
+draws the highest node under tau over each block, and every instance is drawn once, by itself
+or by exactly one proxy (no hole, no double).
+
+Coverage: a convex body's mean projected area over all directions is a quarter of its surface
+(Cauchy); a node keeps its instances' total, sum area_asset * scale^2 / 4 (`content`), and the
+shader divides it by the box's projected area along the view direction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from renderer.limits import INSTANCE_BLOCK as BLOCK
+from renderer.limits import NO_NODE
+
+FANOUT = 8  # nodes of level k under one of level k + 1
+BLOCK_GRID = 6  # face samples per axis over a block's box (instances: 64 sites a sample)
+NODE_GRID = 4  # face cells per axis over a higher node's box (its <= 8 children's), refined
+REFINE = 32  # cells of a node's faces split further each round, at most
+CHUNK_NODES = 256  # nodes measured at a time (bounds the (nodes, samples, sites) temporaries)
+
+
+@dataclass
+class Aggregates:
+    """The proxy tree over a layout's blocks: node n < blocks is block n; the levels above follow.
+    Arrays of (nodes,): `lo`, `hi` (nodes, 3) float64 boxes; `error` float64 world distance
+    (the honest bound above, never below a child's); `reach` float64 its box-to-content part;
+    `centre` (nodes, 3), `radius` float64 bounding spheres (each holding its children's);
+    `content` float64 mean projected area of the instances; `parent` int64 (-1: a root);
+    `child` (nodes, FANOUT) int64 (-1: none); `first_block`, `asset`, `level` int64."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    error: np.ndarray
+    reach: np.ndarray
+    centre: np.ndarray
+    radius: np.ndarray
+    content: np.ndarray
+    parent: np.ndarray
+    child: np.ndarray
+    first_block: np.ndarray
+    asset: np.ndarray
+    level: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.error)
+
+    def proxy_rows(self) -> np.ndarray:
+        """(nodes, 3, 4) float32 instance rows of the proxies (`shaders/instance.wgsl`): the box
+        asset's unit cube scaled onto each node's box, the content's mean projected area in
+        row 0's second column."""
+        size = np.maximum(self.hi - self.lo, 1e-6 * np.abs(self.hi - self.lo).max(initial=1.0))
+        rows = np.zeros((self.count, 3, 4), np.float32)
+        for a in range(3):
+            rows[:, a, a] = size[:, a]
+            rows[:, a, 3] = self.lo[:, a]
+        rows[:, 0, 1] = self.content
+        return rows
+
+    def table(self, proxy_slot: np.ndarray) -> np.ndarray:
+        """The GPU node table as (nodes, 8) words (`block_cull.wgsl`): the sphere (float32, its
+        radius rounded up by a millionth of the coordinates so that a parent's still holds its
+        children's), the error (rounded up), the parent (NO_NODE), the first block and the
+        node's proxy slot."""
+        t = np.zeros((self.count, 8), np.uint32)
+        sphere = np.zeros((self.count, 4), np.float32)
+        sphere[:, :3] = self.centre
+        pad = 1e-6 * (np.abs(self.centre).max(axis=1) + self.radius) * (1 + self.level)
+        sphere[:, 3] = _up(self.radius + pad)
+        t[:, :4] = sphere.view(np.uint32)
+        t[:, 4] = _up(self.error).view(np.uint32)
+        t[:, 5] = np.where(self.parent < 0, NO_NODE, self.parent).astype(np.uint32)
+        t[:, 6] = self.first_block
+        t[:, 7] = proxy_slot
+        return t
+
+    def invalidate(self, blocks: np.ndarray) -> np.ndarray:
+        """Make blocks `blocks` and their ancestors draw as instances (error inf: moved
+        instances left their boxes) until `refresh`; returns the nodes changed."""
+        nodes = _with_ancestors(self.parent, np.unique(np.asarray(blocks, np.int64)))
+        self.error[nodes] = np.inf
+        return nodes
+
+    def refresh(self, blocks: np.ndarray, bounds: np.ndarray, sites: np.ndarray,
+                content: np.ndarray) -> np.ndarray:
+        """Measure blocks `blocks` ((k,) sorted, unique) and their ancestors again: `bounds`
+        the whole layout's (`build`'s), `sites` (k, 64, 4) and `content` (k, 64) those blocks'
+        slots'; returns the nodes changed."""
+        blocks = np.asarray(blocks, np.int64)
+        _measure_blocks(self, blocks, bounds, sites, content)
+        todo = blocks
+        done = [blocks]
+        while True:
+            up = np.unique(self.parent[todo])
+            up = up[up >= 0]
+            if not len(up):
+                break
+            _measure_nodes(self, up)
+            done.append(up)
+            todo = up
+        return np.concatenate(done)
+
+
+def _up(v: np.ndarray) -> np.ndarray:
+    """float64 `v` as float32 rounded up (inf stays inf)."""
+    f = np.asarray(v).astype(np.float32)
+    return np.where(f < v, np.nextafter(f, np.float32(np.inf)), f)
+
+
+def _with_ancestors(parent: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    out = [nodes]
+    while len(nodes):
+        nodes = np.unique(parent[nodes])
+        nodes = nodes[nodes >= 0]
+        out.append(nodes)
+    return np.concatenate(out)
+
+
+def _face_samples(lo: np.ndarray, hi: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """(m, 6 g², 3) cell centres of a g x g grid on each face of m boxes, and (m,) the largest
+    half cell diagonal of a box's faces (what the Lipschitz bound adds)."""
+    m = len(lo)
+    t = (np.arange(g) + 0.5) / g
+    ext = hi - lo
+    out = np.empty((m, 6, g * g, 3))
+    half = np.zeros(m)
+    k = 0
+    for a in range(3):
+        u, v = (a + 1) % 3, (a + 2) % 3
+        uu, vv = np.meshgrid(t, t, indexing="ij")
+        for side in (lo, hi):
+            out[:, k, :, a] = side[:, a, None]
+            out[:, k, :, u] = lo[:, u, None] + uu.reshape(-1) * ext[:, u, None]
+            out[:, k, :, v] = lo[:, v, None] + vv.reshape(-1) * ext[:, v, None]
+            k += 1
+        half = np.maximum(half, 0.5 * np.hypot(ext[:, u], ext[:, v]) / g)
+    return out.reshape(m, 6 * g * g, 3), half
+
+
+def _to_box_surface(c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Distance from points `c` inside boxes (lo, hi) (broadcast) to the boxes' surfaces."""
+    return np.minimum(c - lo, hi - c).min(axis=-1).clip(0, None)
+
+
+def _block_reach(lo, hi, centres, radii, present) -> np.ndarray:
+    """(m,) box-to-content bound of m blocks: `centres` (m, 64, 3), `radii` (m, 64), `present`
+    (m, 64) bool (padding slots are no site): the largest over BLOCK_GRID² cells a face of the
+    nearest sphere's reach from the cell's centre (squared distances by a matrix product), plus
+    half the largest cell diagonal (the reach is 1-Lipschitz)."""
+    out = np.empty(len(lo))
+    for a in range(0, len(lo), CHUNK_NODES):
+        s = slice(a, a + CHUNK_NODES)
+        q, half = _face_samples(lo[s], hi[s], BLOCK_GRID)
+        mid = ((lo[s] + hi[s]) / 2)[:, None]  # float32 about the box's centre: no cancellation
+        q = (q - mid).astype(np.float32)
+        c = (centres[s] - mid).astype(np.float32)
+        d2 = ((q * q).sum(-1)[:, :, None] - 2 * np.matmul(q, c.transpose(0, 2, 1))
+              + (c * c).sum(-1)[:, None, :])
+        d = np.sqrt(np.maximum(d2, 0)) + np.where(present[s], radii[s], np.inf)[:, None, :]
+        # float32 rounding of the squared distances: a relative 1e-6 of the box, added
+        out[s] = d.min(axis=2).max(axis=1) + half + 1e-5 * np.abs(hi[s] - lo[s]).max(axis=1)
+    return out
+
+
+def _deepest(clo, chi, lo, hi) -> np.ndarray:
+    """How far inside boxes (lo, hi) (m, 3) a point of their children's boxes (clo, chi)
+    (m, k, 3) can lie from the surface: along each axis the largest of min(x - lo, hi - x) over
+    the child's interval (half the extent if the interval holds the middle), the smallest over
+    axes (m, k): an upper bound of d(x, surface) over every x of the child."""
+    mid = ((lo + hi) / 2)[:, None]
+    x = np.clip(mid, clo, chi)  # the interval's point nearest the middle
+    return np.minimum(x - lo[:, None], hi[:, None] - x).min(axis=-1).clip(0, None)
+
+
+def _node_reach(lo, hi, clo, chi, reach, rounds: int = 4) -> np.ndarray:
+    """(m,) box-to-content bound of m nodes over their children: boxes `clo`, `chi` (m, k, 3)
+    with box-to-content bounds `reach` (m, k) (inf: no child). Each face in NODE_GRID² cells;
+    over a cell, d(q, B_j) is convex, so its largest value is at the cell's corners, per axis
+    apart: min_j of that plus reach_j bounds the cell with no sampling slack. Cells whose bound
+    exceeds the largest value found at a cell centre by more than a tenth are split in four,
+    `rounds` times."""
+    out = np.zeros(len(lo))
+    for a in range(0, len(lo), CHUNK_NODES):
+        s = slice(a, a + CHUNK_NODES)
+        out[s] = _reach_chunk(lo[s], hi[s], clo[s], chi[s], reach[s], rounds)
+    return out
+
+
+def _reach_chunk(lo, hi, clo, chi, reach, rounds):
+    m, g = len(lo), NODE_GRID
+    t = np.arange(g) / g
+    # cells: (node, cell lo (3), cell hi (3)), a face's own axis flat
+    cl, ch, node = [], [], []
+    ext = hi - lo
+    for ax in range(3):
+        u, v = (ax + 1) % 3, (ax + 2) % 3
+        uu, vv = (x.reshape(-1) for x in np.meshgrid(t, t, indexing="ij"))
+        for side in (lo, hi):
+            c0 = np.empty((m, g * g, 3))
+            c0[:, :, ax] = side[:, ax, None]
+            c0[:, :, u] = lo[:, u, None] + uu * ext[:, u, None]
+            c0[:, :, v] = lo[:, v, None] + vv * ext[:, v, None]
+            c1 = c0.copy()
+            c1[:, :, u] += ext[:, u, None] / g
+            c1[:, :, v] += ext[:, v, None] / g
+            cl.append(c0)
+            ch.append(c1)
+            node.append(np.repeat(np.arange(m)[:, None], g * g, axis=1))
+    cl = np.concatenate(cl, axis=1).reshape(-1, 3)
+    ch = np.concatenate(ch, axis=1).reshape(-1, 3)
+    node = np.concatenate(node, axis=1).reshape(-1)
+    best = np.zeros(m)  # the largest value at a cell centre: a lower bound
+    bound = np.zeros(m)
+    for r in range(rounds + 1):
+        bl, bh, e = clo[node], chi[node], reach[node]  # (cells, k, 3), (cells, k)
+        gap0 = np.maximum(np.maximum(bl - cl[:, None], 0), cl[:, None] - bh)
+        gap1 = np.maximum(np.maximum(bl - ch[:, None], 0), ch[:, None] - bh)
+        gmax = np.maximum(gap0, gap1)
+        ub = (np.sqrt((gmax * gmax).sum(-1)) + e).min(axis=1)
+        mid = (cl + ch)[:, None] / 2
+        gm = np.maximum(np.maximum(bl - mid, 0), mid - bh)
+        at = (np.sqrt((gm * gm).sum(-1)) + e).min(axis=1)
+        np.maximum.at(best, node, at)
+        open_ = ub > best[node] * 1.1 + 1e-9 * (1 + np.abs(cl).max(axis=1))
+        # at most REFINE cells a node split further (the largest bounds): the rest keep theirs
+        rank = np.empty(len(ub), np.int64)
+        by = np.lexsort((-ub, node))
+        first = np.searchsorted(node[by], node[by])
+        rank[by] = np.arange(len(ub)) - first
+        open_ &= rank < REFINE
+        if r == rounds or not open_.any():
+            np.maximum.at(bound, node, ub)
+            break
+        np.maximum.at(bound, node[~open_], ub[~open_])
+        # split the open cells in four along their two long axes (a face cell is flat in one)
+        cl, ch, node = cl[open_], ch[open_], node[open_]
+        flat = np.argmin(ch - cl, axis=1)
+        halves = []
+        for du in (0, 1):
+            for dv in (0, 1):
+                a0, a1 = cl.copy(), ch.copy()
+                for which, d in ((1, du), (2, dv)):
+                    ax = (flat + which) % 3
+                    i = np.arange(len(cl))
+                    midv = (cl[i, ax] + ch[i, ax]) / 2
+                    a0[i, ax] = np.where(d, midv, cl[i, ax])
+                    a1[i, ax] = np.where(d, ch[i, ax], midv)
+                halves.append((a0, a1))
+        cl = np.concatenate([h[0] for h in halves])
+        ch = np.concatenate([h[1] for h in halves])
+        node = np.tile(node, 4)
+    return np.maximum(bound, best)
+
+
+def slot_data(user: np.ndarray, spheres: np.ndarray, areas: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Per slot of `user` ((k * 64,) each slot's instance, -1 padding): the world sphere
+    ((k, 64, 4), from `spheres` (n, 4) in instance order) and the mean projected area ((k, 64),
+    a quarter of `areas` (n,): Cauchy), 0 for padding."""
+    i = np.maximum(user, 0)
+    sites = spheres[i].reshape(-1, BLOCK, 4)
+    content = np.where(user >= 0, np.asarray(areas, np.float64)[i] / 4, 0.0)
+    return sites, content.reshape(-1, BLOCK)
+
+
+def build_for_layout(lay, bounds: np.ndarray, spheres: np.ndarray,
+                     areas: np.ndarray) -> Aggregates:
+    """`build` over a layout (`GpuInstances`, before `add_proxies`): its blocks and their
+    `bounds`, the instances' world `spheres` ((n, 4), instance order) and full-detail surface
+    `areas` ((n,) world units squared: `Scene.instance_areas`)."""
+    sites, content = slot_data(lay.user[: lay.instance_slots], spheres, areas)
+    return build(lay.blocks[: len(bounds)], bounds, sites, content)
+
+
+def build(blocks: np.ndarray, bounds: np.ndarray, slot_sites: np.ndarray,
+          slot_area: np.ndarray) -> Aggregates:
+    """The proxy tree of a layout: `blocks` (B,) each block's asset (`GpuInstances.blocks`),
+    `bounds` (B, 2, 4) its box and count (`block_bounds`), `slot_sites` (B, 64, 4) float64 the
+    world sphere of each slot's instance (anything where the block's count says padding: slots
+    are filled from a block's start), `slot_area` (B, 64) its content's mean projected area
+    (0 for padding): `slot_data`."""
+    nb = len(blocks)
+    used = bounds[:, 0, 3] > 0
+    # the topology: 8 consecutive used nodes of one asset under a parent, level by level
+    # (global node indices: the blocks, then each level's nodes after the one below)
+    parent = np.full(nb, -1)
+    child = [np.full((nb, FANOUT), -1)]
+    asset = [blocks.astype(np.int64)]
+    first = [np.arange(nb)]
+    total = nb
+    cur = np.flatnonzero(used)  # the current level's nodes (global)
+    cur_asset = asset[0][cur]
+    cur_first = first[0][cur]
+    while len(cur) > 1:
+        start = np.concatenate([[True], cur_asset[1:] != cur_asset[:-1]])
+        rank = np.arange(len(cur)) - np.flatnonzero(start)[np.cumsum(start) - 1]
+        key = np.cumsum(rank % FANOUT == 0) - 1
+        m = int(key[-1]) + 1
+        if m == len(cur):  # no group of two or more: every node is a root
+            break
+        parent = np.concatenate([parent, np.full(m, -1)])
+        parent[cur] = total + key
+        ch = np.full((m, FANOUT), -1)
+        ch[key, rank % FANOUT] = cur
+        heads = rank % FANOUT == 0
+        child.append(ch)
+        asset.append(cur_asset[heads])
+        first.append(cur_first[heads])
+        cur, cur_asset, cur_first = total + np.arange(m), asset[-1], first[-1]
+        total += m
+    level = np.repeat(np.arange(len(child)), [len(c) for c in child])
+    n = total
+    agg = Aggregates(
+        lo=np.zeros((n, 3)), hi=np.zeros((n, 3)), error=np.full(n, np.inf),
+        reach=np.full(n, np.inf), centre=np.zeros((n, 3)), radius=np.zeros(n),
+        content=np.zeros(n), parent=parent, child=np.concatenate(child),
+        first_block=np.concatenate(first), asset=np.concatenate(asset), level=level)
+    b = np.flatnonzero(used)
+    _measure_blocks(agg, b, bounds, slot_sites.reshape(nb, BLOCK, 4)[b],
+                    slot_area.reshape(nb, BLOCK)[b])
+    for lv in range(1, int(agg.level.max(initial=0)) + 1):
+        _measure_nodes(agg, np.flatnonzero(agg.level == lv))
+    return agg
+
+
+def _measure_blocks(agg: Aggregates, b: np.ndarray, bounds, sites, content) -> None:
+    """Boxes, bounds, spheres and content of blocks `b`: `bounds` all blocks' (`build`'s),
+    `sites` (k, 64, 4) and `content` (k, 64) theirs."""
+    count = bounds[b, 0, 3].astype(np.int64)
+    present = np.arange(BLOCK)[None, :] < count[:, None]
+    lo = bounds[b, 0, :3].astype(np.float64)
+    hi = bounds[b, 1, :3].astype(np.float64)
+    reach = _block_reach(lo, hi, sites[:, :, :3], sites[:, :, 3], present)
+    inside = _to_box_surface(sites[:, :, :3], lo[:, None], hi[:, None]) + sites[:, :, 3]
+    own = np.where(present, inside, 0).max(axis=1)
+    agg.lo[b], agg.hi[b], agg.reach[b] = lo, hi, reach
+    agg.error[b] = np.where(count > 0, np.maximum(own, reach), np.inf)
+    agg.content[b] = content.sum(axis=1)
+    agg.centre[b] = (lo + hi) / 2
+    agg.radius[b] = np.linalg.norm(hi - lo, axis=1) / 2
+
+
+def _measure_nodes(agg: Aggregates, p: np.ndarray) -> None:
+    """Boxes, bounds, spheres and content of nodes `p` above the blocks, from their children
+    (measured already)."""
+    child = agg.child[p]
+    has = child >= 0
+    ch = np.where(has, child, 0)
+    clo, chi = agg.lo[ch], agg.hi[ch]
+    lo = np.where(has[..., None], clo, np.inf).min(axis=1)
+    hi = np.where(has[..., None], chi, -np.inf).max(axis=1)
+    reach = _node_reach(lo, hi, clo, chi, np.where(has, agg.reach[ch], np.inf))
+    # content to box: the children's boxes hold it
+    own = np.where(has, _deepest(clo, chi, lo, hi), 0).max(axis=1)
+    agg.lo[p], agg.hi[p], agg.reach[p] = lo, hi, reach
+    agg.error[p] = np.maximum(np.maximum(own, reach), np.where(has, agg.error[ch], 0).max(axis=1))
+    agg.content[p] = np.where(has, agg.content[ch], 0).sum(axis=1)
+    agg.centre[p] = c = (lo + hi) / 2
+    agg.radius[p] = np.where(has, np.linalg.norm(agg.centre[ch] - c[:, None], axis=2)
+                             + agg.radius[ch], 0).max(axis=1)

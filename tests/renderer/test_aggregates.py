@@ -1,0 +1,153 @@
+"""Aggregate proxies (renderer/aggregates.py, shaders/block_cull.wgsl): the k-d layout of the
+instance slots, the proxy tree's honest errors measured against dense sampling, and on the GPU a
+far field drawn by a few proxies whose picture keeps the instances' tone, every instance drawn
+once, moved instances never lost."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from renderer import aggregates
+from renderer.camera import Camera
+from renderer.instances import GpuInstances, kd_order
+from renderer.limits import INSTANCE_BLOCK
+from renderer.options import RenderOptions
+from renderer.renderer import Renderer
+from renderer.scene import proxy_box
+
+W = H = 128
+
+
+def scatter(n: int, seed: int, *, height: float = 2.0) -> np.ndarray:
+    """(n, 4) spheres scattered over a 100 x 100 patch, radii 0.2..0.6, heights 0..`height`."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, 4))
+    out[:, [0, 2]] = rng.uniform(-50, 50, (n, 2))
+    out[:, 1] = rng.uniform(0, height, n)
+    out[:, 3] = rng.uniform(0.2, 0.6, n)
+    return out
+
+
+def test_kd_order_puts_neighbours_in_a_block() -> None:
+    # a 40 x 40 grid (1,600 points, not a power of two): every block of 64 consecutive points
+    # is a compact cell, at most 8 x 16 grid steps (a Morton curve's runs straddled its cells:
+    # 43 x 25 at a million)
+    i = np.arange(1600)
+    pts = np.stack([i % 40, np.zeros(1600), i // 40], axis=1).astype(float)
+    order = kd_order(pts)
+    assert np.array_equal(np.sort(order), i)
+    blocks = pts[order].reshape(-1, INSTANCE_BLOCK, 3)
+    ext = np.sort((blocks.max(axis=1) - blocks.min(axis=1))[:, [0, 2]], axis=1)
+    assert (ext[:, 0] <= 7).all() and (ext[:, 1] <= 15).all()
+    assert kd_order(pts[:1]).tolist() == [0] and len(kd_order(pts[:0])) == 0
+
+
+@pytest.mark.parametrize("seed, n, height", [(1, 700, 2.0), (2, 1000, 30.0), (3, 130, 0.0)])
+def test_every_node_error_bounds_the_distance_both_ways(seed, n, height) -> None:
+    # the proxy of a node (its box) and the instances it stands for (their spheres' surfaces),
+    # sampled densely: every content point lies within the node's error of the box's surface,
+    # every point of the box's surface within it of the content; errors and spheres nest
+    spheres = scatter(n, seed, height=height)
+    lay = GpuInstances.layout(np.zeros(n, np.int64), spheres[:, :3])
+    bounds = lay.block_bounds(spheres)
+    agg = aggregates.build_for_layout(lay, bounds, spheres, 4 * np.pi * spheres[:, 3] ** 2)
+    assert agg.level.max() >= 1 and (agg.parent >= 0).sum() == agg.count - 1
+    rng = np.random.default_rng(seed)
+    dirs = rng.normal(size=(96, 3))
+    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+    user = lay.user[: lay.instance_slots].reshape(-1, INSTANCE_BLOCK)
+    for node in range(agg.count):
+        lo, hi, err = agg.lo[node], agg.hi[node], agg.error[node]
+        f = agg.first_block[node]
+        size = 1
+        top = node
+        while agg.level[top] > 0:  # the blocks under it: first_block and its descendants' count
+            top = agg.child[top][agg.child[top] >= 0][-1]
+        size = agg.first_block[top] - f + 1
+        inst = user[f : f + size].ravel()
+        s = spheres[inst[inst >= 0]]
+        # content to box: points of each sphere's surface
+        pts = (s[:, None, :3] + s[:, None, 3:] * dirs[None]).reshape(-1, 3)
+        to_box = np.minimum(pts - lo, hi - pts).min(axis=1)
+        assert (to_box <= err * (1 + 1e-9)).all(), (node, to_box.max(), err)
+        # box to content: a 24 x 24 grid on each face against the spheres' surfaces
+        t = (np.arange(24) + 0.5) / 24
+        uu, vv = (x.ravel() for x in np.meshgrid(t, t, indexing="ij"))
+        for ax in range(3):
+            u, v = (ax + 1) % 3, (ax + 2) % 3
+            for side in (lo[ax], hi[ax]):
+                q = np.zeros((len(uu), 3))
+                q[:, ax] = side
+                q[:, u] = lo[u] + uu * (hi[u] - lo[u])
+                q[:, v] = lo[v] + vv * (hi[v] - lo[v])
+                d = np.abs(np.linalg.norm(q[:, None] - s[None, :, :3], axis=2) - s[None, :, 3])
+                assert d.min(axis=1).max() <= err * (1 + 1e-9), (node, d.min(axis=1).max(), err)
+        p = agg.parent[node]
+        if p >= 0:
+            assert agg.error[p] >= err
+            gap = np.linalg.norm(agg.centre[p] - agg.centre[node]) + agg.radius[node]
+            assert gap <= agg.radius[p] * (1 + 1e-12)
+
+
+def test_the_proxy_box_is_a_unit_cube_of_one_cluster() -> None:
+    box = proxy_box()
+    assert box.meta["bounds_min"] == [0.0, 0.0, 0.0] and box.meta["bounds_max"] == [1.0, 1.0, 1.0]
+    assert box.meta["input_triangles"] == 12 and box.meta["clusters"] == 1
+    assert box.page_count == 1 and len(box.parts) == 1
+    assert box.meta["surface_area"] == pytest.approx(6.0)
+
+
+def far_field(sphere_tess, agg: bool, n: int = 4096, **options) -> Renderer:
+    r = Renderer(W, H, options=RenderOptions(aggregates=agg, shadows=False, **options))
+    r.add_grid(r.load(sphere_tess), n, spacing=6.0)
+    return r
+
+
+@pytest.mark.gpu
+def test_a_far_field_draws_few_proxies_in_the_instances_tone(sphere_tess) -> None:
+    # 4,096 spheres of radius 1, 6 apart (a third of a pixel): proxies stand for nearly all of
+    # them, with a hundredth of the triangles; every instance is drawn once (by itself or by
+    # one proxy); the picture, accumulated over 32 jittered frames, keeps the instances' mean
+    # colour within 15% (the dither's tone against sub-pixel spheres' coverage) and 30 dB
+    with_proxies, plain = far_field(sphere_tess, True), far_field(sphere_tess, False)
+    cam = Camera.framing(*plain.bounds(), fill=0.3)
+    a, b = with_proxies.render(cam), plain.render(cam)
+    ca, cb = a.stats.counters, b.stats.counters
+    assert ca["proxies_drawn"] >= 1 and ca["proxied_instances"] >= 0.9 * 4096
+    assert ca["proxied_instances"] + ca["instances_visible"] == 4096
+    assert cb["proxies_drawn"] == 0 and cb["instances_visible"] == 4096
+    assert a.stats.triangles * 20 < b.stats.triangles
+    ta = with_proxies.render_converged(cam, accumulate=32).color[..., :3] / 255.0
+    tb = plain.render_converged(cam, accumulate=32).color[..., :3] / 255.0
+    assert abs(ta.mean() - tb.mean()) < 0.15 * tb.mean()
+    assert 10 * np.log10(1 / np.mean((ta - tb) ** 2)) > 30
+    # the pixels a proxy keeps name no instance
+    drawn = a.depth > 0
+    assert drawn.any() and (a.instance[drawn] == -1).mean() > 0.5
+
+
+@pytest.mark.gpu
+def test_near_instances_draw_themselves_and_moved_ones_are_never_lost(sphere_tess) -> None:
+    # the camera low beyond one corner: near blocks draw their instances, far ones proxies, and
+    # their sum is what is in view; an instance moved from the far field to under the camera
+    # is drawn (its block's proxies stand aside), and once it rests the proxies are measured
+    # again and stand for the far field as before
+    r = far_field(sphere_tess, True, n=16384)
+    eye = np.array([-900.0, 40.0, -900.0])
+    cam = Camera(eye=tuple(eye), target=(0.0, 0.0, 0.0), near=0.1)
+    res = r.render(cam)
+    c = res.stats.counters
+    assert c["proxies_drawn"] > 0 and c["instances_visible"] > 0
+    before = c["proxied_instances"]
+    far = int(np.argmax(r.scene.instance_world[:, 0, 3] + r.scene.instance_world[:, 2, 3]))
+    moved = r.scene.instance_world[far].copy()
+    moved[:3, 3] = eye + 20 * -eye / np.linalg.norm(eye)  # 20 ahead of the camera
+    r.set_transforms([far], moved)
+    after = r.render(cam)
+    assert (after.instance == far).sum() > 10
+    assert after.stats.counters["proxied_instances"] < before
+    rest = r.render(cam)  # no move: the stale proxies measured again
+    assert r.frame._stale_blocks.size == 0
+    assert (rest.instance == far).sum() > 10
+    assert rest.stats.counters["proxied_instances"] >= before - INSTANCE_BLOCK
