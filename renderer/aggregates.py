@@ -162,8 +162,10 @@ def _face_samples(lo: np.ndarray, hi: np.ndarray, g: int) -> tuple[np.ndarray, n
 
 
 def _to_box_surface(c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Distance from points `c` inside boxes (lo, hi) (broadcast) to the boxes' surfaces."""
-    return np.minimum(c - lo, hi - c).min(axis=-1).clip(0, None)
+    """Distance from points `c` to the surfaces of boxes (lo, hi) (broadcast), inside or out."""
+    inside = np.minimum(c - lo, hi - c).min(axis=-1)
+    gap = np.maximum(np.maximum(lo - c, c - hi), 0)
+    return np.where(inside >= 0, inside, np.sqrt((gap * gap).sum(axis=-1)))
 
 
 def _block_reach(lo, hi, centres, radii, present) -> np.ndarray:
@@ -194,6 +196,27 @@ def _deepest(clo, chi, lo, hi) -> np.ndarray:
     mid = ((lo + hi) / 2)[:, None]
     x = np.clip(mid, clo, chi)  # the interval's point nearest the middle
     return np.minimum(x - lo[:, None], hi[:, None] - x).min(axis=-1).clip(0, None)
+
+
+def _tiled_reach(lo, hi, clo, chi, reach) -> np.ndarray:
+    """(m,) box-to-content bound of m nodes whose children's boxes (`clo`, `chi` (m, k, 3),
+    `reach` (m, k), inf: no child) tile each of the node's faces with their own (k-d cells):
+    every point of the node's surface is then a point of a child's surface, within that
+    child's reach of its content, so the node's is the largest of those children's. inf where
+    the faces are not covered exactly (the caller measures those nodes another way)."""
+    out = np.zeros(len(lo))
+    covered = np.ones(len(lo), bool)
+    real = np.isfinite(reach)
+    for a in range(3):
+        u, v = (a + 1) % 3, (a + 2) % 3
+        face = (hi[:, u] - lo[:, u]) * (hi[:, v] - lo[:, v])
+        part = (chi[..., u] - clo[..., u]) * (chi[..., v] - clo[..., v])
+        for touch in (clo[..., a] <= lo[:, None, a], chi[..., a] >= hi[:, None, a]):
+            t = touch & real
+            area = np.where(t, part, 0).sum(axis=1)
+            covered &= np.abs(area - face) <= 1e-9 * np.maximum(face, 1e-30) + 1e-300
+            out = np.maximum(out, np.where(t, reach, 0).max(axis=1))
+    return np.where(covered, out, np.inf)
 
 
 def _node_reach(lo, hi, clo, chi, reach, rounds: int = 4) -> np.ndarray:
@@ -276,6 +299,16 @@ def _reach_chunk(lo, hi, clo, chi, reach, rounds):
     return np.maximum(bound, best)
 
 
+def node_count(blocks: int) -> int:
+    """The proxy nodes over `blocks` blocks of one asset (`build`'s tree: the blocks, then an
+    eighth of each level rounded up, until one)."""
+    n, level = blocks, blocks
+    while level > 1:
+        level = -(-level // FANOUT)
+        n += level
+    return n
+
+
 def slot_data(user: np.ndarray, spheres: np.ndarray, areas: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
     """Per slot of `user` ((k * 64,) each slot's instance, -1 padding): the world sphere
@@ -293,13 +326,15 @@ def build_for_layout(lay, bounds: np.ndarray, spheres: np.ndarray,
     `bounds`, the instances' world `spheres` ((n, 4), instance order) and full-detail surface
     `areas` ((n,) world units squared: `Scene.instance_areas`)."""
     sites, content = slot_data(lay.user[: lay.instance_slots], spheres, areas)
-    return build(lay.blocks[: len(bounds)], bounds, sites, content)
+    return build(lay.blocks[: len(bounds)], bounds, lay.cells, sites, content)
 
 
-def build(blocks: np.ndarray, bounds: np.ndarray, slot_sites: np.ndarray,
+def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites: np.ndarray,
           slot_area: np.ndarray) -> Aggregates:
     """The proxy tree of a layout: `blocks` (B,) each block's asset (`GpuInstances.blocks`),
-    `bounds` (B, 2, 4) its box and count (`block_bounds`), `slot_sites` (B, 64, 4) float64 the
+    `bounds` (B, 2, 4) its count (`block_bounds`), `cells` (B, 2, 3) its proxy's box (its k-d
+    cell: the cells of an asset tile its instances' centres' box, so that a node's children's
+    faces cover its own, without the gaps between tight boxes), `slot_sites` (B, 64, 4) float64 the
     world sphere of each slot's instance (anything where the block's count says padding: slots
     are filled from a block's start), `slot_area` (B, 64) its content's mean projected area
     (0 for padding): `slot_data`."""
@@ -340,6 +375,7 @@ def build(blocks: np.ndarray, bounds: np.ndarray, slot_sites: np.ndarray,
         content=np.zeros(n), parent=parent, child=np.concatenate(child),
         first_block=np.concatenate(first), asset=np.concatenate(asset), level=level)
     b = np.flatnonzero(used)
+    agg.lo[:nb], agg.hi[:nb] = cells[:, 0], cells[:, 1]
     _measure_blocks(agg, b, bounds, slot_sites.reshape(nb, BLOCK, 4)[b],
                     slot_area.reshape(nb, BLOCK)[b])
     for lv in range(1, int(agg.level.max(initial=0)) + 1):
@@ -352,12 +388,11 @@ def _measure_blocks(agg: Aggregates, b: np.ndarray, bounds, sites, content) -> N
     `sites` (k, 64, 4) and `content` (k, 64) theirs."""
     count = bounds[b, 0, 3].astype(np.int64)
     present = np.arange(BLOCK)[None, :] < count[:, None]
-    lo = bounds[b, 0, :3].astype(np.float64)
-    hi = bounds[b, 1, :3].astype(np.float64)
+    lo, hi = agg.lo[b], agg.hi[b]  # the blocks' cells
     reach = _block_reach(lo, hi, sites[:, :, :3], sites[:, :, 3], present)
     inside = _to_box_surface(sites[:, :, :3], lo[:, None], hi[:, None]) + sites[:, :, 3]
     own = np.where(present, inside, 0).max(axis=1)
-    agg.lo[b], agg.hi[b], agg.reach[b] = lo, hi, reach
+    agg.reach[b] = reach
     agg.error[b] = np.where(count > 0, np.maximum(own, reach), np.inf)
     agg.content[b] = content.sum(axis=1)
     agg.centre[b] = (lo + hi) / 2
@@ -373,7 +408,11 @@ def _measure_nodes(agg: Aggregates, p: np.ndarray) -> None:
     clo, chi = agg.lo[ch], agg.hi[ch]
     lo = np.where(has[..., None], clo, np.inf).min(axis=1)
     hi = np.where(has[..., None], chi, -np.inf).max(axis=1)
-    reach = _node_reach(lo, hi, clo, chi, np.where(has, agg.reach[ch], np.inf))
+    creach = np.where(has, agg.reach[ch], np.inf)
+    reach = _tiled_reach(lo, hi, clo, chi, creach)
+    loose = ~np.isfinite(reach)  # children that do not tile the node's faces (an asset's last)
+    if loose.any():
+        reach[loose] = _node_reach(lo[loose], hi[loose], clo[loose], chi[loose], creach[loose])
     # content to box: the children's boxes hold it
     own = np.where(has, _deepest(clo, chi, lo, hi), 0).max(axis=1)
     agg.lo[p], agg.hi[p], agg.reach[p] = lo, hi, reach

@@ -107,9 +107,12 @@ def world_spheres(rows: np.ndarray, assets, local: np.ndarray) -> tuple[np.ndarr
     return out, reach
 
 
-def _split_rows(order: np.ndarray, xyz: np.ndarray, start: int, m: int, z: int, k: int) -> None:
+def _split_rows(order: np.ndarray, xyz: np.ndarray, cells: np.ndarray, start: int, m: int,
+                z: int, k: int) -> None:
     """Split the m segments of z points side by side from `start` across each one's longest
-    axis, its k smallest first (`order` and the coordinates `xyz` (3, n) permuted alike)."""
+    axis, its k smallest first (`order` and the coordinates `xyz` (3, n) permuted alike), and
+    their cells (`cells` (2, 3, n): a segment's box at its first point) at the plane midway
+    between the two halves."""
     sl = slice(start, start + m * z)
     q = [xyz[a, sl].reshape(m, z) for a in range(3)]
     ax = np.argmax(np.stack([x.max(axis=1) - x.min(axis=1) for x in q]), axis=0)
@@ -119,14 +122,23 @@ def _split_rows(order: np.ndarray, xyz: np.ndarray, start: int, m: int, z: int, 
     rows[:] = np.take_along_axis(rows, part, axis=1)
     for x in q:
         x[:] = np.take_along_axis(x, part, axis=1)
+    c = np.take_along_axis(c, part, axis=1)
+    plane = (c[:, :k].max(axis=1) + c[:, k:].min(axis=1)) / 2
+    left = start + z * np.arange(m)
+    right = left + k
+    cells[:, :, right] = cells[:, :, left]
+    cells[1, ax, left] = plane
+    cells[0, ax, right] = plane
 
 
-def kd_order(points: np.ndarray, leaf: int = BLOCK) -> np.ndarray:
+def kd_order(points: np.ndarray, leaf: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:
     """(n,) int64 order of (n, 3) points along a k-d tree whose leaves are `leaf` consecutive
-    points: each segment of more than `leaf` is split across its longest axis at a rank that is
-    a whole number of leaves (half of a power-of-two count of leaves, else that power of two:
-    a split of more than BLOCK points falls on a whole block), so that every leaf, every block
-    of BLOCK consecutive points and every run of 8^k blocks of the aggregate tree
+    points, and the leaves' cells ((leaves, 2, 3) float64 boxes: the points' bounding box cut
+    by the split planes, so that they tile it). Each segment of more than `leaf` is split
+    across its longest axis, midway between the halves, at a rank that is a whole number of
+    leaves (half of a power-of-two count of leaves, else that power of two: a split of more
+    than BLOCK points falls on a whole block), so that every leaf, every block of BLOCK
+    consecutive points and every run of 8^k blocks of the aggregate tree
     (renderer/aggregates.py) is a compact cell. (A Morton curve cut into runs of 64 straddles
     its own cells wherever they do not hold exactly 64: boxes twice as large, half empty.)
     Segments of one size are split together (an (m, size) partition); ~1 s for a million on
@@ -135,6 +147,9 @@ def kd_order(points: np.ndarray, leaf: int = BLOCK) -> np.ndarray:
     order = np.arange(n)
     # the coordinates kept in the current order: each level's gathers stay within segments
     xyz = np.ascontiguousarray(np.asarray(points, np.float32).T)  # (3, n)
+    cells = np.zeros((2, 3, n), np.float32)  # a segment's box, kept at its first point
+    if n:
+        cells[0, :, 0], cells[1, :, 0] = xyz.min(axis=1), xyz.max(axis=1)
     segs = {n: np.zeros(1, np.int64)}  # size -> starts of the segments of that size
     while any(z > leaf for z in segs):
         nxt: dict[int, list[np.ndarray]] = {}
@@ -142,16 +157,17 @@ def kd_order(points: np.ndarray, leaf: int = BLOCK) -> np.ndarray:
             if z <= leaf:
                 nxt.setdefault(z, []).append(starts)
                 continue
-            cells = -(-z // leaf)
-            k = leaf * (1 << int(np.log2(cells - 1))) if cells > 2 else leaf
+            count = -(-z // leaf)
+            k = leaf * (1 << int(np.log2(count - 1))) if count > 2 else leaf
             starts = np.sort(starts)
             # runs of segments side by side: their rows are a reshaped slice (no gather)
             for run in np.split(starts, np.flatnonzero(np.diff(starts) != z) + 1):
-                _split_rows(order, xyz, int(run[0]), len(run), z, k)
+                _split_rows(order, xyz, cells, int(run[0]), len(run), z, k)
             nxt.setdefault(k, []).append(starts)
             nxt.setdefault(z - k, []).append(starts + k)
         segs = {z: np.concatenate(v) for z, v in nxt.items()}
-    return order
+    first = np.arange(0, n, leaf)
+    return order, cells[:, :, first].transpose(2, 0, 1).astype(np.float64)
 
 
 def _box_side(centre: np.ndarray, radius: np.ndarray, sign: int) -> np.ndarray:
@@ -260,6 +276,9 @@ class GpuInstances:
     slot: np.ndarray
     user: np.ndarray
     blocks: np.ndarray
+    # (blocks, 2, 3) float64: each block's k-d cell (`kd_order`: the cells of an asset's blocks
+    # tile its instances' centres' box), the aggregate proxies' boxes; empty without centres
+    cells: np.ndarray = None
     # the first proxy slot (renderer/aggregates.py): instance slots end here, proxies follow,
     # each asset's run padded to whole blocks (user -1); -1 until `add_proxies`
     proxy_first: int = -1
@@ -276,10 +295,13 @@ class GpuInstances:
         through each asset's instances, so that a block of slots holds neighbours (a small box
         for `block_bounds`); each asset's run padded to whole blocks."""
         order = np.argsort(asset, kind="stable")
+        cells = []
         if centres is not None:
             bounds = np.flatnonzero(np.diff(asset[order])) + 1
             for run in np.split(order, bounds):  # views: each asset's run sorted in place
-                run[:] = run[kd_order(centres[run])]
+                o, c = kd_order(centres[run])
+                run[:] = run[o]
+                cells.append(c)
         counts = np.bincount(asset, minlength=int(asset.max(initial=-1)) + 1)
         padded = -(-counts // BLOCK) * BLOCK
         run_start = np.concatenate([[0], np.cumsum(padded)[:-1]])
@@ -292,7 +314,8 @@ class GpuInstances:
         user[slot] = np.arange(len(asset))
         blocks = np.repeat(np.arange(len(counts), dtype=np.uint32), padded // BLOCK)
         blocks = np.concatenate([blocks, np.zeros(len(user) // BLOCK - len(blocks), np.uint32)])
-        return cls(slot=slot, user=user, blocks=blocks)
+        cell = np.concatenate(cells) if cells else np.zeros((0, 2, 3))
+        return cls(slot=slot, user=user, blocks=blocks, cells=cell)
 
     def block_bounds(self, spheres: np.ndarray) -> np.ndarray:
         """(blocks, 2, 4) float32: each block's world box around the bounding spheres of its

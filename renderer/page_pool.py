@@ -67,7 +67,10 @@ class PagePool:
         gpu = scene.gpu_assets  # the scene's, and the proxies' box
         total = sum(a.page_count for a in gpu)
         groups = sum(len(a.groups) for a in gpu)
-        slots = pool_slots(o, page_size, limits)
+        # the proxies' box (Scene.gpu_assets) is a root page of its own on top of the pool asked
+        extra = sum(a.page_count for a in gpu[len(scene.assets):])
+        slots = min(pool_slots(o, page_size, limits) + extra,
+                    binding_limit(limits) // page_size, MAX_PAGES)
         stream = o.streaming if o.streaming is not None else total > slots
         usage = _BU.STORAGE | _BU.COPY_DST
         self.streamer: PageStreamer | None = None

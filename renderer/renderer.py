@@ -23,6 +23,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from preprocess.tess.pages import octahedral_decode
+from renderer.aggregates import node_count
 from renderer.antialias import check_accumulate, check_ssaa, downsample
 from renderer.camera import Camera
 from renderer.device import GpuContext, create_context
@@ -248,11 +249,23 @@ class Renderer:
         renderer/instances.py; aggregate proxies after them), and the queue's instance word
         holds 2^VIEW_SHIFT slots."""
         limit = binding_limit(self.device)[0]
-        # with aggregate proxies, a proxy slot a node: 8/7 of a slot a block, rounded up
-        grow = 1 + 1.2 / INSTANCE_BLOCK if self.options.aggregates else 1.0
-        per = (INSTANCE_SLOT_BYTES + 4 / INSTANCE_BLOCK) * grow
-        return min(int(limit // per), int((INSTANCE_MASK + 1) / grow)) \
-            // INSTANCE_BLOCK * INSTANCE_BLOCK
+        lo, hi = 0, limit // INSTANCE_SLOT_BYTES + 1  # fits, does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            need, slots = self._instance_buffer(np.array([mid]))
+            lo, hi = (mid, hi) if need <= limit and slots <= INSTANCE_MASK + 1 else (lo, mid)
+        return lo
+
+    def _instance_buffer(self, counts: np.ndarray) -> tuple[int, int]:
+        """(bytes, slots) of the instance buffer for `counts` instances of each asset: each
+        asset's run padded to whole blocks, with aggregate proxies a slot a node after them
+        (each asset's padded alike), then an asset index a block."""
+        blocks = -(-np.asarray(counts, np.int64) // INSTANCE_BLOCK)
+        slots = int(blocks.sum()) * INSTANCE_BLOCK
+        if self.options.aggregates:
+            slots += sum(-(-node_count(int(b)) // INSTANCE_BLOCK) * INSTANCE_BLOCK
+                         for b in blocks if b)
+        return slots * INSTANCE_SLOT_BYTES + 16 * -(-slots // (4 * INSTANCE_BLOCK)), slots
 
     def check_instances(self, more: int, asset: int = 0) -> None:
         """Raise ValueError, before anything is built, if the scene cannot take `more` instances
@@ -261,8 +274,7 @@ class Renderer:
                              minlength=max(len(self.scene.assets), asset + 1)).astype(np.int64)
         counts[asset] += more
         total = int(counts.sum())
-        slots = int((-(-counts // INSTANCE_BLOCK) * INSTANCE_BLOCK).sum())
-        need = slots * INSTANCE_SLOT_BYTES + 16 * -(-slots // (4 * INSTANCE_BLOCK))
+        need, slots = self._instance_buffer(counts)
         limit, name = binding_limit(self.device)
         if need > limit or slots > INSTANCE_MASK + 1:
             n = self.scene.instance_count

@@ -84,13 +84,19 @@ def run(asset: str, count: int, moves: int, frames: int) -> None:
           f"{statistics.median(setting):.2f} ms; peak RSS {peak:,.0f} MB")
 
 
-def views(asset: str, count: int, frames: int) -> None:
+def views(asset: str, count: int, frames: int, aggregates: bool = True) -> None:
     """The grid framed whole, and seen from low over one corner along a diagonal (about two
-    thirds of the instances in the frustum): frame medians, GPU passes, what was drawn."""
+    thirds of the instances in the frustum): frame medians, GPU passes, what was drawn (covered
+    pixels: those with depth, proxies' included). `aggregates` False: no aggregate proxies."""
     from renderer.camera import Camera
     from renderer.renderer import Renderer
 
-    r = Renderer(512, 512)
+    if aggregates:
+        r = Renderer(512, 512)
+    else:  # (RenderOptions.aggregates is newer than the checkouts compared against)
+        from renderer.options import RenderOptions
+
+        r = Renderer(512, 512, options=RenderOptions(aggregates=False))
     a = r.load(asset)
     t = time.perf_counter()
     r.add_grid(a, count)
@@ -110,8 +116,10 @@ def views(asset: str, count: int, frames: int) -> None:
             res = r.render(cam)
             timed.append(time.perf_counter() - t)
         st, g = res.stats, res.stats.gpu_ms or {}
-        cov = int((res.instance >= 0).sum())
-        print(f"{count:>10,} {name}: first frame {1e3 * first:6.0f} ms, median "
+        cov = int((res.depth > 0).sum())
+        proxies = st.counters.get("proxies_drawn", 0)
+        print(f"{count:>10,} {name}: {proxies:,} proxies, first frame {1e3 * first:6.0f} ms, "
+              f"median "
               f"{1e3 * statistics.median(timed):6.0f} ms; GPU sum {sum(g.values()):6.0f} ms; "
               f"visible {st.counters['instances_visible']:,}, triangles {st.triangles:,}, "
               f"covered px {cov:,} ({st.triangles / max(cov, 1):.0f} a pixel)")
@@ -127,6 +135,8 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=5)
     ap.add_argument("--views", action="store_true",
                     help="instead: frames framed and low over a corner (add_grid, render only)")
+    ap.add_argument("--no-aggregates", action="store_true",
+                    help="--views without aggregate proxies (every instance drawn itself)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         asset = args.asset or _sphere(Path(tmp))
@@ -136,9 +146,11 @@ def main() -> None:
 
                 subprocess.run([sys.executable, __file__, "--asset", asset, "--counts", str(n),
                                 "--moves", str(args.moves), "--frames", str(args.frames),
-                                *(["--views"] if args.views else [])], check=True)
+                                *(["--views"] if args.views else []),
+                                *(["--no-aggregates"] if args.no_aggregates else [])],
+                               check=True)
             elif args.views:
-                views(asset, n, args.frames)
+                views(asset, n, args.frames, not args.no_aggregates)
             else:
                 run(asset, n, args.moves, args.frames)
 

@@ -35,12 +35,17 @@ def test_kd_order_puts_neighbours_in_a_block() -> None:
     # 43 x 25 at a million)
     i = np.arange(1600)
     pts = np.stack([i % 40, np.zeros(1600), i // 40], axis=1).astype(float)
-    order = kd_order(pts)
+    order, cells = kd_order(pts)
     assert np.array_equal(np.sort(order), i)
+    # the blocks' cells tile the points' box: volumes (areas here) add up, each holds its own
+    area = np.prod((cells[:, 1] - cells[:, 0])[:, [0, 2]], axis=1)
+    assert area.sum() == pytest.approx(39 * 39) and len(cells) == 25
+    own = pts[order].reshape(-1, INSTANCE_BLOCK, 3)
+    assert ((own >= cells[:, None, 0]) & (own <= cells[:, None, 1])).all()
     blocks = pts[order].reshape(-1, INSTANCE_BLOCK, 3)
     ext = np.sort((blocks.max(axis=1) - blocks.min(axis=1))[:, [0, 2]], axis=1)
     assert (ext[:, 0] <= 7).all() and (ext[:, 1] <= 15).all()
-    assert kd_order(pts[:1]).tolist() == [0] and len(kd_order(pts[:0])) == 0
+    assert kd_order(pts[:1])[0].tolist() == [0] and len(kd_order(pts[:0])[0]) == 0
 
 
 @pytest.mark.parametrize("seed, n, height", [(1, 700, 2.0), (2, 1000, 30.0), (3, 130, 0.0)])
@@ -69,7 +74,9 @@ def test_every_node_error_bounds_the_distance_both_ways(seed, n, height) -> None
         s = spheres[inst[inst >= 0]]
         # content to box: points of each sphere's surface
         pts = (s[:, None, :3] + s[:, None, 3:] * dirs[None]).reshape(-1, 3)
-        to_box = np.minimum(pts - lo, hi - pts).min(axis=1)
+        inside = np.minimum(pts - lo, hi - pts).min(axis=1)
+        gap = np.maximum(np.maximum(lo - pts, pts - hi), 0)
+        to_box = np.where(inside >= 0, inside, np.linalg.norm(gap, axis=1))
         assert (to_box <= err * (1 + 1e-9)).all(), (node, to_box.max(), err)
         # box to content: a 24 x 24 grid on each face against the spheres' surfaces
         t = (np.arange(24) + 0.5) / 24
