@@ -332,9 +332,10 @@ def build_for_layout(lay, bounds: np.ndarray, spheres: np.ndarray,
 def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites: np.ndarray,
           slot_area: np.ndarray) -> Aggregates:
     """The proxy tree of a layout: `blocks` (B,) each block's asset (`GpuInstances.blocks`),
-    `bounds` (B, 2, 4) its count (`block_bounds`), `cells` (B, 2, 3) its proxy's box (its k-d
-    cell: the cells of an asset tile its instances' centres' box, so that a node's children's
-    faces cover its own, without the gaps between tight boxes), `slot_sites` (B, 64, 4) float64 the
+    `bounds` (B, 2, 4) its count (`block_bounds`), `cells` (B, 2, 3) its k-d cell (the cells
+    of an asset tile its instances' centres' box, so that a node's children's faces cover its
+    own, without the gaps between tight boxes: its proxy's box, no thinner than its largest
+    instance), `slot_sites` (B, 64, 4) float64 the
     world sphere of each slot's instance (anything where the block's count says padding: slots
     are filled from a block's start), `slot_area` (B, 64) its content's mean projected area
     (0 for padding): `slot_data`."""
@@ -375,7 +376,15 @@ def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites:
         content=np.zeros(n), parent=parent, child=np.concatenate(child),
         first_block=np.concatenate(first), asset=np.concatenate(asset), level=level)
     b = np.flatnonzero(used)
-    agg.lo[:nb], agg.hi[:nb] = cells[:, 0], cells[:, 1]
+    # a block's box: its cell, each axis thinner than its largest instance widened to that
+    # instance's diameter (a flat field's cells are flat, a lone instance's a point: their
+    # proxies would draw nothing)
+    sites = slot_sites.reshape(nb, BLOCK, 4)
+    rmax = np.where(np.arange(BLOCK)[None, :] < bounds[:, 0, 3:4], sites[:, :, 3], 0).max(axis=1)
+    mid = (cells[:, 0] + cells[:, 1]) / 2
+    half = np.maximum((cells[:, 1] - cells[:, 0]) / 2, rmax[:, None])
+    agg.lo[:nb] = np.minimum(cells[:, 0], mid - half)
+    agg.hi[:nb] = np.maximum(cells[:, 1], mid + half)
     _measure_blocks(agg, b, bounds, slot_sites.reshape(nb, BLOCK, 4)[b],
                     slot_area.reshape(nb, BLOCK)[b])
     for lv in range(1, int(agg.level.max(initial=0)) + 1):

@@ -50,11 +50,14 @@ def _sphere(folder: Path, triangles: int) -> str:
     return str(path)
 
 
-def measure(tess: str, instances: int, size: int, frames: list[int], truth: int = 0
-            ) -> list[tuple]:
+def measure(tess: str, instances: int, size: int, frames: list[int], truth: int = 0,
+            reference_tau: float | None = None) -> list[tuple]:
     """[(row name, seconds, PSNR dB, colour image)], the reference (ssaa 4) last. `truth` N:
     also the PSNR against ssaa N (more samples than the reference: how far each row, the
-    reference too, is from the box filter both estimate)."""
+    reference too, is from the box filter both estimate). `reference_tau`: the references
+    drawn by every instance itself (no aggregate proxies) at that tau in their own frame's
+    pixels (small: nearer full detail, whose coverage the instances' coarse roots lose), and
+    the plain and temporal rows also drawn without proxies, side by side."""
     from renderer.camera import Camera
     from renderer.options import RenderOptions
     from renderer.renderer import Renderer
@@ -64,8 +67,13 @@ def measure(tess: str, instances: int, size: int, frames: list[int], truth: int 
     r.add_grid(r.load(tess), instances)
     print(f"{instances:,} spheres placed in {time.perf_counter() - t:.1f} s", flush=True)
     cam = Camera.framing(*r.bounds())  # the iso view of `tessera render`
-    reference = r.render(cam, ssaa=4).color  # once untimed: the shaders compile here
-    best = r.render(cam, ssaa=truth).color if truth else None
+    ref = r
+    if reference_tau is not None:
+        ref = Renderer(size, size, options=RenderOptions(shadows=False, aggregates=False),
+                       ctx=r.ctx)
+        ref.add_grid(ref.load(tess), instances)
+    reference = ref.render(cam, ssaa=4, tau=reference_tau).color  # untimed: shaders compile
+    best = ref.render(cam, ssaa=truth, tau=reference_tau).color if truth else None
 
     def row(name: str, draw) -> tuple:
         t = time.perf_counter()
@@ -82,7 +90,13 @@ def measure(tess: str, instances: int, size: int, frames: list[int], truth: int 
             row("ssaa 2", lambda: r.render(cam, ssaa=2))]
     rows += [row(f"temporal, {k} frames", lambda k=k: r.render_converged(cam, accumulate=k))
              for k in frames]
-    rows.append(row("ssaa 4 (the reference)", lambda: r.render(cam, ssaa=4)))
+    if reference_tau is not None:
+        rows += [row("plain, no proxies", lambda: ref.render(cam)),
+                 row(f"temporal {frames[-1]}, no proxies",
+                     lambda: ref.render_converged(cam, accumulate=frames[-1])),
+                 row("ssaa 4 (the reference)", lambda: ref.render(cam, ssaa=4, tau=reference_tau))]
+    else:
+        rows.append(row("ssaa 4 (the reference)", lambda: r.render(cam, ssaa=4)))
     return rows
 
 
@@ -125,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--truth", type=int, default=0, metavar="N",
                    help="also compare every row with ssaa N (e.g. 8: nearer the box filter "
                         "than the 4 x 4 reference)")
+    p.add_argument("--reference-tau", type=float, metavar="T",
+                   help="draw the references without aggregate proxies at this tau (in their "
+                        "frame's pixels; e.g. 0.1, nearer full detail) and add rows without "
+                        "proxies beside")
     p.add_argument("--images", help="write the rows side by side to this PNG")
     p.add_argument("--cost", type=int, metavar="R",
                    help="instead: the accumulate pass's time alone, R repeats a round")
@@ -134,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.cost:
             cost(tess, args.size, args.cost)
             return 0
-        rows = measure(tess, args.instances, args.size, args.frames, args.truth)
+        rows = measure(tess, args.instances, args.size, args.frames, args.truth,
+                       args.reference_tau)
     if args.images:
         from renderer.results import write_png
 

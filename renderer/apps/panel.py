@@ -96,9 +96,10 @@ def _statistics(imgui, app: ViewerApp) -> None:
             v = lines.get(name)
             imgui.text(f"  {name:<14} " + ("      -" if v is None else f"{v:7.2f} ms"))
     c = s.counters
+    # (proxies: aggregate boxes, each standing for a far group of instances)
     imgui.text(f"instances  {c['instances_visible']:,} / {c['instances_tested']:,}"
-               f"  ({c['instances_far']:,} far)")
-    imgui.text(f"proxies    {c['proxies_drawn']:,} for {c['proxied_instances']:,} instances")
+               f"  ({c['instances_far']:,} far, {c['proxied_instances']:,} in "
+               f"{c['proxies_drawn']:,} proxies)")
     imgui.text(f"nodes      {c['nodes_visited']:,}")
     imgui.text(f"clusters   SW {c['sw_clusters']:,}  HW {c['hw_clusters']:,}")
     imgui.text(f"triangles  SW {c['sw_triangles']:,}  HW {c['hw_triangles']:,}")
