@@ -33,11 +33,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from renderer.instances import LEAF
 from renderer.limits import INSTANCE_BLOCK as BLOCK
 from renderer.limits import NO_NODE
 
 FANOUT = 8  # nodes of level k under one of level k + 1
-BLOCK_GRID = 6  # face samples per axis over a block's box (instances: 64 sites a sample)
+LEAVES = BLOCK // LEAF  # k-d leaves a block
+LEAF_GRID = 4  # face cells per axis over a leaf's box (its LEAF instances)
+BLOCK_GRID = 6  # face cells per axis over a block's box (when its leaves do not tile it)
+BLOCK_REFINE = 96  # cells of a block split in four a round (the largest bounds)
+BLOCK_ROUNDS = 0  # rounds of splitting (2 gained a quarter at 4x the time)
 NODE_GRID = 4  # face cells per axis over a higher node's box (its <= 8 children's), refined
 REFINE = 32  # cells of a node's faces split further each round, at most
 CHUNK_NODES = 256  # nodes measured at a time (bounds the (nodes, samples, sites) temporaries)
@@ -64,6 +69,7 @@ class Aggregates:
     first_block: np.ndarray
     asset: np.ndarray
     level: np.ndarray
+    leaf_cells: np.ndarray | None = None  # (blocks, LEAVES, 2, 3) the blocks' k-d leaf cells
 
     @property
     def count(self) -> int:
@@ -140,14 +146,14 @@ def _with_ancestors(parent: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     return np.concatenate(out)
 
 
-def _face_samples(lo: np.ndarray, hi: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
-    """(m, 6 g², 3) cell centres of a g x g grid on each face of m boxes, and (m,) the largest
-    half cell diagonal of a box's faces (what the Lipschitz bound adds)."""
+def _face_cells(lo: np.ndarray, hi: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """(m, 6 g², 3) centres of a g x g grid of cells on each face of m boxes, and each cell's
+    half size (m, 6 g², 3), zero along its face's normal."""
     m = len(lo)
     t = (np.arange(g) + 0.5) / g
     ext = hi - lo
     out = np.empty((m, 6, g * g, 3))
-    half = np.zeros(m)
+    hs = np.zeros((m, 6, g * g, 3))
     k = 0
     for a in range(3):
         u, v = (a + 1) % 3, (a + 2) % 3
@@ -156,9 +162,17 @@ def _face_samples(lo: np.ndarray, hi: np.ndarray, g: int) -> tuple[np.ndarray, n
             out[:, k, :, a] = side[:, a, None]
             out[:, k, :, u] = lo[:, u, None] + uu.reshape(-1) * ext[:, u, None]
             out[:, k, :, v] = lo[:, v, None] + vv.reshape(-1) * ext[:, v, None]
+            hs[:, k, :, u] = ext[:, u, None] / (2 * g)
+            hs[:, k, :, v] = ext[:, v, None] / (2 * g)
             k += 1
-        half = np.maximum(half, 0.5 * np.hypot(ext[:, u], ext[:, v]) / g)
-    return out.reshape(m, 6 * g * g, 3), half
+    return out.reshape(m, 6 * g * g, 3), hs.reshape(m, 6 * g * g, 3)
+
+
+def _face_samples(lo: np.ndarray, hi: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """(m, 6 g², 3) cell centres of a g x g grid on each face of m boxes, and (m,) the largest
+    half cell diagonal of a box's faces (what the Lipschitz bound adds)."""
+    q, hs = _face_cells(lo, hi, g)
+    return q, np.sqrt((hs * hs).sum(-1)).max(axis=1)
 
 
 def _to_box_surface(c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -168,24 +182,63 @@ def _to_box_surface(c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     return np.where(inside >= 0, inside, np.sqrt((gap * gap).sum(axis=-1)))
 
 
+def _nearest(q: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """(m, k) the nearest sphere's reach min_i |q - c_i| + r_i from points `q` (m, k, 3) over
+    spheres `c` (m, s, 3), `r` (m, s) (inf: no sphere), float32, squared distances by a matrix
+    product."""
+    d2 = ((q * q).sum(-1)[:, :, None] - 2 * np.matmul(q, c.transpose(0, 2, 1))
+          + (c * c).sum(-1)[:, None, :])
+    return (np.sqrt(np.maximum(d2, 0)) + r[:, None, :]).min(axis=2)
+
+
 def _block_reach(lo, hi, centres, radii, present) -> np.ndarray:
     """(m,) box-to-content bound of m blocks: `centres` (m, 64, 3), `radii` (m, 64), `present`
-    (m, 64) bool (padding slots are no site): the largest over BLOCK_GRID² cells a face of the
-    nearest sphere's reach from the cell's centre (squared distances by a matrix product), plus
-    half the largest cell diagonal (the reach is 1-Lipschitz)."""
+    (m, 64) bool (padding slots are no site). The reach of the nearest sphere is 1-Lipschitz,
+    so over a face cell it is at most its value at the cell's centre plus half the cell's
+    diagonal: BLOCK_GRID² cells a face, then BLOCK_ROUNDS times the BLOCK_REFINE cells of the
+    largest such bound split in four (a regular field has a near-maximum in every gap between
+    its instances: a coarse grid alone over-estimated 2x), the bound the largest over the cells
+    left."""
     out = np.empty(len(lo))
     for a in range(0, len(lo), CHUNK_NODES):
         s = slice(a, a + CHUNK_NODES)
-        q, half = _face_samples(lo[s], hi[s], BLOCK_GRID)
+        q, hs = _face_cells(lo[s], hi[s], BLOCK_GRID)
         mid = ((lo[s] + hi[s]) / 2)[:, None]  # float32 about the box's centre: no cancellation
         q = (q - mid).astype(np.float32)
+        hs = hs.astype(np.float32)
         c = (centres[s] - mid).astype(np.float32)
-        d2 = ((q * q).sum(-1)[:, :, None] - 2 * np.matmul(q, c.transpose(0, 2, 1))
-              + (c * c).sum(-1)[:, None, :])
-        d = np.sqrt(np.maximum(d2, 0)) + np.where(present[s], radii[s], np.inf)[:, None, :]
-        # float32 rounding of the squared distances: a relative 1e-6 of the box, added
-        out[s] = d.min(axis=2).max(axis=1) + half + 1e-5 * np.abs(hi[s] - lo[s]).max(axis=1)
+        r = np.where(present[s], radii[s], np.inf).astype(np.float32)
+        v = _nearest(q, c, r)
+        done = np.zeros(len(q), np.float32)  # the largest bound of the cells left as they are
+        for _ in range(BLOCK_ROUNDS):
+            ub = v + np.sqrt((hs * hs).sum(-1))
+            k = min(BLOCK_REFINE, ub.shape[1])
+            top = np.argpartition(-ub, k - 1, axis=1)[:, :k]
+            rest = ub.copy()
+            np.put_along_axis(rest, top, -np.inf, axis=1)
+            done = np.maximum(done, rest.max(axis=1))
+            q, hs = _split_cells(np.take_along_axis(q, top[..., None], axis=1),
+                                 np.take_along_axis(hs, top[..., None], axis=1))
+            v = _nearest(q, c, r)
+        ub = (v + np.sqrt((hs * hs).sum(-1))).max(axis=1)
+        # float32 rounding of the squared distances: a relative 1e-5 of the box, added
+        out[s] = np.maximum(done, ub) + 1e-5 * np.abs(hi[s] - lo[s]).max(axis=1)
     return out
+
+
+def _split_cells(q: np.ndarray, hs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Face cells (centres `q`, half sizes `hs` (m, k, 3), zero along the face's normal) split
+    in four: (m, 4k, 3) each."""
+    flat = np.argmin(hs, axis=-1)
+    out_q, out_h = [], []
+    for su in (-1.0, 1.0):
+        for sv in (-1.0, 1.0):
+            sign = np.zeros(hs.shape, np.float32)
+            np.put_along_axis(sign, ((flat + 1) % 3)[..., None], su, axis=-1)
+            np.put_along_axis(sign, ((flat + 2) % 3)[..., None], sv, axis=-1)
+            out_q.append(q + sign * hs / 2)
+            out_h.append(hs / 2)
+    return np.concatenate(out_q, axis=1), np.concatenate(out_h, axis=1)
 
 
 def _deepest(clo, chi, lo, hi) -> np.ndarray:
@@ -375,16 +428,8 @@ def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites:
         reach=np.full(n, np.inf), centre=np.zeros((n, 3)), radius=np.zeros(n),
         content=np.zeros(n), parent=parent, child=np.concatenate(child),
         first_block=np.concatenate(first), asset=np.concatenate(asset), level=level)
+    agg.leaf_cells = np.asarray(cells, np.float64).reshape(nb, LEAVES, 2, 3)
     b = np.flatnonzero(used)
-    # a block's box: its cell, each axis thinner than its largest instance widened to that
-    # instance's diameter (a flat field's cells are flat, a lone instance's a point: their
-    # proxies would draw nothing)
-    sites = slot_sites.reshape(nb, BLOCK, 4)
-    rmax = np.where(np.arange(BLOCK)[None, :] < bounds[:, 0, 3:4], sites[:, :, 3], 0).max(axis=1)
-    mid = (cells[:, 0] + cells[:, 1]) / 2
-    half = np.maximum((cells[:, 1] - cells[:, 0]) / 2, rmax[:, None])
-    agg.lo[:nb] = np.minimum(cells[:, 0], mid - half)
-    agg.hi[:nb] = np.maximum(cells[:, 1], mid + half)
     _measure_blocks(agg, b, bounds, slot_sites.reshape(nb, BLOCK, 4)[b],
                     slot_area.reshape(nb, BLOCK)[b])
     for lv in range(1, int(agg.level.max(initial=0)) + 1):
@@ -394,18 +439,56 @@ def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites:
 
 def _measure_blocks(agg: Aggregates, b: np.ndarray, bounds, sites, content) -> None:
     """Boxes, bounds, spheres and content of blocks `b`: `bounds` all blocks' (`build`'s),
-    `sites` (k, 64, 4) and `content` (k, 64) theirs."""
+    `sites` (k, 64, 4) and `content` (k, 64) theirs. A block's box is the union of its
+    leaves' (their k-d cells, each axis thinner than the leaf's largest instance widened to
+    that instance's diameter: a flat field's cells are flat, a lone instance's a point, and
+    their proxies would draw nothing); its reach that of its leaves, which tile its faces
+    (`_tiled_reach`), each measured over its LEAF instances (`_site_reach`)."""
+    k = len(b)
     count = bounds[b, 0, 3].astype(np.int64)
     present = np.arange(BLOCK)[None, :] < count[:, None]
-    lo, hi = agg.lo[b], agg.hi[b]  # the blocks' cells
-    reach = _block_reach(lo, hi, sites[:, :, :3], sites[:, :, 3], present)
+    lp = present.reshape(k, LEAVES, LEAF)
+    ls = sites.reshape(k, LEAVES, LEAF, 4)
+    has = lp.any(axis=2)
+    cells = np.where(has[..., None, None], agg.leaf_cells[b], 0)  # (empty leaves: lo > hi)
+    rmax = np.where(lp, ls[..., 3], 0).max(axis=2)
+    mid = (cells[:, :, 0] + cells[:, :, 1]) / 2
+    half = np.maximum((cells[:, :, 1] - cells[:, :, 0]) / 2, rmax[..., None])
+    llo = np.where(has[..., None], np.minimum(cells[:, :, 0], mid - half), np.inf)
+    lhi = np.where(has[..., None], np.maximum(cells[:, :, 1], mid + half), -np.inf)
+    lreach = np.full((k, LEAVES), np.inf)
+    lreach[has] = _site_reach(llo[has], lhi[has], ls[has][..., :3], ls[has][..., 3], lp[has])
+    lo, hi = llo.min(axis=1), lhi.max(axis=1)
+    reach = _tiled_reach(lo, hi, np.where(has[..., None], llo, 0), np.where(has[..., None], lhi, 0),
+                         lreach)
+    loose = ~np.isfinite(reach)
+    if loose.any():  # leaves that do not tile the block's faces (moved instances): its own
+        reach[loose] = _block_reach(lo[loose], hi[loose], sites[loose, :, :3],
+                                    sites[loose, :, 3], present[loose])
     inside = _to_box_surface(sites[:, :, :3], lo[:, None], hi[:, None]) + sites[:, :, 3]
     own = np.where(present, inside, 0).max(axis=1)
-    agg.reach[b] = reach
+    agg.lo[b], agg.hi[b], agg.reach[b] = lo, hi, reach
     agg.error[b] = np.where(count > 0, np.maximum(own, reach), np.inf)
     agg.content[b] = content.sum(axis=1)
     agg.centre[b] = (lo + hi) / 2
     agg.radius[b] = np.linalg.norm(hi - lo, axis=1) / 2
+
+
+def _site_reach(lo, hi, centres, radii, present) -> np.ndarray:
+    """(m,) box-to-content bound of m leaf boxes over their instance spheres `centres`
+    (m, LEAF, 3), `radii` (m, LEAF), `present` (m, LEAF): over LEAF_GRID² cells a face, the
+    nearest sphere's reach from the cell's centre plus half its diagonal (1-Lipschitz)."""
+    out = np.empty(len(lo))
+    for a in range(0, len(lo), CHUNK_NODES * LEAVES):
+        s = slice(a, a + CHUNK_NODES * LEAVES)
+        q, hs = _face_cells(lo[s], hi[s], LEAF_GRID)
+        mid = ((lo[s] + hi[s]) / 2)[:, None]  # float32 about the box's centre
+        v = _nearest((q - mid).astype(np.float32), (centres[s] - mid).astype(np.float32),
+                     np.where(present[s], radii[s], np.inf).astype(np.float32))
+        # float32 rounding of the squared distances: a relative 1e-5 of the box, added
+        out[s] = ((v + np.sqrt((hs * hs).sum(-1))).max(axis=1)
+                  + 1e-5 * np.abs(hi[s] - lo[s]).max(axis=1))
+    return out
 
 
 def _measure_nodes(agg: Aggregates, p: np.ndarray) -> None:

@@ -27,6 +27,7 @@ class InstanceError(ValueError):
 
 
 CHUNK = 1 << 16  # rows checked or measured at a time (bounds the temporaries)
+LEAF = 8  # slots of a k-d leaf (a block holds BLOCK // LEAF): the aggregate proxies' cells
 
 
 def _determinants(m: np.ndarray) -> np.ndarray:
@@ -276,8 +277,9 @@ class GpuInstances:
     slot: np.ndarray
     user: np.ndarray
     blocks: np.ndarray
-    # (blocks, 2, 3) float64: each block's k-d cell (`kd_order`: the cells of an asset's blocks
-    # tile its instances' centres' box), the aggregate proxies' boxes; empty without centres
+    # (blocks * BLOCK // LEAF, 2, 3) float64: the k-d cells of each block's leaves of LEAF slots
+    # (`kd_order`: an asset's cells tile its instances' centres' box; a leaf without instances
+    # has lo > hi), what the aggregate proxies' boxes are made of; empty without centres
     cells: np.ndarray = None
     # the first proxy slot (renderer/aggregates.py): instance slots end here, proxies follow,
     # each asset's run padded to whole blocks (user -1); -1 until `add_proxies`
@@ -299,9 +301,12 @@ class GpuInstances:
         if centres is not None:
             bounds = np.flatnonzero(np.diff(asset[order])) + 1
             for run in np.split(order, bounds):  # views: each asset's run sorted in place
-                o, c = kd_order(centres[run])
+                o, c = kd_order(centres[run], LEAF)
                 run[:] = run[o]
-                cells.append(c)
+                # the run's last block's empty leaves: empty cells (lo > hi)
+                pad = -(-len(run) // BLOCK) * (BLOCK // LEAF) - len(c)
+                cells.append(np.concatenate([c, np.tile([[[np.inf] * 3, [-np.inf] * 3]],
+                                                        (pad, 1, 1))]))
         counts = np.bincount(asset, minlength=int(asset.max(initial=-1)) + 1)
         padded = -(-counts // BLOCK) * BLOCK
         run_start = np.concatenate([[0], np.cumsum(padded)[:-1]])
