@@ -166,6 +166,7 @@ class Frame:
         self.instances: GpuInstances | None = None  # the instance buffer's slots
         self.aggregates: Aggregates | None = None  # the proxy tree over its blocks
         self._stale_blocks = np.zeros(0, np.int64)  # blocks whose instances moved (invalidate)
+        self._agg_table = np.zeros((1, 8), np.uint32)  # the node table as last written
         self._moving = False  # this frame's camera or an instance moved (else velocity is 0)
         self.pool: PagePool | None = None  # the scene's pages on the GPU
         self._frozen_last = False
@@ -367,22 +368,23 @@ class Frame:
             self.device.queue.write_buffer(f.buffers["block_bounds"], 0, self._block_bounds)
             if self.aggregates is not None:  # their proxies stand aside until measured again
                 blocks = np.unique(self.instances.slot[moved] // INSTANCE_BLOCK)
-                self.aggregates.invalidate(blocks)
+                nodes = self.aggregates.invalidate(blocks)
                 self._stale_blocks = np.union1d(self._stale_blocks, blocks)
-                self._write_aggregates(proxies=False)
+                self._agg_table[nodes, 4] = np.float32(np.inf).view(np.uint32)
+                self.device.queue.write_buffer(f.buffers["aggregates"], 0, self._agg_table)
         elif len(self._stale_blocks):
             self._refresh_aggregates(s)
         self._write_moved(s, moved, before)
         self._moving = bool(len(moved))
 
-    def _write_aggregates(self, *, proxies: bool) -> None:
-        """The proxy node table again, and with `proxies` the proxies' rows."""
+    def _write_aggregates(self) -> None:
+        """The proxy node table again (kept in `_agg_table`) and the proxies' rows."""
         lay, agg, q = self.instances, self.aggregates, self.device.queue
-        q.write_buffer(self.resources.buffers["aggregates"], 0, agg.table(lay.proxy_slot))
-        if proxies:
-            rows = np.zeros((lay.slots - lay.proxy_first, 3, 4), np.float32)
-            rows[lay.proxy_slot - lay.proxy_first] = agg.proxy_rows()
-            q.write_buffer(self.resources.buffers["instances"], 48 * lay.proxy_first, rows)
+        self._agg_table = agg.table(lay.proxy_slot)
+        q.write_buffer(self.resources.buffers["aggregates"], 0, self._agg_table)
+        rows = np.zeros((lay.slots - lay.proxy_first, 3, 4), np.float32)
+        rows[lay.proxy_slot - lay.proxy_first] = agg.proxy_rows()
+        q.write_buffer(self.resources.buffers["instances"], 48 * lay.proxy_first, rows)
 
     def _refresh_aggregates(self, s: Scene) -> None:
         """Measure the proxies over the blocks whose instances moved again, once they rest: their
@@ -397,7 +399,7 @@ class Frame:
         sites, content = slot_data(user, spheres, areas)
         self.aggregates.refresh(blocks, self._block_bounds, sites, content)
         self._stale_blocks = np.zeros(0, np.int64)
-        self._write_aggregates(proxies=True)
+        self._write_aggregates()
 
     def _upload_instances(self, s: Scene) -> None:
         """The instance buffer (slots by asset, then along a Morton curve), the blocks' bounds
@@ -414,6 +416,7 @@ class Frame:
                                                      s.instance_areas())
             slots = lay.add_proxies(agg.asset, s.proxy_assets)
             proxy_rows, table = agg.proxy_rows(), agg.table(slots)
+            self._agg_table = table  # (nodes, 8) words: moves mark their errors in it
         f.proxy_nodes = 0 if self.aggregates is None else self.aggregates.count
         f.buffers["aggregates"] = buffer_with(d, table, "scene.aggregates", _BU.STORAGE)
         f.buffers["instances"] = buffer_with(d, lay.words(s.store.rows, proxy_rows),

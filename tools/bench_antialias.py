@@ -72,7 +72,11 @@ def measure(tess: str, instances: int, size: int, frames: list[int], truth: int 
         ref = Renderer(size, size, options=RenderOptions(shadows=False, aggregates=False),
                        ctx=r.ctx)
         ref.add_grid(ref.load(tess), instances)
-    reference = ref.render(cam, ssaa=4, tau=reference_tau).color  # untimed: shaders compile
+    first = ref.render(cam, ssaa=4, tau=reference_tau)  # untimed: the shaders compile here
+    if first.stats.overflow:
+        raise SystemExit(f"the reference overflowed its lists ({first.stats.overflow}): a "
+                         "larger --reference-tau")
+    reference = first.color
     best = ref.render(cam, ssaa=truth, tau=reference_tau).color if truth else None
 
     def row(name: str, draw) -> tuple:
