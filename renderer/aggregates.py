@@ -454,17 +454,25 @@ def _measure_blocks(agg: Aggregates, b: np.ndarray, bounds, sites, content) -> N
     rmax = np.where(lp, ls[..., 3], 0).max(axis=2)
     mid = (cells[:, :, 0] + cells[:, :, 1]) / 2
     half = np.maximum((cells[:, :, 1] - cells[:, :, 0]) / 2, rmax[..., None])
-    llo = np.where(has[..., None], np.minimum(cells[:, :, 0], mid - half), np.inf)
-    lhi = np.where(has[..., None], np.maximum(cells[:, :, 1], mid + half), -np.inf)
+    lo_c, hi_c = np.minimum(cells[:, :, 0], mid - half), np.maximum(cells[:, :, 1], mid + half)
+    # along an axis where the leaf's spheres fill under half its cell (instances on hilly
+    # ground: the cells span every height), their own extent instead (the faces there then
+    # tile no longer, and the block is bounded by its leaves' corners)
+    c, r = ls[..., :3], ls[..., 3:]
+    lo_t = np.where(lp[..., None], c - r, np.inf).min(axis=2)
+    hi_t = np.where(lp[..., None], c + r, -np.inf).max(axis=2)
+    tight = (hi_t - lo_t) < (hi_c - lo_c) / 2
+    llo = np.where(has[..., None], np.where(tight, lo_t, lo_c), np.inf)
+    lhi = np.where(has[..., None], np.where(tight, hi_t, hi_c), -np.inf)
     lreach = np.full((k, LEAVES), np.inf)
     lreach[has] = _site_reach(llo[has], lhi[has], ls[has][..., :3], ls[has][..., 3], lp[has])
     lo, hi = llo.min(axis=1), lhi.max(axis=1)
-    reach = _tiled_reach(lo, hi, np.where(has[..., None], llo, 0), np.where(has[..., None], lhi, 0),
-                         lreach)
+    clo, chi = np.where(has[..., None], llo, 0), np.where(has[..., None], lhi, 0)
+    reach = _tiled_reach(lo, hi, clo, chi, lreach)
     loose = ~np.isfinite(reach)
-    if loose.any():  # leaves that do not tile the block's faces (moved instances): its own
-        reach[loose] = _block_reach(lo[loose], hi[loose], sites[loose, :, :3],
-                                    sites[loose, :, 3], present[loose])
+    if loose.any():  # leaves that do not tile the block's faces: over them, at face corners
+        reach[loose] = _node_reach(lo[loose], hi[loose], clo[loose], chi[loose],
+                                   lreach[loose])
     inside = _to_box_surface(sites[:, :, :3], lo[:, None], hi[:, None]) + sites[:, :, 3]
     own = np.where(present, inside, 0).max(axis=1)
     agg.lo[b], agg.hi[b], agg.reach[b] = lo, hi, reach

@@ -19,12 +19,13 @@ from renderer.scene import proxy_box
 W = H = 128
 
 
-def scatter(n: int, seed: int, *, height: float = 2.0) -> np.ndarray:
-    """(n, 4) spheres scattered over a 100 x 100 patch, radii 0.2..0.6, heights 0..`height`."""
+def scatter(n: int, seed: int, *, height: float = 2.0, slope: float = 0.0) -> np.ndarray:
+    """(n, 4) spheres scattered over a 100 x 100 patch, radii 0.2..0.6, heights 0..`height`
+    above a ground rising `slope` a unit of x (the k-d cells then span every height)."""
     rng = np.random.default_rng(seed)
     out = np.empty((n, 4))
     out[:, [0, 2]] = rng.uniform(-50, 50, (n, 2))
-    out[:, 1] = rng.uniform(0, height, n)
+    out[:, 1] = rng.uniform(0, height, n) + slope * out[:, 0]
     out[:, 3] = rng.uniform(0.2, 0.6, n)
     return out
 
@@ -48,12 +49,14 @@ def test_kd_order_puts_neighbours_in_a_block() -> None:
     assert kd_order(pts[:1])[0].tolist() == [0] and len(kd_order(pts[:0])[0]) == 0
 
 
-@pytest.mark.parametrize("seed, n, height", [(1, 700, 2.0), (2, 1000, 30.0), (3, 130, 0.0)])
-def test_every_node_error_bounds_the_distance_both_ways(seed, n, height) -> None:
+@pytest.mark.parametrize("seed, n, height, slope",
+                         [(1, 700, 2.0, 0.0), (2, 1000, 30.0, 0.0), (3, 130, 0.0, 0.0),
+                          (4, 900, 1.0, 0.6)])
+def test_every_node_error_bounds_the_distance_both_ways(seed, n, height, slope) -> None:
     # the proxy of a node (its box) and the instances it stands for (their spheres' surfaces),
     # sampled densely: every content point lies within the node's error of the box's surface,
     # every point of the box's surface within it of the content; errors and spheres nest
-    spheres = scatter(n, seed, height=height)
+    spheres = scatter(n, seed, height=height, slope=slope)
     lay = GpuInstances.layout(np.zeros(n, np.int64), spheres[:, :3])
     bounds = lay.block_bounds(spheres)
     agg = aggregates.build_for_layout(lay, bounds, spheres, 4 * np.pi * spheres[:, 3] ** 2)
