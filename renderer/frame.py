@@ -353,6 +353,8 @@ class Frame:
             f.max_depth = max(a.depth for a in s.assets)
             self._asset_version = s.asset_version
             f.generation += 1
+            # the instances laid out again: the proxies' asset-table rows follow the assets
+            self._instance_version = None
         moved, before = s.take_moved()  # the instances moved, their transforms before
         if self._instance_version != s.instance_version:
             if not s.instance_count:

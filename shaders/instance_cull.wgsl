@@ -42,7 +42,7 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>,
     // every slot (the shadow views' windows are not the camera's frustum), in 2-D past
     // MAX_DISPATCH workgroups (renderer/passes/instance_cull.py)
     let i = gid.x + gid.y * (MAX_DISPATCH * WORKGROUP);
-    if i >= frame.instance_count || !instance_present(i) {
+    if i >= frame.proxies.x || !instance_present(i) {  // (no proxy in a shadow view)
         return;
     }
     atomicAdd(&state[S_INSTANCES_TESTED], 1u);

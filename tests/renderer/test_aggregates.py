@@ -180,3 +180,19 @@ def test_a_lone_far_instance_stays_in_the_picture(sphere_tess) -> None:
         img = r.render(cam, ssaa=8, tau=8.0).color[..., :3].astype(float)
         sums.append((img - img[0, 0]).sum())
     assert sums[1] > 0 and 1 / 4 < sums[0] / sums[1] < 4, sums
+
+
+@pytest.mark.gpu
+def test_an_asset_loaded_later_keeps_the_proxies_right(sphere_tess) -> None:
+    # the proxies' asset-table rows follow the assets (the box's, one a scene asset): an asset
+    # loaded after the instances lays them out again, and the far field looks as before
+    r = far_field(sphere_tess, True)
+    cam = Camera.framing(*r.bounds(), fill=0.3)
+    before = r.render(cam, ssaa=4)
+    r.load(sphere_tess)  # two more assets, no instance of them (a stale row would be the
+    r.load(sphere_tess)  # third asset's: its sphere's root drawn where the box should be)
+    after = r.render(cam, ssaa=4)
+    assert after.stats.counters["proxies_drawn"] == before.stats.counters["proxies_drawn"] > 0
+    assert after.stats.triangles == before.stats.triangles  # boxes: 12 triangles a proxy
+    a, b = (x.color[..., :3].astype(float) for x in (before, after))
+    assert abs(a.mean() - b.mean()) < 0.05 * a.mean()
