@@ -80,10 +80,15 @@ def _box_area(a: Asset) -> float:
 
 
 @functools.cache
-def proxy_box() -> Asset:
+def proxy_box() -> Asset | None:
     """The unit cube aggregate proxies draw (`renderer/aggregates.py`; the file is made by
-    tools/make_proxy_box.py), opened once."""
-    return open_asset(Path(__file__).parent / "data" / "proxy_box.tess")
+    tools/make_proxy_box.py), opened once; None, with a SceneWarning, where it cannot be read
+    (an install without it: every instance is then drawn itself)."""
+    try:
+        return open_asset(Path(__file__).parent / "data" / "proxy_box.tess")
+    except SceneError as e:
+        warnings.warn(f"no aggregate proxies: {e}", SceneWarning, stacklevel=2)
+        return None
 
 
 def open_asset(path: str | os.PathLike) -> Asset:
@@ -188,7 +193,7 @@ class Scene:
         """The assets the GPU holds: the scene's, then the aggregate proxies' box
         (`proxy_box`) where its page size is the scene's (else no proxy is drawn)."""
         box = proxy_box()
-        if self.assets and box.page_size == self.assets[0].page_size:
+        if box is not None and self.assets and box.page_size == self.assets[0].page_size:
             return [*self.assets, box]
         return list(self.assets)
 
