@@ -85,7 +85,7 @@ def proxy_box() -> Asset | None:
     tools/make_proxy_box.py), opened once; None, with a SceneWarning, where it cannot be read
     (an install without it: every instance is then drawn itself)."""
     try:
-        return open_asset(Path(__file__).parent / "data" / "proxy_box.tess")
+        return open_asset(Path(__file__).parent / "proxy_box.tess")
     except SceneError as e:
         warnings.warn(f"no aggregate proxies: {e}", SceneWarning, stacklevel=2)
         return None

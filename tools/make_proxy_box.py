@@ -1,4 +1,4 @@
-"""Build `renderer/data/proxy_box.tess`: the unit cube [0, 1]^3 that aggregate proxies draw
+"""Build `renderer/proxy_box.tess`: the unit cube [0, 1]^3 that aggregate proxies draw
 (`renderer/aggregates.py`), 24 vertices (a face's own normal and uvs 0..1) and 12 triangles in
 one cluster, which is also its root. Run again after a change of the file format:
 `python tools/make_proxy_box.py` (tests/renderer/test_aggregates.py checks the file opens)."""
@@ -13,7 +13,7 @@ from preprocess.build import build_file
 from preprocess.config import BuildConfig
 from preprocess.load import mesh_from_arrays
 
-OUT = Path(__file__).resolve().parents[1] / "renderer" / "data" / "proxy_box.tess"
+OUT = Path(__file__).resolve().parents[1] / "renderer" / "proxy_box.tess"
 
 
 def box_arrays() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
