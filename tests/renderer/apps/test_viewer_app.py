@@ -238,7 +238,8 @@ def test_panel_actions_by_fed_mouse_events(sphere_tess, ready_app, imgui_panel) 
         assert app.screenshot_requested and app.screenshot_requested.endswith(".png")
         # the frame drawn with the panel's settings: cluster colours, many instances
         res = app.renderer.render(app.controls.camera, tau=app.tau, debug_view=app.debug_view)
-        assert res.stats.counters["instances_visible"] > 1
+        c = res.stats.counters  # (the framed grid's far instances may be drawn by proxies)
+        assert c["instances_visible"] + c["proxied_instances"] > 1
     finally:
         ui.close()
 
