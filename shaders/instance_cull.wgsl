@@ -1,6 +1,7 @@
 // Instance cull: one lane per instance slot (padding slots return at once): in the main view
-// those of the blocks in view (block_cull.wgsl), for the shadow views every slot. Reads the instances, the asset table and the root node
-// spheres; tests the root's box against the frustum and the previous frame's HZB; a visible
+// those of the blocks in view (block_cull.wgsl; a listed aggregate proxy: its box's root), for
+// the shadow views every instance slot (no proxy). Reads the instances, the asset table and the
+// root node spheres; tests the root's box against the frustum and the previous frame's HZB; a visible
 // instance pushes its BVH root into the culling queue (cull.wgsl; entries in queue.wgsl), an
 // occluded one defers its root to the post pass (occluded.wgsl).
 // A far instance skips its BVH: when the largest error of every group but the root projects
@@ -39,7 +40,7 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>,
            @builtin(workgroup_id) wg: vec3<u32>,
            @builtin(local_invocation_index) lane: u32) {
 #ifdef SHADOW
-    // every slot (the shadow views' windows are not the camera's frustum), in 2-D past
+    // every instance slot (the shadow views' windows are not the camera's frustum), in 2-D past
     // MAX_DISPATCH workgroups (renderer/passes/instance_cull.py)
     let i = gid.x + gid.y * (MAX_DISPATCH * WORKGROUP);
     if i >= frame.proxies.x || !instance_present(i) {  // (no proxy in a shadow view)
