@@ -1,22 +1,24 @@
 """Aggregate proxies: a far group of instances drawn as one box (issue 34, item 3).
 
-The instance blocks (`renderer.instances`: 64 slots of one asset, Morton-ordered) are the leaves
-of a tree: a node of level k + 1 stands for 8 consecutive nodes of level k of the same asset, up
-to one root per asset. Every node has a *proxy*: the box around its instances, drawn with a
-coverage below one where the instances fill less of it (each pixel of the box kept with that
-probability by a hash: `shaders/instance.wgsl` `proxy_keep`), so that a far field of sparse
-instances keeps its tone instead of turning solid, and temporal accumulation turns the dither
-into that tone.
+The instance blocks (`renderer.instances`: 64 slots of one asset in k-d order, 8 leaves of 8
+each) are the leaves of a tree: a node of level k + 1 stands for 8 consecutive nodes of level k
+of the same asset, up to one root per asset. Every node has a *proxy*: a box around its
+instances, drawn with a coverage below one where the instances fill less of it (each pixel of
+the box kept with that probability by a hash: `shaders/instance.wgsl` `proxy_keep`), so that a
+far field of sparse instances keeps its tone instead of turning solid, and temporal
+accumulation turns the dither into that tone.
 
 The error of a proxy is honest as the DAG's is: a world distance bounding the two-sided
 (Hausdorff) distance between the box's surface and everything it stands for, each instance's
 content taken as its bounding sphere:
-- content to box: an instance at c with radius r inside box B is within d(c, ∂B) + r of it;
-- box to content: a point q of ∂B is within min_i |q - c_i| + r_i of some instance (a block),
-  or min_j d(q, B_j) + e_j of a child's content, e_j that child's box-to-content bound (higher
-  levels: the nearest point of B_j to q is on ∂B_j, q being on the parent's surface). Both are
-  1-Lipschitz in q, so their largest value over a face is at most the largest over a grid of
-  cell centres plus half a cell's diagonal.
+- content to box: an instance at c with radius r is within d(c, ∂B) + r of the box's surface;
+- box to content: a point q of a leaf's box is within min_i |q - c_i| + r_i of its instances,
+  1-Lipschitz in q, so the largest value over a face is at most the largest over a grid of
+  cell centres plus half a cell's diagonal. A block's box is the union of its leaves' k-d
+  cells, a node's of its children's boxes: where the children's faces tile the node's (k-d
+  cells do), every point of the node's surface is a point of a child's, and the node's bound is
+  the largest of its children's (`_tiled_reach`); elsewhere, the children's boxes bound it
+  (`_node_reach`).
 A node's error is the largest of its own two and its children's, and its bounding sphere holds
 its children's, so its projected error is never smaller than a descendant's: `block_cull.wgsl`
 draws the highest node under tau over each block, and every instance is drawn once, by itself
@@ -40,9 +42,6 @@ from renderer.limits import NO_NODE
 FANOUT = 8  # nodes of level k under one of level k + 1
 LEAVES = BLOCK // LEAF  # k-d leaves a block
 LEAF_GRID = 4  # face cells per axis over a leaf's box (its LEAF instances)
-BLOCK_GRID = 6  # face cells per axis over a block's box (when its leaves do not tile it)
-BLOCK_REFINE = 96  # cells of a block split in four a round (the largest bounds)
-BLOCK_ROUNDS = 0  # rounds of splitting (2 gained a quarter at 4x the time)
 NODE_GRID = 4  # face cells per axis over a higher node's box (its <= 8 children's), refined
 REFINE = 32  # cells of a node's faces split further each round, at most
 CHUNK_NODES = 256  # nodes measured at a time (bounds the (nodes, samples, sites) temporaries)
@@ -168,13 +167,6 @@ def _face_cells(lo: np.ndarray, hi: np.ndarray, g: int) -> tuple[np.ndarray, np.
     return out.reshape(m, 6 * g * g, 3), hs.reshape(m, 6 * g * g, 3)
 
 
-def _face_samples(lo: np.ndarray, hi: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
-    """(m, 6 g², 3) cell centres of a g x g grid on each face of m boxes, and (m,) the largest
-    half cell diagonal of a box's faces (what the Lipschitz bound adds)."""
-    q, hs = _face_cells(lo, hi, g)
-    return q, np.sqrt((hs * hs).sum(-1)).max(axis=1)
-
-
 def _to_box_surface(c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Distance from points `c` to the surfaces of boxes (lo, hi) (broadcast), inside or out."""
     inside = np.minimum(c - lo, hi - c).min(axis=-1)
@@ -189,56 +181,6 @@ def _nearest(q: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
     d2 = ((q * q).sum(-1)[:, :, None] - 2 * np.matmul(q, c.transpose(0, 2, 1))
           + (c * c).sum(-1)[:, None, :])
     return (np.sqrt(np.maximum(d2, 0)) + r[:, None, :]).min(axis=2)
-
-
-def _block_reach(lo, hi, centres, radii, present) -> np.ndarray:
-    """(m,) box-to-content bound of m blocks: `centres` (m, 64, 3), `radii` (m, 64), `present`
-    (m, 64) bool (padding slots are no site). The reach of the nearest sphere is 1-Lipschitz,
-    so over a face cell it is at most its value at the cell's centre plus half the cell's
-    diagonal: BLOCK_GRID² cells a face, then BLOCK_ROUNDS times the BLOCK_REFINE cells of the
-    largest such bound split in four (a regular field has a near-maximum in every gap between
-    its instances: a coarse grid alone over-estimated 2x), the bound the largest over the cells
-    left."""
-    out = np.empty(len(lo))
-    for a in range(0, len(lo), CHUNK_NODES):
-        s = slice(a, a + CHUNK_NODES)
-        q, hs = _face_cells(lo[s], hi[s], BLOCK_GRID)
-        mid = ((lo[s] + hi[s]) / 2)[:, None]  # float32 about the box's centre: no cancellation
-        q = (q - mid).astype(np.float32)
-        hs = hs.astype(np.float32)
-        c = (centres[s] - mid).astype(np.float32)
-        r = np.where(present[s], radii[s], np.inf).astype(np.float32)
-        v = _nearest(q, c, r)
-        done = np.zeros(len(q), np.float32)  # the largest bound of the cells left as they are
-        for _ in range(BLOCK_ROUNDS):
-            ub = v + np.sqrt((hs * hs).sum(-1))
-            k = min(BLOCK_REFINE, ub.shape[1])
-            top = np.argpartition(-ub, k - 1, axis=1)[:, :k]
-            rest = ub.copy()
-            np.put_along_axis(rest, top, -np.inf, axis=1)
-            done = np.maximum(done, rest.max(axis=1))
-            q, hs = _split_cells(np.take_along_axis(q, top[..., None], axis=1),
-                                 np.take_along_axis(hs, top[..., None], axis=1))
-            v = _nearest(q, c, r)
-        ub = (v + np.sqrt((hs * hs).sum(-1))).max(axis=1)
-        # float32 rounding of the squared distances: a relative 1e-5 of the box, added
-        out[s] = np.maximum(done, ub) + 1e-5 * np.abs(hi[s] - lo[s]).max(axis=1)
-    return out
-
-
-def _split_cells(q: np.ndarray, hs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Face cells (centres `q`, half sizes `hs` (m, k, 3), zero along the face's normal) split
-    in four: (m, 4k, 3) each."""
-    flat = np.argmin(hs, axis=-1)
-    out_q, out_h = [], []
-    for su in (-1.0, 1.0):
-        for sv in (-1.0, 1.0):
-            sign = np.zeros(hs.shape, np.float32)
-            np.put_along_axis(sign, ((flat + 1) % 3)[..., None], su, axis=-1)
-            np.put_along_axis(sign, ((flat + 2) % 3)[..., None], sv, axis=-1)
-            out_q.append(q + sign * hs / 2)
-            out_h.append(hs / 2)
-    return np.concatenate(out_q, axis=1), np.concatenate(out_h, axis=1)
 
 
 def _deepest(clo, chi, lo, hi) -> np.ndarray:
@@ -270,6 +212,18 @@ def _tiled_reach(lo, hi, clo, chi, reach) -> np.ndarray:
             covered &= np.abs(area - face) <= 1e-9 * np.maximum(face, 1e-30) + 1e-300
             out = np.maximum(out, np.where(t, reach, 0).max(axis=1))
     return np.where(covered, out, np.inf)
+
+
+def _children_reach(lo, hi, clo, chi, reach) -> np.ndarray:
+    """(m,) box-to-content bound of m boxes over their children's boxes (`clo`, `chi`
+    (m, k, 3)) and bounds (`reach` (m, k), inf: no child): the largest of the children's where
+    their faces tile the box's (`_tiled_reach`), else bounded at face cells' corners
+    (`_node_reach`: an asset's last nodes, leaves on hilly ground or moved)."""
+    out = _tiled_reach(lo, hi, clo, chi, reach)
+    loose = ~np.isfinite(out)
+    if loose.any():
+        out[loose] = _node_reach(lo[loose], hi[loose], clo[loose], chi[loose], reach[loose])
+    return out
 
 
 def _node_reach(lo, hi, clo, chi, reach, rounds: int = 4) -> np.ndarray:
@@ -385,13 +339,12 @@ def build_for_layout(lay, bounds: np.ndarray, spheres: np.ndarray,
 def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites: np.ndarray,
           slot_area: np.ndarray) -> Aggregates:
     """The proxy tree of a layout: `blocks` (B,) each block's asset (`GpuInstances.blocks`),
-    `bounds` (B, 2, 4) its count (`block_bounds`), `cells` (B, 2, 3) its k-d cell (the cells
-    of an asset tile its instances' centres' box, so that a node's children's faces cover its
-    own, without the gaps between tight boxes: its proxy's box, no thinner than its largest
-    instance), `slot_sites` (B, 64, 4) float64 the
-    world sphere of each slot's instance (anything where the block's count says padding: slots
-    are filled from a block's start), `slot_area` (B, 64) its content's mean projected area
-    (0 for padding): `slot_data`."""
+    `bounds` (B, 2, 4) its count (`block_bounds`), `cells` (B * LEAVES, 2, 3) its leaves' k-d
+    cells (`GpuInstances.cells`: the cells of an asset tile its instances' centres' box, so that
+    a node's children's faces cover its own, without the gaps between tight boxes),
+    `slot_sites` (B, 64, 4) float64 the world sphere of each slot's instance (anything where
+    the block's count says padding: slots are filled from a block's start), `slot_area` (B, 64)
+    its content's mean projected area (0 for padding): `slot_data`."""
     nb = len(blocks)
     used = bounds[:, 0, 3] > 0
     # the topology: 8 consecutive used nodes of one asset under a parent, level by level
@@ -467,12 +420,8 @@ def _measure_blocks(agg: Aggregates, b: np.ndarray, bounds, sites, content) -> N
     lreach = np.full((k, LEAVES), np.inf)
     lreach[has] = _site_reach(llo[has], lhi[has], ls[has][..., :3], ls[has][..., 3], lp[has])
     lo, hi = llo.min(axis=1), lhi.max(axis=1)
-    clo, chi = np.where(has[..., None], llo, 0), np.where(has[..., None], lhi, 0)
-    reach = _tiled_reach(lo, hi, clo, chi, lreach)
-    loose = ~np.isfinite(reach)
-    if loose.any():  # leaves that do not tile the block's faces: over them, at face corners
-        reach[loose] = _node_reach(lo[loose], hi[loose], clo[loose], chi[loose],
-                                   lreach[loose])
+    reach = _children_reach(lo, hi, np.where(has[..., None], llo, 0),
+                            np.where(has[..., None], lhi, 0), lreach)
     inside = _to_box_surface(sites[:, :, :3], lo[:, None], hi[:, None]) + sites[:, :, 3]
     own = np.where(present, inside, 0).max(axis=1)
     agg.lo[b], agg.hi[b], agg.reach[b] = lo, hi, reach
@@ -508,11 +457,7 @@ def _measure_nodes(agg: Aggregates, p: np.ndarray) -> None:
     clo, chi = agg.lo[ch], agg.hi[ch]
     lo = np.where(has[..., None], clo, np.inf).min(axis=1)
     hi = np.where(has[..., None], chi, -np.inf).max(axis=1)
-    creach = np.where(has, agg.reach[ch], np.inf)
-    reach = _tiled_reach(lo, hi, clo, chi, creach)
-    loose = ~np.isfinite(reach)  # children that do not tile the node's faces (an asset's last)
-    if loose.any():
-        reach[loose] = _node_reach(lo[loose], hi[loose], clo[loose], chi[loose], creach[loose])
+    reach = _children_reach(lo, hi, clo, chi, np.where(has, agg.reach[ch], np.inf))
     # content to box: the children's boxes hold it
     own = np.where(has, _deepest(clo, chi, lo, hi), 0).max(axis=1)
     agg.lo[p], agg.hi[p], agg.reach[p] = lo, hi, reach

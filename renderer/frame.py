@@ -404,7 +404,7 @@ class Frame:
         self._write_aggregates()
 
     def _upload_instances(self, s: Scene) -> None:
-        """The instance buffer (slots by asset, then along a Morton curve), the blocks' bounds
+        """The instance buffer (slots by asset, then in k-d order), the blocks' bounds
         and the list the block cull fills; the scene's bounding sphere from the same spheres."""
         f, d = self.resources, self.device
         spheres = _world_spheres(s, None)

@@ -1,5 +1,5 @@
 // Block cull: the top of the instance hierarchy. Instance slots come in blocks of INSTANCE_BLOCK
-// (one asset each, Morton-ordered within the asset: renderer/instances.py), each with a world box
+// (one asset each, in k-d order within the asset: renderer/instances.py), each with a world box
 // around its instances' bounding spheres (`block_bounds`: vec4 lo (w: its instance count), vec4
 // hi). One lane per block tests its box against the frustum and lists it in `blocks` when it
 // touches the view; the instance cull then runs a workgroup per listed block
