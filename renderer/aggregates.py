@@ -347,8 +347,9 @@ def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites:
     its content's mean projected area (0 for padding): `slot_data`."""
     nb = len(blocks)
     used = bounds[:, 0, 3] > 0
-    # the topology: 8 consecutive used nodes of one asset under a parent, level by level
-    # (global node indices: the blocks, then each level's nodes after the one below)
+    # the topology: 8 consecutive used nodes of one asset under a parent, level by level, until
+    # each asset has one (global node indices: the blocks, then each level's after the one
+    # below; as many nodes an asset as `node_count` says, which sizes the instance buffer)
     parent = np.full(nb, -1)
     child = [np.full((nb, FANOUT), -1)]
     asset = [blocks.astype(np.int64)]
@@ -357,13 +358,17 @@ def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites:
     cur = np.flatnonzero(used)  # the current level's nodes (global)
     cur_asset = asset[0][cur]
     cur_first = first[0][cur]
-    while len(cur) > 1:
+    while len(cur):
+        # an asset down to one node at this level has its root: the others go on
         start = np.concatenate([[True], cur_asset[1:] != cur_asset[:-1]])
+        run = np.cumsum(start) - 1
+        alone = np.bincount(run)[run] == 1
+        cur, cur_asset, cur_first, start = (x[~alone] for x in (cur, cur_asset, cur_first, start))
+        if not len(cur):
+            break
         rank = np.arange(len(cur)) - np.flatnonzero(start)[np.cumsum(start) - 1]
         key = np.cumsum(rank % FANOUT == 0) - 1
         m = int(key[-1]) + 1
-        if m == len(cur):  # no group of two or more: every node is a root
-            break
         parent = np.concatenate([parent, np.full(m, -1)])
         parent[cur] = total + key
         ch = np.full((m, FANOUT), -1)

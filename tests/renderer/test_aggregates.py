@@ -100,6 +100,23 @@ def test_every_node_error_bounds_the_distance_both_ways(seed, n, height, slope) 
             assert gap <= agg.radius[p] * (1 + 1e-12)
 
 
+def test_each_asset_has_the_nodes_the_instance_buffer_is_sized_for() -> None:
+    # assets of 57 and 400 blocks, and of 1, 70 and 1 blocks: each asset's tree stops at its
+    # own root (an asset done sooner took a chain of one-child parents while the others went
+    # on: 67 nodes where `node_count`, which sizes the instance buffer, said 66)
+    rng = np.random.default_rng(5)
+    for counts in ([64 * 57, 64 * 400], [1, 64 * 70, 5]):
+        asset = np.concatenate([np.full(c, i) for i, c in enumerate(counts)])
+        spheres = np.concatenate([rng.random((len(asset), 3)) * 100,
+                                  np.full((len(asset), 1), 0.3)], axis=1)
+        lay = GpuInstances.layout(asset, spheres[:, :3])
+        agg = aggregates.build_for_layout(lay, lay.block_bounds(spheres), spheres,
+                                          np.ones(len(asset)))
+        assert np.bincount(agg.asset).tolist() == [
+            aggregates.node_count(-(-c // INSTANCE_BLOCK)) for c in counts]
+        assert (agg.parent < 0).sum() == len(counts)  # a root an asset
+
+
 def test_the_proxy_box_is_a_unit_cube_of_one_cluster() -> None:
     box = proxy_box()
     assert box.meta["bounds_min"] == [0.0, 0.0, 0.0] and box.meta["bounds_max"] == [1.0, 1.0, 1.0]
