@@ -393,12 +393,10 @@ class Frame:
         blocks' spheres and the nodes above (`Aggregates.refresh`; ~0.1 ms a block)."""
         lay, blocks = self.instances, self._stale_blocks
         user = lay.user[(blocks[:, None] * INSTANCE_BLOCK + np.arange(INSTANCE_BLOCK)).ravel()]
-        inst = user[user >= 0]
-        spheres = np.zeros((s.instance_count, 4))
-        spheres[inst] = _world_spheres(s, inst)
-        areas = np.zeros(s.instance_count)
-        areas[inst] = s.instance_areas()[inst]
-        sites, content = slot_data(user, spheres, areas)
+        present = user >= 0  # those blocks' instances only, numbered as their slots
+        sites, content = slot_data(np.where(present, np.arange(len(user)), -1),
+                                   _world_spheres(s, np.maximum(user, 0)),
+                                   np.where(present, s.instance_areas(np.maximum(user, 0)), 0))
         self.aggregates.refresh(blocks, self._block_bounds, sites, content)
         self._stale_blocks = np.zeros(0, np.int64)
         self._write_aggregates()

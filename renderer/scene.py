@@ -314,13 +314,14 @@ class Scene:
         """(n, 4, 4) float32: each instance's transform (a new array)."""
         return as_matrices(self.store.rows)
 
-    def instance_areas(self) -> np.ndarray:
-        """(n,) float64 each instance's full-detail surface area in world units: its asset's
-        (`surface_area` in the meta; older files: its bounding box's, an over-estimate) times
-        the square of its largest axis scale."""
+    def instance_areas(self, instances: np.ndarray | None = None) -> np.ndarray:
+        """(k,) float64 the full-detail surface area in world units of instances `instances`
+        ((k,) indices; None: all): its asset's (`surface_area` in the meta; older files: its
+        bounding box's, an over-estimate) times the square of its largest axis scale."""
         per = np.array([a.meta.get("surface_area", _box_area(a)) for a in self.assets],
                        np.float64)
-        return per[self.store.asset] * self.instance_scales().astype(np.float64) ** 2
+        i = slice(None) if instances is None else np.asarray(instances, np.int64)
+        return per[self.store.asset[i]] * max_scales(self.store.rows[i]).astype(np.float64) ** 2
 
     def instance_scales(self) -> np.ndarray:
         """(n,) float32: each instance's largest axis scale, as the GPU computes it."""
