@@ -171,6 +171,21 @@ def kd_order(points: np.ndarray, leaf: int = BLOCK) -> tuple[np.ndarray, np.ndar
     return order, cells[:, :, first].transpose(2, 0, 1).astype(np.float64)
 
 
+def _padded_runs(asset: np.ndarray, order: np.ndarray, first: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Slots from `first` for items of `asset` ((n,) ints) taken in `order` (sorted by asset):
+    each asset's run after the one before, padded to whole blocks. ((n,) int64 each item's
+    slot, (assets,) the slots each run takes.)"""
+    counts = np.bincount(asset, minlength=int(asset.max(initial=-1)) + 1)
+    padded = -(-counts // BLOCK) * BLOCK
+    run_start = first + np.concatenate([[0], np.cumsum(padded)[:-1]])
+    first_of = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    a = asset[order]
+    slot = np.empty(len(asset), np.int64)
+    slot[order] = run_start[a] + (np.arange(len(asset)) - first_of[a])
+    return slot, padded
+
+
 def _box_side(centre: np.ndarray, radius: np.ndarray, sign: int) -> np.ndarray:
     """float64 low (`sign` -1) or high (1) side of the boxes around spheres, widened by a
     millionth of the coordinates: the GPU's float32 box tests round (`block_bounds`)."""
@@ -307,17 +322,10 @@ class GpuInstances:
                 pad = -(-len(run) // BLOCK) * (BLOCK // LEAF) - len(c)
                 cells.append(np.concatenate([c, np.tile([[[np.inf] * 3, [-np.inf] * 3]],
                                                         (pad, 1, 1))]))
-        counts = np.bincount(asset, minlength=int(asset.max(initial=-1)) + 1)
-        padded = -(-counts // BLOCK) * BLOCK
-        run_start = np.concatenate([[0], np.cumsum(padded)[:-1]])
-        first_of = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        a_sorted = asset[order]
-        slot_sorted = run_start[a_sorted] + (np.arange(len(asset)) - first_of[a_sorted])
-        slot = np.empty(len(asset), np.int64)
-        slot[order] = slot_sorted
+        slot, padded = _padded_runs(asset, order, 0)
         user = np.full(max(int(padded.sum()), BLOCK), -1, np.int64)
         user[slot] = np.arange(len(asset))
-        blocks = np.repeat(np.arange(len(counts), dtype=np.uint32), padded // BLOCK)
+        blocks = np.repeat(np.arange(len(padded), dtype=np.uint32), padded // BLOCK)
         blocks = np.concatenate([blocks, np.zeros(len(user) // BLOCK - len(blocks), np.uint32)])
         cell = np.concatenate(cells) if cells else np.zeros((0, 2, 3))
         return cls(slot=slot, user=user, blocks=blocks, cells=cell)
@@ -359,18 +367,11 @@ class GpuInstances:
         the asset (`Scene.proxy_assets`); returns and keeps each node's slot."""
         first = self.instance_slots
         node_asset = np.asarray(node_asset, np.int64)
-        order = np.argsort(node_asset, kind="stable")
-        counts = np.bincount(node_asset, minlength=int(node_asset.max(initial=-1)) + 1)
-        padded = -(-counts // BLOCK) * BLOCK
-        run_start = first + np.concatenate([[0], np.cumsum(padded)[:-1]])
-        first_of = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        a = node_asset[order]
-        slot = np.empty(len(node_asset), np.int64)
-        slot[order] = run_start[a] + (np.arange(len(a)) - first_of[a])
+        slot, padded = _padded_runs(node_asset, np.argsort(node_asset, kind="stable"), first)
         self.user = np.concatenate([self.user[:first], np.full(int(padded.sum()), -1)])
         self.blocks = np.concatenate([
             self.blocks[: first // BLOCK],
-            np.repeat(row_base + np.arange(len(counts), dtype=np.uint32), padded // BLOCK)
+            np.repeat(row_base + np.arange(len(padded), dtype=np.uint32), padded // BLOCK)
             .astype(np.uint32)])
         self.proxy_first, self.proxy_slot = first, slot
         return slot
