@@ -10,9 +10,14 @@ accumulation turns the dither into that tone.
 
 The error of a proxy is honest as the DAG's is: a world distance bounding the two-sided
 (Hausdorff) distance between the box's surface and everything it stands for, each instance's
-content taken as its bounding sphere:
-- content to box: an instance at c with radius r is within d(c, ∂B) + r of the box's surface;
-- box to content: a point q of a leaf's box is within min_i |q - c_i| + r_i of its instances,
+content known by its bounding sphere (c, r) and its *gap* g, the farthest a point of that
+sphere lies from the instance's full-detail surface (`Asset.sphere_gap` times the instance's
+scale; 2r, which says nothing, where the transform is not a similarity):
+- content to box: a point of the ball is within d(c, ∂B) + r of the box's surface, and a ball
+  inside the box within half the box's thinnest side of it (outside, within the ball's excess
+  over the box);
+- box to content: from a point q, the radial point of the sphere is ||q - c| - r| away and within
+  g of the surface, and any point of the ball |q - c| + r away: min_i of the smaller is
   1-Lipschitz in q, so the largest value over a face is at most the largest over a grid of
   cell centres plus half a cell's diagonal. A block's box is the union of its leaves' k-d
   cells, a node's of its children's boxes: where the children's faces tile the node's (k-d
@@ -174,13 +179,15 @@ def _to_box_surface(c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     return np.where(inside >= 0, inside, np.sqrt((gap * gap).sum(axis=-1)))
 
 
-def _nearest(q: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """(m, k) the nearest sphere's reach min_i |q - c_i| + r_i from points `q` (m, k, 3) over
-    spheres `c` (m, s, 3), `r` (m, s) (inf: no sphere), float32, squared distances by a matrix
-    product."""
+def _nearest(q: np.ndarray, c: np.ndarray, r: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """(m, k) the nearest content's reach from points `q` (m, k, 3) over instances with spheres
+    `c` (m, s, 3), `r` (m, s) (inf: no instance) and gaps `g` (m, s): min_i of min(|q - c_i| +
+    r_i, ||q - c_i| - r_i| + g_i); float32, squared distances by a matrix product."""
     d2 = ((q * q).sum(-1)[:, :, None] - 2 * np.matmul(q, c.transpose(0, 2, 1))
           + (c * c).sum(-1)[:, None, :])
-    return (np.sqrt(np.maximum(d2, 0)) + r[:, None, :]).min(axis=2)
+    d = np.sqrt(np.maximum(d2, 0))
+    r, g = r[:, None, :], g[:, None, :]
+    return np.minimum(d + r, np.abs(d - r) + g).min(axis=2)
 
 
 def _deepest(clo, chi, lo, hi) -> np.ndarray:
@@ -316,23 +323,28 @@ def node_count(blocks: int) -> int:
     return n
 
 
-def slot_data(user: np.ndarray, spheres: np.ndarray, areas: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """Per slot of `user` ((k * 64,) each slot's instance, -1 padding): the world sphere
-    ((k, 64, 4), from `spheres` (n, 4) in instance order) and the mean projected area ((k, 64),
-    a quarter of `areas` (n,): Cauchy), 0 for padding."""
+def slot_data(user: np.ndarray, spheres: np.ndarray, areas: np.ndarray,
+              gaps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per slot of `user` ((k * 64,) each slot's instance, -1 padding): the world sphere and
+    gap ((k, 64, 5), from `spheres` (n, 4) and `gaps` (n,) in instance order; None: twice the
+    radius, which says nothing of the content) and the mean projected area ((k, 64), a quarter
+    of `areas` (n,): Cauchy), 0 for padding."""
     i = np.maximum(user, 0)
-    sites = spheres[i].reshape(-1, BLOCK, 4)
+    sites = np.empty((len(i), 5))
+    sites[:, :4] = spheres[i]
+    sites[:, 4] = 2 * sites[:, 3] if gaps is None else np.minimum(gaps[i], 2 * sites[:, 3])
+    sites = sites.reshape(-1, BLOCK, 5)
     content = np.where(user >= 0, np.asarray(areas, np.float64)[i] / 4, 0.0)
     return sites, content.reshape(-1, BLOCK)
 
 
-def build_for_layout(lay, bounds: np.ndarray, spheres: np.ndarray,
-                     areas: np.ndarray) -> Aggregates:
+def build_for_layout(lay, bounds: np.ndarray, spheres: np.ndarray, areas: np.ndarray,
+                     gaps: np.ndarray | None = None) -> Aggregates:
     """`build` over a layout (`GpuInstances`, before `add_proxies`): its blocks and their
-    `bounds`, the instances' world `spheres` ((n, 4), instance order) and full-detail surface
-    `areas` ((n,) world units squared: `Scene.instance_areas`)."""
-    sites, content = slot_data(lay.user[: lay.instance_slots], spheres, areas)
+    `bounds`, the instances' world `spheres` ((n, 4), instance order), full-detail surface
+    `areas` ((n,) world units squared: `Scene.instance_areas`) and gaps ((n,):
+    `Scene.instance_gaps`; None: nothing known)."""
+    sites, content = slot_data(lay.user[: lay.instance_slots], spheres, areas, gaps)
     return build(lay.blocks[: len(bounds)], bounds, lay.cells, sites, content)
 
 
@@ -342,7 +354,7 @@ def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites:
     `bounds` (B, 2, 4) its count (`block_bounds`), `cells` (B * LEAVES, 2, 3) its leaves' k-d
     cells (`GpuInstances.cells`: the cells of an asset tile its instances' centres' box, so that
     a node's children's faces cover its own, without the gaps between tight boxes),
-    `slot_sites` (B, 64, 4) float64 the world sphere of each slot's instance (anything where
+    `slot_sites` (B, 64, 5) float64 the world sphere and gap of each slot's instance (anything where
     the block's count says padding: slots are filled from a block's start), `slot_area` (B, 64)
     its content's mean projected area (0 for padding): `slot_data`."""
     nb = len(blocks)
@@ -388,7 +400,7 @@ def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites:
         first_block=np.concatenate(first), asset=np.concatenate(asset), level=level)
     agg.leaf_cells = np.asarray(cells, np.float64).reshape(nb, LEAVES, 2, 3)
     b = np.flatnonzero(used)
-    _measure_blocks(agg, b, bounds, slot_sites.reshape(nb, BLOCK, 4)[b],
+    _measure_blocks(agg, b, bounds, slot_sites.reshape(nb, BLOCK, 5)[b],
                     slot_area.reshape(nb, BLOCK)[b])
     for lv in range(1, int(agg.level.max(initial=0)) + 1):
         _measure_nodes(agg, np.flatnonzero(agg.level == lv))
@@ -397,7 +409,7 @@ def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites:
 
 def _measure_blocks(agg: Aggregates, b: np.ndarray, bounds, sites, content) -> None:
     """Boxes, bounds, spheres and content of blocks `b`: `bounds` all blocks' (`build`'s),
-    `sites` (k, 64, 4) and `content` (k, 64) theirs. A block's box is the union of its
+    `sites` (k, 64, 5) and `content` (k, 64) theirs. A block's box is the union of its
     leaves' (their k-d cells, each axis thinner than the leaf's largest instance widened to
     that instance's diameter: a flat field's cells are flat, a lone instance's a point, and
     their proxies would draw nothing); its reach that of its leaves, which tile its faces
@@ -406,7 +418,7 @@ def _measure_blocks(agg: Aggregates, b: np.ndarray, bounds, sites, content) -> N
     count = bounds[b, 0, 3].astype(np.int64)
     present = np.arange(BLOCK)[None, :] < count[:, None]
     lp = present.reshape(k, LEAVES, LEAF)
-    ls = sites.reshape(k, LEAVES, LEAF, 4)
+    ls = sites.reshape(k, LEAVES, LEAF, 5)
     has = lp.any(axis=2)
     cells = np.where(has[..., None, None], agg.leaf_cells[b], 0)  # (empty leaves: lo > hi)
     rmax = np.where(lp, ls[..., 3], 0).max(axis=2)
@@ -416,19 +428,20 @@ def _measure_blocks(agg: Aggregates, b: np.ndarray, bounds, sites, content) -> N
     # along an axis where the leaf's spheres fill under half its cell (instances on hilly
     # ground: the cells span every height), their own extent instead (the faces there then
     # tile no longer, and the block is bounded by its leaves' corners)
-    c, r = ls[..., :3], ls[..., 3:]
+    c, r = ls[..., :3], ls[..., 3:4]
     lo_t = np.where(lp[..., None], c - r, np.inf).min(axis=2)
     hi_t = np.where(lp[..., None], c + r, -np.inf).max(axis=2)
     tight = (hi_t - lo_t) < (hi_c - lo_c) / 2
     llo = np.where(has[..., None], np.where(tight, lo_t, lo_c), np.inf)
     lhi = np.where(has[..., None], np.where(tight, hi_t, hi_c), -np.inf)
     lreach = np.full((k, LEAVES), np.inf)
-    lreach[has] = _site_reach(llo[has], lhi[has], ls[has][..., :3], ls[has][..., 3], lp[has])
+    lreach[has] = _site_reach(llo[has], lhi[has], ls[has][..., :3], ls[has][..., 3],
+                              ls[has][..., 4], lp[has])
     lo, hi = llo.min(axis=1), lhi.max(axis=1)
     reach = _children_reach(lo, hi, np.where(has[..., None], llo, 0),
                             np.where(has[..., None], lhi, 0), lreach)
-    inside = _to_box_surface(sites[:, :, :3], lo[:, None], hi[:, None]) + sites[:, :, 3]
-    own = np.where(present, inside, 0).max(axis=1)
+    own = np.where(present, _ball_to_surface(sites[..., :3], sites[..., 3], lo[:, None],
+                                             hi[:, None]), 0).max(axis=1)
     agg.lo[b], agg.hi[b], agg.reach[b] = lo, hi, reach
     agg.error[b] = np.where(count > 0, np.maximum(own, reach), np.inf)
     agg.content[b] = content.sum(axis=1)
@@ -436,17 +449,29 @@ def _measure_blocks(agg: Aggregates, b: np.ndarray, bounds, sites, content) -> N
     agg.radius[b] = np.linalg.norm(hi - lo, axis=1) / 2
 
 
-def _site_reach(lo, hi, centres, radii, present) -> np.ndarray:
-    """(m,) box-to-content bound of m leaf boxes over their instance spheres `centres`
-    (m, LEAF, 3), `radii` (m, LEAF), `present` (m, LEAF): over LEAF_GRID² cells a face, the
-    nearest sphere's reach from the cell's centre plus half its diagonal (1-Lipschitz)."""
+def _ball_to_surface(c, r, lo, hi) -> np.ndarray:
+    """The farthest a point of balls (c, r) lies from the surfaces of boxes (lo, hi)
+    (broadcast): d(c, ∂B) + r, and for a ball inside its box no more than half the box's
+    thinnest side (every inner point is that close to a face), outside no more than the
+    length of the ball's excess over the box along the axes."""
+    excess = np.maximum(np.maximum(lo - (c - r[..., None]), (c + r[..., None]) - hi), 0)
+    held = np.maximum((hi - lo).min(axis=-1) / 2, np.sqrt((excess * excess).sum(axis=-1)))
+    return np.minimum(_to_box_surface(c, lo, hi) + r, held)
+
+
+def _site_reach(lo, hi, centres, radii, gaps, present) -> np.ndarray:
+    """(m,) box-to-content bound of m leaf boxes over their instances, spheres `centres`
+    (m, LEAF, 3), `radii` (m, LEAF), `gaps` (m, LEAF), `present` (m, LEAF): over LEAF_GRID²
+    cells a face, the nearest content's reach from the cell's centre (`_nearest`) plus half
+    the cell's diagonal (1-Lipschitz)."""
     out = np.empty(len(lo))
     for a in range(0, len(lo), CHUNK_NODES * LEAVES):
         s = slice(a, a + CHUNK_NODES * LEAVES)
         q, hs = _face_cells(lo[s], hi[s], LEAF_GRID)
         mid = ((lo[s] + hi[s]) / 2)[:, None]  # float32 about the box's centre
         v = _nearest((q - mid).astype(np.float32), (centres[s] - mid).astype(np.float32),
-                     np.where(present[s], radii[s], np.inf).astype(np.float32))
+                     np.where(present[s], radii[s], np.inf).astype(np.float32),
+                     gaps[s].astype(np.float32))
         # float32 rounding of the squared distances: a relative 1e-5 of the box, added
         out[s] = ((v + np.sqrt((hs * hs).sum(-1))).max(axis=1)
                   + 1e-5 * np.abs(hi[s] - lo[s]).max(axis=1))
@@ -463,8 +488,11 @@ def _measure_nodes(agg: Aggregates, p: np.ndarray) -> None:
     lo = np.where(has[..., None], clo, np.inf).min(axis=1)
     hi = np.where(has[..., None], chi, -np.inf).max(axis=1)
     reach = _children_reach(lo, hi, clo, chi, np.where(has, agg.reach[ch], np.inf))
-    # content to box: the children's boxes hold it
-    own = np.where(has, _deepest(clo, chi, lo, hi), 0).max(axis=1)
+    # content to box: a child's content lies in its box or within its error of it, so no
+    # deeper in the node's box than that box's deepest point plus the error; and none inside
+    # the box is farther than half its thinnest side from a face
+    deep = np.where(has, _deepest(clo, chi, lo, hi) + agg.error[ch], 0).max(axis=1)
+    own = np.minimum(deep, np.maximum((hi - lo).min(axis=1) / 2, 0))
     agg.lo[p], agg.hi[p], agg.reach[p] = lo, hi, reach
     agg.error[p] = np.maximum(np.maximum(own, reach), np.where(has, agg.error[ch], 0).max(axis=1))
     agg.content[p] = np.where(has, agg.content[ch], 0).sum(axis=1)

@@ -394,9 +394,11 @@ class Frame:
         lay, blocks = self.instances, self._stale_blocks
         user = lay.user[(blocks[:, None] * INSTANCE_BLOCK + np.arange(INSTANCE_BLOCK)).ravel()]
         present = user >= 0  # those blocks' instances only, numbered as their slots
+        some = np.maximum(user, 0)
         sites, content = slot_data(np.where(present, np.arange(len(user)), -1),
-                                   _world_spheres(s, np.maximum(user, 0)),
-                                   np.where(present, s.instance_areas(np.maximum(user, 0)), 0))
+                                   _world_spheres(s, some),
+                                   np.where(present, s.instance_areas(some), 0),
+                                   s.instance_gaps(some))
         self.aggregates.refresh(blocks, self._block_bounds, sites, content)
         self._stale_blocks = np.zeros(0, np.int64)
         self._write_aggregates()
@@ -413,7 +415,7 @@ class Frame:
         self.aggregates, self._stale_blocks = None, np.zeros(0, np.int64)
         if self.options.aggregates and s.proxy_assets is not None:
             self.aggregates = agg = build_aggregates(lay, self._block_bounds, spheres,
-                                                     s.instance_areas())
+                                                     s.instance_areas(), s.instance_gaps())
             slots = lay.add_proxies(agg.asset, s.proxy_assets)
             proxy_rows, table = agg.proxy_rows(), agg.table(slots)
             self._agg_table = table  # (nodes, 8) words: moves mark their errors in it

@@ -209,6 +209,23 @@ def max_scales(rows: np.ndarray) -> np.ndarray:
     return np.sqrt(np.maximum(np.maximum(sq[0], sq[1]), sq[2]))
 
 
+SIMILAR = 1e-4  # `similar`'s tolerance: relative, on the squared column lengths and their dots
+
+
+def similar(rows: np.ndarray) -> np.ndarray:
+    """(k,) bool: whether each (k, 3, 4) transform's linear part is a similarity (a rotation or
+    reflection times one scale: AᵀA = s² I within SIMILAR s²), so that it stretches no
+    direction more than `max_scales` times (1 + SIMILAR)."""
+    out = np.empty(len(rows), bool)
+    for lo in range(0, len(rows), CHUNK):
+        a = np.asarray(rows[lo : lo + CHUNK, :, :3], np.float64)
+        g = np.einsum("kij,kil->kjl", a, a)
+        s2 = np.einsum("kii->k", g) / 3
+        dev = np.abs(g - s2[:, None, None] * np.eye(3)).max(axis=(1, 2))
+        out[lo : lo + len(a)] = dev <= SIMILAR * s2
+    return out
+
+
 def as_matrices(rows: np.ndarray) -> np.ndarray:
     """(k, 4, 4) float32 matrices of (k, 3, 4) rows."""
     out = np.zeros((len(rows), 4, 4), np.float32)

@@ -40,17 +40,17 @@ def _sphere(folder: Path) -> str:
     return str(path)
 
 
-def run(asset: str, count: int, moves: int, frames: int) -> None:
+def run(asset: str, count: int, moves: int, frames: int, size=(512, 512)) -> None:
     from renderer.camera import Camera
     from renderer.renderer import Renderer
 
-    r = Renderer(512, 512)
+    r = Renderer(*size)
     a = r.load(asset)
     t = time.perf_counter()
     r.add_grid(a, count)
     grid_s = time.perf_counter() - t
     worlds = r.scene.instance_world  # (k, 4, 4) float32
-    other = Renderer(512, 512, ctx=r.ctx)
+    other = Renderer(*size, ctx=r.ctx)
     b = other.load(asset)
     t = time.perf_counter()
     other.add_instances(b, worlds)
@@ -84,19 +84,21 @@ def run(asset: str, count: int, moves: int, frames: int) -> None:
           f"{statistics.median(setting):.2f} ms; peak RSS {peak:,.0f} MB")
 
 
-def views(asset: str, count: int, frames: int, aggregates: bool = True) -> None:
+def views(asset: str, count: int, frames: int, aggregates: bool = True,
+          size=(512, 512), passes: bool = False) -> None:
     """The grid framed whole, and seen from low over one corner along a diagonal (about two
     thirds of the instances in the frustum): frame medians, GPU passes, what was drawn (covered
     pixels: those with depth, proxies' included). `aggregates` False: no aggregate proxies."""
+    from renderer.bench.measure import measure
     from renderer.camera import Camera
     from renderer.renderer import Renderer
 
     if aggregates:
-        r = Renderer(512, 512)
+        r = Renderer(*size)
     else:  # (RenderOptions.aggregates is newer than the checkouts compared against)
         from renderer.options import RenderOptions
 
-        r = Renderer(512, 512, options=RenderOptions(aggregates=False))
+        r = Renderer(*size, options=RenderOptions(aggregates=False))
     a = r.load(asset)
     t = time.perf_counter()
     r.add_grid(a, count)
@@ -108,21 +110,24 @@ def views(asset: str, count: int, frames: int, aggregates: bool = True) -> None:
                     target=(-0.7 * half, 0, -0.4 * half), near=0.01 * float(s[3]))
     for name, cam in (("framed", Camera.framing(*r.bounds())), ("corner", corner)):
         t = time.perf_counter()
-        res = r.render(cam)
+        res = r.render(cam)  # the first frame: the layout, the proxies, the upload
         first = time.perf_counter() - t
-        timed = []
-        for _ in range(frames):
-            t = time.perf_counter()
-            res = r.render(cam)
-            timed.append(time.perf_counter() - t)
-        st, g = res.stats, res.stats.gpu_ms or {}
+        st = res.stats
         cov = int((res.depth > 0).sum())
+        # the same camera `frames` times, after 1 frame (and on a GPU half a second under load,
+        # which brings its clock up: renderer.bench.measure), each frame waited for
+        m = measure(r, [cam] * frames, 1)
         proxies = st.counters.get("proxies_drawn", 0)
+        clock = m.get("gpu_clock_mhz")
         print(f"{count:>10,} {name}: {proxies:,} proxies, first frame {1e3 * first:6.0f} ms, "
-              f"median "
-              f"{1e3 * statistics.median(timed):6.0f} ms; GPU sum {sum(g.values()):6.0f} ms; "
+              f"median {m['frame_ms']['median']:7.2f} ms; GPU {m['gpu_ms']['median']:.3f} ms; "
+              f"CPU before submission {m['encode_ms']['median']:.2f} ms; "
               f"visible {st.counters['instances_visible']:,}, triangles {st.triangles:,}, "
-              f"covered px {cov:,} ({st.triangles / max(cov, 1):.0f} a pixel)")
+              f"covered px {cov:,} ({st.triangles / max(cov, 1):.1f} a pixel)"
+              + (f"; SM clock {clock[0]:.0f}-{clock[1]:.0f} MHz" if clock else ""))
+        if passes:  # GPU ms a pass, medians
+            print(f"{'':>11}passes: "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in m["gpu_pass_ms"].items()))
     print(f"{'':>11}placed in {1e3 * place:.0f} ms; peak RSS "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")
 
@@ -137,7 +142,10 @@ def main() -> None:
                     help="instead: frames framed and low over a corner (add_grid, render only)")
     ap.add_argument("--no-aggregates", action="store_true",
                     help="--views without aggregate proxies (every instance drawn itself)")
+    ap.add_argument("--size", default="512x512", help="image size WxH (512x512)")
+    ap.add_argument("--passes", action="store_true", help="--views: the GPU ms of each pass")
     args = ap.parse_args()
+    size = tuple(int(v) for v in args.size.lower().split("x"))
     with tempfile.TemporaryDirectory() as tmp:
         asset = args.asset or _sphere(Path(tmp))
         for n in args.counts:  # each count in a process of its own: peak memory is its own
@@ -146,13 +154,14 @@ def main() -> None:
 
                 subprocess.run([sys.executable, __file__, "--asset", asset, "--counts", str(n),
                                 "--moves", str(args.moves), "--frames", str(args.frames),
+                                "--size", args.size, *(["--passes"] if args.passes else []),
                                 *(["--views"] if args.views else []),
                                 *(["--no-aggregates"] if args.no_aggregates else [])],
                                check=True)
             elif args.views:
-                views(asset, n, args.frames, not args.no_aggregates)
+                views(asset, n, args.frames, not args.no_aggregates, size, args.passes)
             else:
-                run(asset, n, args.moves, args.frames)
+                run(asset, n, args.moves, args.frames, size)
 
 
 if __name__ == "__main__":

@@ -49,17 +49,23 @@ def test_kd_order_puts_neighbours_in_a_block() -> None:
     assert kd_order(pts[:1])[0].tolist() == [0] and len(kd_order(pts[:0])[0]) == 0
 
 
-@pytest.mark.parametrize("seed, n, height, slope",
-                         [(1, 700, 2.0, 0.0), (2, 1000, 30.0, 0.0), (3, 130, 0.0, 0.0),
-                          (4, 900, 1.0, 0.6)])
-def test_every_node_error_bounds_the_distance_both_ways(seed, n, height, slope) -> None:
-    # the proxy of a node (its box) and the instances it stands for (their spheres' surfaces),
-    # sampled densely: every content point lies within the node's error of the box's surface,
-    # every point of the box's surface within it of the content; errors and spheres nest
+@pytest.mark.parametrize("seed, n, height, slope, inner",
+                         [(1, 700, 2.0, 0.0, 1.0), (2, 1000, 30.0, 0.0, 1.0),
+                          (3, 130, 0.0, 0.0, 1.0), (4, 900, 1.0, 0.6, 1.0),
+                          (5, 800, 2.0, 0.0, 0.4), (6, 600, 0.0, 0.0, 0.0)])
+def test_every_node_error_bounds_the_distance_both_ways(seed, n, height, slope, inner) -> None:
+    # the proxy of a node (its box) and the instances it stands for, sampled densely: every
+    # content point lies within the node's error of the box's surface, every point of the box's
+    # surface within it of the content; errors and spheres nest. The content is a sphere
+    # `inner` times the bounding sphere's radius at its centre (0: the centre alone), so that
+    # each instance's gap (the farthest a point of its bounding sphere lies from its content)
+    # is (1 - inner) r
     spheres = scatter(n, seed, height=height, slope=slope)
+    spheres[:, 3] /= max(inner, 0.25)  # thinner content, larger spheres: the gap counts
     lay = GpuInstances.layout(np.zeros(n, np.int64), spheres[:, :3])
     bounds = lay.block_bounds(spheres)
-    agg = aggregates.build_for_layout(lay, bounds, spheres, 4 * np.pi * spheres[:, 3] ** 2)
+    agg = aggregates.build_for_layout(lay, bounds, spheres, 4 * np.pi * spheres[:, 3] ** 2,
+                                      (1 - inner) * spheres[:, 3])
     assert agg.level.max() >= 1 and (agg.parent >= 0).sum() == agg.count - 1
     rng = np.random.default_rng(seed)
     dirs = rng.normal(size=(96, 3))
@@ -74,8 +80,8 @@ def test_every_node_error_bounds_the_distance_both_ways(seed, n, height, slope) 
             top = agg.child[top][agg.child[top] >= 0][-1]
         size = agg.first_block[top] - f + 1
         inst = user[f : f + size].ravel()
-        s = spheres[inst[inst >= 0]]
-        # content to box: points of each sphere's surface
+        s = spheres[inst[inst >= 0]] * [1, 1, 1, inner]
+        # content to box: points of each content sphere's surface
         pts = (s[:, None, :3] + s[:, None, 3:] * dirs[None]).reshape(-1, 3)
         inside = np.minimum(pts - lo, hi - pts).min(axis=1)
         gap = np.maximum(np.maximum(lo - pts, pts - hi), 0)
@@ -123,6 +129,29 @@ def test_the_proxy_box_is_a_unit_cube_of_one_cluster() -> None:
     assert box.meta["input_triangles"] == 12 and box.meta["clusters"] == 1
     assert box.page_count == 1 and len(box.parts) == 1
     assert box.meta["surface_area"] == pytest.approx(6.0)
+
+
+def test_an_assets_sphere_gap_bounds_its_surface_from_its_sphere(sphere_tess) -> None:
+    # the farthest a point of the bounding sphere (around the bounding box) lies from the
+    # surface: the unit cube's circumsphere (radius sqrt(3)/2) is sqrt(3)/2 - 1/2 from a face
+    # along its normal; the unit sphere's, sqrt(3) - 1 from the sphere. Bounded from above over
+    # the root's triangles, within a cube cell, a sample spacing and the root's own error
+    box = proxy_box()
+    assert np.sqrt(3) / 2 - 0.5 <= box.sphere_gap <= 1.25 * (np.sqrt(3) / 2 - 0.5)
+    r = Renderer(W, H)
+    sphere = r.scene.assets[r.load(sphere_tess)]
+    assert np.sqrt(3) - 1 <= sphere.sphere_gap <= 2 * np.sqrt(3)
+    # a grid of the sphere at a scale and rotated (a similarity) keeps its gap times the scale;
+    # a squashed one says nothing (infinite: the aggregates take the sphere's diameter)
+    from renderer.instances import as_matrices
+
+    rows = np.zeros((2, 3, 4), np.float32)
+    rot = np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]], np.float32)
+    rows[0, :, :3] = 2 * rot
+    rows[1, :, :3] = np.diag([1, 0.5, 1])
+    r.add_instances(0, as_matrices(rows))
+    gaps = r.scene.instance_gaps()
+    assert gaps[0] == pytest.approx(2 * sphere.sphere_gap, rel=1e-3) and np.isinf(gaps[1])
 
 
 def far_field(sphere_tess, agg: bool, n: int = 4096, **options) -> Renderer:
