@@ -85,10 +85,12 @@ def run(asset: str, count: int, moves: int, frames: int, size=(512, 512)) -> Non
 
 
 def views(asset: str, count: int, frames: int, aggregates: bool = True,
-          size=(512, 512), passes: bool = False) -> None:
+          size=(512, 512), passes: bool = False, png: str | None = None) -> None:
     """The grid framed whole, and seen from low over one corner along a diagonal (about two
     thirds of the instances in the frustum): frame medians, GPU passes, what was drawn (covered
-    pixels: those with depth, proxies' included). `aggregates` False: no aggregate proxies."""
+    pixels: those with depth, proxies' included, in the first frame and in one after the
+    measured ones; the lists' overflow flags). `aggregates` False: no aggregate proxies; `png`:
+    a folder for the frame after the measured ones."""
     from renderer.bench.measure import measure
     from renderer.camera import Camera
     from renderer.renderer import Renderer
@@ -125,6 +127,13 @@ def views(asset: str, count: int, frames: int, aggregates: bool = True,
               f"visible {st.counters['instances_visible']:,}, triangles {st.triangles:,}, "
               f"covered px {cov:,} ({st.triangles / max(cov, 1):.1f} a pixel)"
               + (f"; SM clock {clock[0]:.0f}-{clock[1]:.0f} MHz" if clock else ""))
+        later = r.render(cam)
+        print(f"{'':>11}overflow flags: first frame {st.overflow}, measured {m['overflow']}, "
+              f"after {later.stats.overflow}; covered px after "
+              f"{int((later.depth > 0).sum()):,}; proxied instances "
+              f"{later.stats.counters.get('proxied_instances', 0):,}")
+        if png:
+            later.save_png(Path(png) / f"{count}_{name}.png")
         if passes:  # GPU ms a pass, medians
             print(f"{'':>11}passes: "
                   + ", ".join(f"{k} {v:.3f}" for k, v in m["gpu_pass_ms"].items()))
@@ -144,6 +153,7 @@ def main() -> None:
                     help="--views without aggregate proxies (every instance drawn itself)")
     ap.add_argument("--size", default="512x512", help="image size WxH (512x512)")
     ap.add_argument("--passes", action="store_true", help="--views: the GPU ms of each pass")
+    ap.add_argument("--png", help="--views: save the frame after the measured ones here")
     args = ap.parse_args()
     size = tuple(int(v) for v in args.size.lower().split("x"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,11 +165,12 @@ def main() -> None:
                 subprocess.run([sys.executable, __file__, "--asset", asset, "--counts", str(n),
                                 "--moves", str(args.moves), "--frames", str(args.frames),
                                 "--size", args.size, *(["--passes"] if args.passes else []),
+                                *(["--png", args.png] if args.png else []),
                                 *(["--views"] if args.views else []),
                                 *(["--no-aggregates"] if args.no_aggregates else [])],
                                check=True)
             elif args.views:
-                views(asset, n, args.frames, not args.no_aggregates, size, args.passes)
+                views(asset, n, args.frames, not args.no_aggregates, size, args.passes, args.png)
             else:
                 run(asset, n, args.moves, args.frames, size)
 
