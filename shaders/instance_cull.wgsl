@@ -49,8 +49,14 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>,
     atomicAdd(&state[S_INSTANCES_TESTED], 1u);
 #else
     // a workgroup per block in view (block_cull.wgsl; WORKGROUP == INSTANCE_BLOCK), a lane a slot;
-    // or an aggregate proxy's slot, queued by the first lane as its box asset's root
-    let entry = blocks[wg.x + wg.y * MAX_DISPATCH];
+    // or an aggregate proxy's slot, queued by the first lane as its box asset's root. Past
+    // MAX_DISPATCH listed the dispatch is 2-D, rows of MAX_DISPATCH: the last row's workgroups
+    // past the list return (they would read earlier frames' entries and draw those blocks again)
+    let w = wg.x + wg.y * MAX_DISPATCH;
+    if w >= atomicLoad(&state[S_BLOCKS_VISIBLE]) {
+        return;
+    }
+    let entry = blocks[w];
     if (entry & PROXY_ENTRY) != 0u {
         let s = entry & ~PROXY_ENTRY;
         if lane == 0u {

@@ -269,3 +269,43 @@ def test_the_lists_grow_to_hold_every_instance_root(sphere_tess) -> None:
     assert r.frame.queue_capacity >= 3000 and r.frame.visible_capacity >= 6000
     assert res.stats.counters["instances_visible"] == 3000
     assert res.stats.clusters >= 3000  # a root cluster or more each, none dropped
+
+
+def test_dispatches_past_max_dispatch_draw_every_block_once(sphere_tess, monkeypatch) -> None:
+    # WebGPU dispatches at most 65,535 workgroups a dimension: past that every pass dispatches
+    # in 2-D, rows of MAX_DISPATCH, and the last row's workgroups past the work must return (the
+    # instance cull's once read earlier frames' block entries and drew those blocks again: at 16
+    # million instances, 72,000 blocks in view, a near block drawn 58,000 times filled the
+    # lists). With MAX_DISPATCH lowered to 7 every such pass (block and instance cull, software
+    # raster, shadow clears) goes 2-D here: the same picture and the same counts as one row
+    import renderer.passes.instance_cull as ic
+    import renderer.passes.instance_scatter as sc
+    from renderer import limits
+
+    def frame(moved: bool) -> tuple:
+        # every block in view and listed (no proxy): 64 blocks, 10 rows of 7 workgroups
+        r = Renderer(W, H, options=RenderOptions(shadows=True, aggregates=False))
+        a = r.load(sphere_tess)
+        r.add_grid(a, 4096, spacing=2.5)
+        cam = Camera.framing(*r.bounds(), direction=(0.3, 1.0, 0.2))
+        r.render(cam)
+        if moved:  # the scatter pass too
+            r.set_transforms(np.arange(0, 4096, 7), r.scene.store.rows[::7] + 0.01)
+        res = r.render(cam)
+        c = res.stats.counters
+        return (res.depth, res.instance, c["instances_visible"], res.stats.triangles,
+                c["proxies_drawn"], c["proxied_instances"])
+
+    import weakref
+
+    from renderer import gpu
+
+    one = frame(True)
+    for name, mod in (("MAX_DISPATCH", ic), ("MAX_DISPATCH", sc)):
+        monkeypatch.setattr(mod, name, 7)
+    monkeypatch.setitem(limits.WGSL_CONSTANTS, "MAX_DISPATCH", 7)
+    # the pipelines built with the constant as it was stay on the shared device: build afresh
+    monkeypatch.setattr(gpu, "_BUILT", weakref.WeakKeyDictionary())
+    rows = frame(True)
+    assert np.array_equal(one[0], rows[0]) and np.array_equal(one[1], rows[1])
+    assert one[2:] == rows[2:] and one[2] > 0
