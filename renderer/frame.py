@@ -364,7 +364,8 @@ class Frame:
             f.generation += 1
         elif len(moved):  # their shadows' pages: under their bounds before and after
             after = _world_spheres(s, moved)
-            self.shadow_map.note_moved(np.concatenate([_world_spheres(s, moved, before), after]))
+            self.shadow_map.note_moved(2 * len(moved), lambda: np.concatenate(
+                [_world_spheres(s, moved, before), after]))
             self._moved_spheres = (s.world_version, after)  # scene_bounds grows over them
             self.instances.grow_bounds(self._block_bounds, moved, after)
             self.device.queue.write_buffer(f.buffers["block_bounds"], 0, self._block_bounds)

@@ -370,9 +370,18 @@ class GpuInstances:
         a block's box only grows until the instances are laid out again, a frame's moves cost
         what moved, not what their blocks hold)."""
         b = self.slot[indices] // BLOCK
-        c, r = spheres[:, :3], spheres[:, 3:]
-        np.minimum.at(bounds[:, 0, :3], b, _outward(_box_side(c, r, -1), -1))
-        np.maximum.at(bounds[:, 1, :3], b, _outward(_box_side(c, r, 1), 1))
+        order = np.argsort(b)
+        b = b[order]
+        c, r = spheres[order, :3], spheres[order, 3:]
+        # each block's run reduced (ufunc.at took 7 ms for 10,000 moves)
+        start = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+        blocks = b[start]
+        lo = np.minimum.reduceat(_outward(_box_side(c, r, -1), -1), start, axis=0)
+        hi = np.maximum.reduceat(_outward(_box_side(c, r, 1), 1), start, axis=0)
+        box = bounds[blocks, :, :3]
+        box[:, 0] = np.minimum(box[:, 0], lo)
+        box[:, 1] = np.maximum(box[:, 1], hi)
+        bounds[blocks, :, :3] = box
 
     @property
     def slots(self) -> int:
@@ -418,8 +427,10 @@ class GpuInstances:
         buffer by `passes.instance_scatter`)."""
         slots = self.slot[indices]
         order = np.argsort(slots)
-        t = np.zeros((len(slots), MOVED_VEC4S, 4), np.uint32)
-        t[:, 0, 0] = slots[order]
-        t[:, 1:4] = np.asarray(before, np.float32)[order].view(np.uint32)
-        t[:, 4:7] = np.asarray(now, np.float32)[order].view(np.uint32)
-        return np.concatenate([np.array([len(slots), 0, 0, 0], np.uint32), t.reshape(-1)])
+        out = np.zeros(4 + len(slots) * MOVED_VEC4S * 4, np.uint32)
+        out[0] = len(slots)
+        t = out[4:].reshape(len(slots), MOVED_VEC4S * 4)  # words: slot, 12 before, 12 now
+        t[:, 0] = slots[order]
+        t[:, 4:16] = np.asarray(before, np.float32).reshape(-1, 12)[order].view(np.uint32)
+        t[:, 16:28] = np.asarray(now, np.float32).reshape(-1, 12)[order].view(np.uint32)
+        return out

@@ -198,12 +198,14 @@ class ShadowMap:
 
     # ------------------------------------------------------------------ invalidation
 
-    def note_moved(self, spheres: np.ndarray) -> None:
-        """World spheres (k, 4) that moved instances covered before and after their move: the
-        pages under them are drawn again when next needed (past MAX_DIRTY, every page)."""
-        self._dirty.extend(np.asarray(spheres, np.float64).reshape(-1, 4))
-        if len(self._dirty) > MAX_DIRTY:
+    def note_moved(self, count: int, spheres) -> None:
+        """`count` world spheres that moved instances covered before and after their move
+        (`spheres()` computes them, (count, 4), only when they are used): the pages under them
+        are drawn again when next needed (past MAX_DIRTY, every page)."""
+        if self._all_dirty or len(self._dirty) + count > MAX_DIRTY:
             self.redraw_all()
+            return
+        self._dirty.extend(np.asarray(spheres(), np.float64).reshape(-1, 4))
 
     def redraw_all(self) -> None:
         """Every page is drawn again when next needed (its geometry may have changed: a new
