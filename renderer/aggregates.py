@@ -11,8 +11,9 @@ accumulation turns the dither into that tone.
 The error of a proxy is honest as the DAG's is: a world distance bounding the two-sided
 (Hausdorff) distance between the box's surface and everything it stands for, each instance's
 content known by its bounding sphere (c, r) and its *gap* g, the farthest a point of that
-sphere lies from the instance's full-detail surface (`Asset.sphere_gap` times the instance's
-scale; 2r, which says nothing, where the transform is not a similarity):
+sphere lies from the instance's full-detail surface (`Scene.instance_gaps`: from
+`Asset.sphere_gap` and the instance's axis scales; 2r, which says nothing, where its transform
+shears):
 - content to box: a point of the ball is within d(c, ∂B) + r of the box's surface, and a ball
   inside the box within half the box's thinnest side of it (outside, within the ball's excess
   over the box);

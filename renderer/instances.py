@@ -209,20 +209,24 @@ def max_scales(rows: np.ndarray) -> np.ndarray:
     return np.sqrt(np.maximum(np.maximum(sq[0], sq[1]), sq[2]))
 
 
-SIMILAR = 1e-4  # `similar`'s tolerance: relative, on the squared column lengths and their dots
+ORTHOGONAL = 1e-4  # `axis_scales`' tolerance: relative, on the columns' dot products
 
 
-def similar(rows: np.ndarray) -> np.ndarray:
-    """(k,) bool: whether each (k, 3, 4) transform's linear part is a similarity (a rotation or
-    reflection times one scale: AᵀA = s² I within SIMILAR s²), so that it stretches no
-    direction more than `max_scales` times (1 + SIMILAR)."""
-    out = np.empty(len(rows), bool)
+def axis_scales(rows: np.ndarray) -> np.ndarray:
+    """(k, 2) float64: the smallest and largest column length of each (k, 3, 4) transform whose
+    linear part has orthogonal columns (a rotation or reflection times axis scales: AᵀA
+    diagonal within ORTHOGONAL of its largest entry), so that it stretches every direction by
+    between those two (up to 1 + ORTHOGONAL); NaN where the columns are not orthogonal."""
+    out = np.full((len(rows), 2), np.nan)
     for lo in range(0, len(rows), CHUNK):
         a = np.asarray(rows[lo : lo + CHUNK, :, :3], np.float64)
         g = np.einsum("kij,kil->kjl", a, a)
-        s2 = np.einsum("kii->k", g) / 3
-        dev = np.abs(g - s2[:, None, None] * np.eye(3)).max(axis=(1, 2))
-        out[lo : lo + len(a)] = dev <= SIMILAR * s2
+        d = np.einsum("kii->ki", g)
+        top = d.max(axis=1)
+        off = np.abs(g - d[:, :, None] * np.eye(3)).max(axis=(1, 2))
+        ok = off <= ORTHOGONAL * top
+        s = np.sqrt(d)
+        out[lo : lo + len(a)][ok] = np.stack([s.min(axis=1), s.max(axis=1)], axis=1)[ok]
     return out
 
 

@@ -33,13 +33,13 @@ from preprocess.tess.reader import read_tess
 from preprocess.tess.scene_file import box_sphere
 from renderer.gpu import buffer_with
 from renderer.instances import (
-    SIMILAR,
+    ORTHOGONAL,
     InstanceError,
     InstanceStore,
     as_matrices,
     checked_rows,
     max_scales,
-    similar,
+    axis_scales,
 )
 from renderer.layout import ASSET_DTYPE, MATERIALS_HEADER_WORDS, SRGB_TABLE_WORDS
 
@@ -400,13 +400,17 @@ class Scene:
 
     def instance_gaps(self, instances: np.ndarray | None = None) -> np.ndarray:
         """(k,) float64 the world gap of instances `instances` ((k,) indices; None: all): how far
-        a point of its bounding sphere may lie from its content (`Asset.sphere_gap` times its
-        scale, where its transform is a similarity; inf, nothing known, where it is not)."""
-        per = np.array([a.sphere_gap for a in self.assets], np.float64)
+        a point of its bounding sphere may lie from its content. Where its transform scales
+        orthogonal axes by smin..smax (`axis_scales`): the world sphere (radius smax R) lies
+        within (smax - smin) R of the asset's sphere's image, whose points lie within smax
+        times `Asset.sphere_gap` of the content; inf (nothing known) elsewhere."""
         i = slice(None) if instances is None else np.asarray(instances, np.int64)
-        rows = self.store.rows[i]
-        scale = max_scales(rows).astype(np.float64) * (1 + SIMILAR)
-        return np.where(similar(rows), per[self.store.asset[i]] * scale, np.inf)
+        asset = self.store.asset[i]
+        gap = np.array([a.sphere_gap for a in self.assets], np.float64)[asset]
+        radius = self.asset_spheres()[asset, 3]
+        s = axis_scales(self.store.rows[i]) * (1 + ORTHOGONAL)
+        out = (s[:, 1] - s[:, 0] / (1 + ORTHOGONAL) ** 2) * radius + s[:, 1] * gap
+        return np.where(np.isfinite(out), out, np.inf)
 
     def instance_scales(self) -> np.ndarray:
         """(n,) float32: each instance's largest axis scale, as the GPU computes it."""

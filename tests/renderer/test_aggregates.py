@@ -147,17 +147,22 @@ def test_an_assets_sphere_gap_bounds_its_surface_from_its_sphere(sphere_tess, mo
 
     monkeypatch.setattr(scene, "GAP_POINTS", 5)
     assert box.sphere_gap <= scene._sphere_gap(box) <= np.sqrt(3)
-    # a grid of the sphere at a scale and rotated (a similarity) keeps its gap times the scale;
-    # a squashed one says nothing (infinite: the aggregates take the sphere's diameter)
+    # an instance scaled by 2 and rotated keeps its gap times 2; one scaled by (1, 0.5, 1)
+    # along its axes lies within (1 - 0.5) R more of its sphere (the ellipsoid inside it); a
+    # sheared one says nothing (infinite: the aggregates take the sphere's diameter)
     from renderer.instances import as_matrices
 
-    rows = np.zeros((2, 3, 4), np.float32)
+    rows = np.zeros((3, 3, 4), np.float32)
     rot = np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]], np.float32)
     rows[0, :, :3] = 2 * rot
-    rows[1, :, :3] = np.diag([1, 0.5, 1])
+    rows[1, :, :3] = rot @ np.diag([1, 0.5, 1])
+    rows[2, :, :3] = [[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]
     r.add_instances(0, as_matrices(rows))
     gaps = r.scene.instance_gaps()
-    assert gaps[0] == pytest.approx(2 * sphere.sphere_gap, rel=1e-3) and np.isinf(gaps[1])
+    big = float(sphere.bounds_sphere[3])
+    assert gaps[0] == pytest.approx(2 * sphere.sphere_gap, rel=1e-3)
+    assert gaps[1] == pytest.approx(0.5 * big + sphere.sphere_gap, rel=1e-3)
+    assert np.isinf(gaps[2])
 
 
 def far_field(sphere_tess, agg: bool, n: int = 4096, **options) -> Renderer:
