@@ -24,7 +24,12 @@ shears):
   cells, a node's of its children's boxes: where the children's faces tile the node's (k-d
   cells do), every point of the node's surface is a point of a child's, and the node's bound is
   the largest of its children's (`_tiled_reach`); elsewhere, the children's boxes bound it
-  (`_node_reach`).
+  (`_node_reach`, at each face cell's corners in each child's frame).
+On a slope a block's aligned box is as tall as it is wide; such a block also tries a box turned
+to the plane of its instances' centres (`_turned_boxes`: principal axes, measured over its 64
+instances in that frame) and keeps it where its error is under TURN_GAIN of the aligned one's.
+The proxy row is then the unit cube mapped onto the turned box (`proxy_rows`); the nodes above
+stay aligned, around their children's boxes.
 A node's error is the largest of its own two and its children's, and its bounding sphere holds
 its children's, so its projected error is never smaller than a descendant's: `block_cull.wgsl`
 draws the highest node under tau over each block, and every instance is drawn once, by itself
@@ -51,6 +56,11 @@ LEAF_GRID = 4  # face cells per axis over a leaf's box (its LEAF instances)
 NODE_GRID = 4  # face cells per axis over a higher node's box (its <= 8 children's), refined
 REFINE = 32  # cells of a node's faces split further each round, at most
 CHUNK_NODES = 256  # nodes measured at a time (bounds the (nodes, samples, sites) temporaries)
+CHUNK_VALUES = 1 << 21  # `_site_reach`: (boxes, cells, sites) distances at a time
+BLOCK_GRID = 8  # face cells per axis over a turned block's box (its 64 instances)
+TURN_THICK = 1.5  # a block tries a turned box where its aligned one is this many diameters thick
+TURN_GAIN = 0.8  # ... and keeps it where its error is below this share of the aligned one's (an
+# aligned block's faces tile its parent's: the levels above stay tight)
 
 
 @dataclass
@@ -75,6 +85,21 @@ class Aggregates:
     asset: np.ndarray
     level: np.ndarray
     leaf_cells: np.ndarray | None = None  # (blocks, LEAVES, 2, 3) the blocks' k-d leaf cells
+    # (nodes, 3, 3) each box's frame: world = axes @ local, `lo`, `hi` local (identity: an
+    # axis-aligned box; a block on a slope turns its box to its instances' plane)
+    axes: np.ndarray | None = None
+
+    @property
+    def turned(self) -> np.ndarray:
+        """(nodes,) bool: boxes not axis-aligned."""
+        return np.abs(self.axes - np.eye(3)).max(axis=(1, 2)) > 0
+
+    def world_box(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """World axis-aligned boxes (lo, hi) around nodes' boxes (their own where aligned)."""
+        ax = self.axes[nodes]
+        mid = np.einsum("...ij,...j->...i", ax, (self.lo[nodes] + self.hi[nodes]) / 2)
+        half = np.einsum("...ij,...j->...i", np.abs(ax), (self.hi[nodes] - self.lo[nodes]) / 2)
+        return mid - half, mid + half
 
     @property
     def count(self) -> int:
@@ -82,14 +107,14 @@ class Aggregates:
 
     def proxy_rows(self) -> np.ndarray:
         """(nodes, 3, 4) float32 instance rows of the proxies (`shaders/instance.wgsl`): the box
-        asset's unit cube scaled onto each node's box, the content's mean projected area in
-        row 0's second column."""
+        asset's unit cube mapped onto each node's box: its first two edges, its third edge's
+        length and the content's mean projected area, its corner."""
         size = np.maximum(self.hi - self.lo, 1e-6 * np.abs(self.hi - self.lo).max(initial=1.0))
         rows = np.zeros((self.count, 3, 4), np.float32)
-        for a in range(3):
-            rows[:, a, a] = size[:, a]
-            rows[:, a, 3] = self.lo[:, a]
-        rows[:, 0, 1] = self.content
+        rows[:, 0, :3] = self.axes[:, :, 0] * size[:, :1]
+        rows[:, 1, :3] = self.axes[:, :, 1] * size[:, 1:2]
+        rows[:, 2, 0], rows[:, 2, 1] = size[:, 2], self.content
+        rows[:, :, 3] = np.einsum("nij,nj->ni", self.axes, self.lo)
         return rows
 
     def table(self, proxy_slot: np.ndarray) -> np.ndarray:
@@ -222,33 +247,52 @@ def _tiled_reach(lo, hi, clo, chi, reach) -> np.ndarray:
     return np.where(covered, out, np.inf)
 
 
-def _children_reach(lo, hi, clo, chi, reach) -> np.ndarray:
-    """(m,) box-to-content bound of m boxes over their children's boxes (`clo`, `chi`
-    (m, k, 3)) and bounds (`reach` (m, k), inf: no child): the largest of the children's where
-    their faces tile the box's (`_tiled_reach`), else bounded at face cells' corners
-    (`_node_reach`: an asset's last nodes, leaves on hilly ground or moved)."""
-    out = _tiled_reach(lo, hi, clo, chi, reach)
+def _children_reach(lo, hi, clo, chi, reach, cax=None) -> np.ndarray:
+    """(m,) box-to-content bound of m axis-aligned boxes over their children's boxes (`clo`,
+    `chi` (m, k, 3) in the children's frames `cax` (m, k, 3, 3); None: aligned) and bounds
+    (`reach` (m, k), inf: no child): the largest of the children's where aligned children's
+    faces tile the box's (`_tiled_reach`), else bounded at face cells' corners (`_node_reach`:
+    an asset's last nodes, leaves on hilly ground, turned boxes, moved instances)."""
+    if cax is None:
+        cax = np.broadcast_to(np.eye(3), (*clo.shape[:2], 3, 3))
+    aligned = (np.abs(cax - np.eye(3)).max(axis=(2, 3)) == 0).all(axis=1)
+    out = np.full(len(lo), np.inf)
+    if aligned.any():
+        out[aligned] = _tiled_reach(lo[aligned], hi[aligned], clo[aligned], chi[aligned],
+                                    reach[aligned])
     loose = ~np.isfinite(out)
     if loose.any():
-        out[loose] = _node_reach(lo[loose], hi[loose], clo[loose], chi[loose], reach[loose])
+        out[loose] = _node_reach(lo[loose], hi[loose], clo[loose], chi[loose], reach[loose],
+                                 np.ascontiguousarray(cax[loose]))
     return out
 
 
-def _node_reach(lo, hi, clo, chi, reach, rounds: int = 4) -> np.ndarray:
-    """(m,) box-to-content bound of m nodes over their children: boxes `clo`, `chi` (m, k, 3)
-    with box-to-content bounds `reach` (m, k) (inf: no child). Each face in NODE_GRID² cells;
-    over a cell, d(q, B_j) is convex, so its largest value is at the cell's corners, per axis
-    apart: min_j of that plus reach_j bounds the cell with no sampling slack. Cells whose bound
-    exceeds the largest value found at a cell centre by more than a tenth are split in four,
-    `rounds` times."""
+def _node_reach(lo, hi, clo, chi, reach, cax, rounds: int = 4) -> np.ndarray:
+    """(m,) box-to-content bound of m axis-aligned nodes over their children: boxes `clo`,
+    `chi` (m, k, 3) in frames `cax` (m, k, 3, 3) with box-to-content bounds `reach` (m, k)
+    (inf: no child). Each face in NODE_GRID² cells; over a cell, d(q, B_j) is convex, so its
+    largest value is at one of the cell's corners: min_j of that plus reach_j bounds the cell
+    with no sampling slack (a point of the node's surface inside a child's box lies on that
+    box's surface: the node holds its children). Cells whose bound exceeds the largest value
+    found at a cell centre by more than a tenth are split in four, `rounds` times."""
     out = np.zeros(len(lo))
     for a in range(0, len(lo), CHUNK_NODES):
         s = slice(a, a + CHUNK_NODES)
-        out[s] = _reach_chunk(lo[s], hi[s], clo[s], chi[s], reach[s], rounds)
+        out[s] = _reach_chunk(lo[s], hi[s], clo[s], chi[s], reach[s], cax[s], rounds)
     return out
 
 
-def _reach_chunk(lo, hi, clo, chi, reach, rounds):
+def _box_gap(p, bl, bh, ax) -> np.ndarray:
+    """Distances from points `p` (c, ..., 3) world to boxes (bl, bh) (c, k, 3) in frames `ax`
+    (c, k, 3, 3) (world = ax @ local): (c, k, ...)."""
+    local = np.matmul(p.reshape(len(p), 1, -1, 3), ax)  # axᵀ p, each child's frame
+    local = local.reshape(*ax.shape[:2], *p.shape[1:])
+    shape = (*bl.shape[:2],) + (1,) * (local.ndim - 3) + (3,)
+    g = np.maximum(np.maximum(bl.reshape(shape) - local, 0), local - bh.reshape(shape))
+    return np.sqrt((g * g).sum(-1))
+
+
+def _reach_chunk(lo, hi, clo, chi, reach, cax, rounds):
     m, g = len(lo), NODE_GRID
     t = np.arange(g) / g
     # cells: (node, cell lo (3), cell hi (3)), a face's own axis flat
@@ -273,15 +317,23 @@ def _reach_chunk(lo, hi, clo, chi, reach, rounds):
     node = np.concatenate(node, axis=1).reshape(-1)
     best = np.zeros(m)  # the largest value at a cell centre: a lower bound
     bound = np.zeros(m)
+    pick = np.array([[(c >> a) & 1 for a in range(3)] for c in range(8)], bool)  # corners
+    aligned = bool((cax == np.eye(3)).all())
     for r in range(rounds + 1):
         bl, bh, e = clo[node], chi[node], reach[node]  # (cells, k, 3), (cells, k)
-        gap0 = np.maximum(np.maximum(bl - cl[:, None], 0), cl[:, None] - bh)
-        gap1 = np.maximum(np.maximum(bl - ch[:, None], 0), ch[:, None] - bh)
-        gmax = np.maximum(gap0, gap1)
-        ub = (np.sqrt((gmax * gmax).sum(-1)) + e).min(axis=1)
-        mid = (cl + ch)[:, None] / 2
-        gm = np.maximum(np.maximum(bl - mid, 0), mid - bh)
-        at = (np.sqrt((gm * gm).sum(-1)) + e).min(axis=1)
+        mid = (cl + ch) / 2
+        if aligned:  # the largest gap over the cell per axis apart (its corners: no einsum)
+            gap0 = np.maximum(np.maximum(bl - cl[:, None], 0), cl[:, None] - bh)
+            gap1 = np.maximum(np.maximum(bl - ch[:, None], 0), ch[:, None] - bh)
+            gmax = np.maximum(gap0, gap1)
+            ub = (np.sqrt((gmax * gmax).sum(-1)) + e).min(axis=1)
+            gm = np.maximum(np.maximum(bl - mid[:, None], 0), mid[:, None] - bh)
+            at = (np.sqrt((gm * gm).sum(-1)) + e).min(axis=1)
+        else:  # turned children: the cell's 8 corners (4 distinct) in each child's frame
+            ax = cax[node]
+            corners = np.where(pick[None], ch[:, None], cl[:, None])  # (cells, 8, 3)
+            ub = (_box_gap(corners, bl, bh, ax).max(axis=2) + e).min(axis=1)
+            at = (_box_gap(mid, bl, bh, ax) + e).min(axis=1)
         np.maximum.at(best, node, at)
         open_ = ub > best[node] * 1.1 + 1e-9 * (1 + np.abs(cl).max(axis=1))
         # at most REFINE cells a node split further (the largest bounds): the rest keep theirs
@@ -400,6 +452,7 @@ def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites:
         content=np.zeros(n), parent=parent, child=np.concatenate(child),
         first_block=np.concatenate(first), asset=np.concatenate(asset), level=level)
     agg.leaf_cells = np.asarray(cells, np.float64).reshape(nb, LEAVES, 2, 3)
+    agg.axes = np.tile(np.eye(3), (n, 1, 1))
     b = np.flatnonzero(used)
     _measure_blocks(agg, b, bounds, slot_sites.reshape(nb, BLOCK, 5)[b],
                     slot_area.reshape(nb, BLOCK)[b])
@@ -443,11 +496,45 @@ def _measure_blocks(agg: Aggregates, b: np.ndarray, bounds, sites, content) -> N
                             np.where(has[..., None], lhi, 0), lreach)
     own = np.where(present, _ball_to_surface(sites[..., :3], sites[..., 3], lo[:, None],
                                              hi[:, None]), 0).max(axis=1)
-    agg.lo[b], agg.hi[b], agg.reach[b] = lo, hi, reach
-    agg.error[b] = np.where(count > 0, np.maximum(own, reach), np.inf)
+    error = np.where(count > 0, np.maximum(own, reach), np.inf)
+    axes = np.broadcast_to(np.eye(3), (k, 3, 3)).copy()
+    # a block whose aligned box is thick (instances on a slope) tries a box turned to the
+    # plane of its instances' centres, measured over its instances directly, and keeps it
+    # where its error is clearly smaller (both are honest)
+    rmax = np.where(present, sites[..., 3], 0).max(axis=1)
+    thick = (count >= 3) & ((hi - lo).min(axis=1) > TURN_THICK * 2 * rmax)
+    if thick.any():
+        t = np.flatnonzero(thick)
+        ax, tlo, thi, treach, town = _turned_boxes(sites[t], present[t])
+        better = np.maximum(town, treach) < TURN_GAIN * error[t]
+        t, ax, tlo, thi = t[better], ax[better], tlo[better], thi[better]
+        lo[t], hi[t], reach[t], axes[t] = tlo, thi, treach[better], ax
+        error[t] = np.maximum(town[better], treach[better])
+    agg.lo[b], agg.hi[b], agg.reach[b], agg.axes[b] = lo, hi, reach, axes
+    agg.error[b] = error
     agg.content[b] = content.sum(axis=1)
-    agg.centre[b] = (lo + hi) / 2
+    agg.centre[b] = np.einsum("kij,kj->ki", axes, (lo + hi) / 2)
     agg.radius[b] = np.linalg.norm(hi - lo, axis=1) / 2
+
+
+def _turned_boxes(sites, present):
+    """For k blocks' slots (`sites` (k, 64, 5), `present` (k, 64)): each one's frame (k, 3, 3),
+    the principal axes of its instances' centres (right-handed, the thinnest last), its box in
+    that frame around their spheres (lo, hi (k, 3)), the box-to-content bound over its
+    instances (BLOCK_GRID² cells a face) and the content-to-box bound."""
+    c, r, g = sites[..., :3], sites[..., 3], sites[..., 4]
+    w = present.astype(np.float64)
+    mean = (c * w[..., None]).sum(axis=1) / w.sum(axis=1)[:, None]
+    d = (c - mean[:, None]) * w[..., None]
+    _, vec = np.linalg.eigh(np.einsum("kni,knj->kij", d, d))
+    ax = vec[:, :, ::-1].copy()  # largest spread first
+    ax[:, :, 2] = np.cross(ax[:, :, 0], ax[:, :, 1])
+    local = np.einsum("kji,knj->kni", ax, c)  # axᵀ c
+    lo = np.where(present[..., None], local - r[..., None], np.inf).min(axis=1)
+    hi = np.where(present[..., None], local + r[..., None], -np.inf).max(axis=1)
+    reach = _site_reach(lo, hi, local, r, g, present, BLOCK_GRID)
+    own = np.where(present, _ball_to_surface(local, r, lo[:, None], hi[:, None]), 0).max(axis=1)
+    return ax, lo, hi, reach, own
 
 
 def _ball_to_surface(c, r, lo, hi) -> np.ndarray:
@@ -460,15 +547,16 @@ def _ball_to_surface(c, r, lo, hi) -> np.ndarray:
     return np.minimum(_to_box_surface(c, lo, hi) + r, held)
 
 
-def _site_reach(lo, hi, centres, radii, gaps, present) -> np.ndarray:
-    """(m,) box-to-content bound of m leaf boxes over their instances, spheres `centres`
-    (m, LEAF, 3), `radii` (m, LEAF), `gaps` (m, LEAF), `present` (m, LEAF): over LEAF_GRID²
-    cells a face, the nearest content's reach from the cell's centre (`_nearest`) plus half
-    the cell's diagonal (1-Lipschitz)."""
+def _site_reach(lo, hi, centres, radii, gaps, present, grid: int = LEAF_GRID) -> np.ndarray:
+    """(m,) box-to-content bound of m boxes over their instances, spheres `centres` (m, s, 3),
+    `radii` (m, s), `gaps` (m, s), `present` (m, s): over grid² cells a face, the nearest
+    content's reach from the cell's centre (`_nearest`) plus half the cell's diagonal
+    (1-Lipschitz)."""
     out = np.empty(len(lo))
-    for a in range(0, len(lo), CHUNK_NODES * LEAVES):
-        s = slice(a, a + CHUNK_NODES * LEAVES)
-        q, hs = _face_cells(lo[s], hi[s], LEAF_GRID)
+    step = max(1, CHUNK_VALUES // (6 * grid * grid * max(centres.shape[1], 1)))
+    for a in range(0, len(lo), step):
+        s = slice(a, a + step)
+        q, hs = _face_cells(lo[s], hi[s], grid)
         mid = ((lo[s] + hi[s]) / 2)[:, None]  # float32 about the box's centre
         v = _nearest((q - mid).astype(np.float32), (centres[s] - mid).astype(np.float32),
                      np.where(present[s], radii[s], np.inf).astype(np.float32),
@@ -485,16 +573,18 @@ def _measure_nodes(agg: Aggregates, p: np.ndarray) -> None:
     child = agg.child[p]
     has = child >= 0
     ch = np.where(has, child, 0)
-    clo, chi = agg.lo[ch], agg.hi[ch]
-    lo = np.where(has[..., None], clo, np.inf).min(axis=1)
-    hi = np.where(has[..., None], chi, -np.inf).max(axis=1)
-    reach = _children_reach(lo, hi, clo, chi, np.where(has, agg.reach[ch], np.inf))
+    wlo, whi = agg.world_box(ch)  # the children's world boxes (their own where aligned)
+    lo = np.where(has[..., None], wlo, np.inf).min(axis=1)
+    hi = np.where(has[..., None], whi, -np.inf).max(axis=1)
+    cax = np.where(has[..., None, None], agg.axes[ch], np.eye(3))
+    reach = _children_reach(lo, hi, agg.lo[ch], agg.hi[ch], np.where(has, agg.reach[ch], np.inf),
+                            cax)
     # content to box: a child's content lies in its box or within its error of it, so no
     # deeper in the node's box than that box's deepest point plus the error; and none inside
     # the box is farther than half its thinnest side from a face
-    deep = np.where(has, _deepest(clo, chi, lo, hi) + agg.error[ch], 0).max(axis=1)
+    deep = np.where(has, _deepest(wlo, whi, lo, hi) + agg.error[ch], 0).max(axis=1)
     own = np.minimum(deep, np.maximum((hi - lo).min(axis=1) / 2, 0))
-    agg.lo[p], agg.hi[p], agg.reach[p] = lo, hi, reach
+    agg.lo[p], agg.hi[p], agg.reach[p], agg.axes[p] = lo, hi, reach, np.eye(3)
     agg.error[p] = np.maximum(np.maximum(own, reach), np.where(has, agg.error[ch], 0).max(axis=1))
     agg.content[p] = np.where(has, agg.content[ch], 0).sum(axis=1)
     agg.centre[p] = c = (lo + hi) / 2

@@ -3,8 +3,10 @@
 // after the last slot (frame.instance_count of them) the block table, one asset index for each
 // INSTANCE_BLOCK slots, four to a vec4. Padding slots hold zeros (no instance is singular).
 // Slots from frame.proxies.x on are aggregate proxies (renderer/aggregates.py): the proxies' box
-// asset mapped onto a node's box, rows (sx, content, 0, tx), (0, sy, 0, ty), (0, 0, sz, tz),
-// content being its instances' mean projected area (world units squared).
+// asset (the unit cube) mapped onto a node's box, axis-aligned or turned: rows (ux, uy, uz, tx),
+// (vx, vy, vz, ty), (sz, content, 0, tz), u and v the box's first two edges (their lengths its
+// sizes), the third u x v scaled to sz, t its corner, content its instances' mean projected area
+// (world units squared).
 // Needs the bindings `frame` and `instances: array<vec4<u32>>`.
 
 fn instance_row(s: u32, r: u32) -> vec4<f32> {
@@ -29,17 +31,21 @@ fn instance(s: u32) -> Instance {
     out.coverage = 1.0;
     if s >= frame.proxies.x {
         // a proxy: its box's projected area along the view from the frame's camera
-        let size = vec3<f32>(r0.x, r1.y, r2.z);
-        out.world = mat4x4<f32>(vec4<f32>(size.x, 0.0, 0.0, 0.0), vec4<f32>(0.0, size.y, 0.0, 0.0),
-                                vec4<f32>(0.0, 0.0, size.z, 0.0), vec4<f32>(r0.w, r1.w, r2.w, 1.0));
+        let size = vec3<f32>(length(r0.xyz), length(r1.xyz), r2.x);
+        let u = r0.xyz / size.x;
+        let v = r1.xyz / size.y;
+        let w = normalize(cross(u, v));
+        out.world = mat4x4<f32>(vec4<f32>(r0.xyz, 0.0), vec4<f32>(r1.xyz, 0.0),
+                                vec4<f32>(w * size.z, 0.0), vec4<f32>(r0.w, r1.w, r2.w, 1.0));
         out.asset = instance_asset(s);
         out.scale = max(size.x, max(size.y, size.z));
-        let centre = vec3<f32>(r0.w, r1.w, r2.w) + 0.5 * size;
-        let d = abs(normalize(centre - frame.camera.xyz));
-        let area = d.x * size.y * size.z + d.y * size.x * size.z + d.z * size.x * size.y;
+        let centre = vec3<f32>(r0.w, r1.w, r2.w) + 0.5 * (r0.xyz + r1.xyz + w * size.z);
+        let d = normalize(centre - frame.camera.xyz);
+        let area = abs(dot(d, u)) * size.y * size.z + abs(dot(d, v)) * size.x * size.z
+            + abs(dot(d, w)) * size.x * size.y;
         // instances scattered at random cover 1 - exp(-their area / the box's) of it (they
         // hide one another: the Poisson model of a field of small occluders)
-        out.coverage = 1.0 - exp(-r0.y / max(area, 1e-30));
+        out.coverage = 1.0 - exp(-r2.y / max(area, 1e-30));
         return out;
     }
     // column-major: column k is (r0[k], r1[k], r2[k], k == 3)

@@ -10,7 +10,7 @@ import pytest
 
 from renderer import aggregates
 from renderer.camera import Camera
-from renderer.instances import GpuInstances, kd_order
+from renderer.instances import GpuInstances, as_matrices, kd_order
 from renderer.limits import INSTANCE_BLOCK
 from renderer.options import RenderOptions
 from renderer.renderer import Renderer
@@ -81,8 +81,10 @@ def test_every_node_error_bounds_the_distance_both_ways(seed, n, height, slope, 
         size = agg.first_block[top] - f + 1
         inst = user[f : f + size].ravel()
         s = spheres[inst[inst >= 0]] * [1, 1, 1, inner]
-        # content to box: points of each content sphere's surface
-        pts = (s[:, None, :3] + s[:, None, 3:] * dirs[None]).reshape(-1, 3)
+        # content to box: points of each content sphere's surface (in the box's frame: a
+        # block on a slope turns its box)
+        frame = agg.axes[node]
+        pts = (s[:, None, :3] + s[:, None, 3:] * dirs[None]).reshape(-1, 3) @ frame
         inside = np.minimum(pts - lo, hi - pts).min(axis=1)
         gap = np.maximum(np.maximum(lo - pts, pts - hi), 0)
         to_box = np.where(inside >= 0, inside, np.linalg.norm(gap, axis=1))
@@ -97,6 +99,7 @@ def test_every_node_error_bounds_the_distance_both_ways(seed, n, height, slope, 
                 q[:, ax] = side
                 q[:, u] = lo[u] + uu * (hi[u] - lo[u])
                 q[:, v] = lo[v] + vv * (hi[v] - lo[v])
+                q = q @ frame.T  # to the world
                 d = np.abs(np.linalg.norm(q[:, None] - s[None, :, :3], axis=2) - s[None, :, 3])
                 assert d.min(axis=1).max() <= err * (1 + 1e-9), (node, d.min(axis=1).max(), err)
         p = agg.parent[node]
@@ -150,8 +153,6 @@ def test_an_assets_sphere_gap_bounds_its_surface_from_its_sphere(sphere_tess, mo
     # an instance scaled by 2 and rotated keeps its gap times 2; one scaled by (1, 0.5, 1)
     # along its axes lies within (1 - 0.5) R more of its sphere (the ellipsoid inside it); a
     # sheared one says nothing (infinite: the aggregates take the sphere's diameter)
-    from renderer.instances import as_matrices
-
     rows = np.zeros((3, 3, 4), np.float32)
     rot = np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]], np.float32)
     rows[0, :, :3] = 2 * rot
@@ -192,6 +193,37 @@ def test_a_far_field_draws_few_proxies_in_the_instances_tone(sphere_tess) -> Non
     # the pixels a proxy keeps name no instance
     drawn = a.depth > 0
     assert drawn.any() and (a.instance[drawn] == -1).mean() > 0.5
+
+
+@pytest.mark.gpu
+def test_a_field_on_a_slope_draws_turned_proxies_in_its_tone(sphere_tess) -> None:
+    # 4,096 spheres on a plane rising 40 degrees: an aligned block's box would be as tall as it
+    # is wide (its error half of that); the blocks turn their boxes to the plane, so that far
+    # away they are drawn by turned proxies, whose picture keeps the instances' tone
+    def field(agg: bool) -> Renderer:
+        r = Renderer(W, H, options=RenderOptions(aggregates=agg, shadows=False))
+        a = r.load(sphere_tess)
+        g = np.arange(4096)
+        x, z = (g % 64 - 31.5) * 6.0, (g // 64 - 31.5) * 6.0
+        rows = np.zeros((4096, 3, 4), np.float32)
+        rows[:, :, :3] = np.eye(3)
+        rows[:, 0, 3], rows[:, 1, 3], rows[:, 2, 3] = x, np.tan(np.radians(40)) * x, z
+        r.add_instances(a, as_matrices(rows))
+        return r
+
+    turned, plain = field(True), field(False)
+    cam = Camera.framing(*plain.bounds(), direction=(-0.5, 0.4, 1.0), fill=0.3)
+    a, b = turned.render(cam), plain.render(cam)
+    agg = turned.frame.aggregates
+    assert agg.turned[agg.level == 0].all()
+    ca = a.stats.counters
+    assert ca["proxied_instances"] >= 0.9 * 4096 and ca["proxies_drawn"] >= 1
+    assert ca["proxied_instances"] + ca["instances_visible"] == 4096
+    assert a.stats.triangles * 20 < b.stats.triangles
+    ta = turned.render_converged(cam, accumulate=32).color[..., :3] / 255.0
+    tb = plain.render_converged(cam, accumulate=32).color[..., :3] / 255.0
+    assert abs(ta.mean() - tb.mean()) < 0.15 * tb.mean()
+    assert 10 * np.log10(1 / np.mean((ta - tb) ** 2)) > 30
 
 
 @pytest.mark.gpu
