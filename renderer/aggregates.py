@@ -92,7 +92,7 @@ class Aggregates:
     @property
     def turned(self) -> np.ndarray:
         """(nodes,) bool: boxes not axis-aligned."""
-        return np.abs(self.axes - np.eye(3)).max(axis=(1, 2)) > 0
+        return ~_aligned(self.axes)
 
     def world_box(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World axis-aligned boxes (lo, hi) around nodes' boxes (their own where aligned)."""
@@ -247,6 +247,11 @@ def _tiled_reach(lo, hi, clo, chi, reach) -> np.ndarray:
     return np.where(covered, out, np.inf)
 
 
+def _aligned(axes: np.ndarray) -> np.ndarray:
+    """Whether frames (..., 3, 3) are the identity (an axis-aligned box), over the last two axes."""
+    return (axes == np.eye(3)).all(axis=(-2, -1))
+
+
 def _children_reach(lo, hi, clo, chi, reach, cax=None) -> np.ndarray:
     """(m,) box-to-content bound of m axis-aligned boxes over their children's boxes (`clo`,
     `chi` (m, k, 3) in the children's frames `cax` (m, k, 3, 3); None: aligned) and bounds
@@ -255,7 +260,7 @@ def _children_reach(lo, hi, clo, chi, reach, cax=None) -> np.ndarray:
     an asset's last nodes, leaves on hilly ground, turned boxes, moved instances)."""
     if cax is None:
         cax = np.broadcast_to(np.eye(3), (*clo.shape[:2], 3, 3))
-    aligned = (np.abs(cax - np.eye(3)).max(axis=(2, 3)) == 0).all(axis=1)
+    aligned = _aligned(cax).all(axis=1)
     out = np.full(len(lo), np.inf)
     if aligned.any():
         out[aligned] = _tiled_reach(lo[aligned], hi[aligned], clo[aligned], chi[aligned],
@@ -318,7 +323,7 @@ def _reach_chunk(lo, hi, clo, chi, reach, cax, rounds):
     best = np.zeros(m)  # the largest value at a cell centre: a lower bound
     bound = np.zeros(m)
     pick = np.array([[(c >> a) & 1 for a in range(3)] for c in range(8)], bool)  # corners
-    aligned = bool((cax == np.eye(3)).all())
+    aligned = bool(_aligned(cax).all())
     for r in range(rounds + 1):
         bl, bh, e = clo[node], chi[node], reach[node]  # (cells, k, 3), (cells, k)
         mid = (cl + ch) / 2
@@ -501,8 +506,7 @@ def _measure_blocks(agg: Aggregates, b: np.ndarray, bounds, sites, content) -> N
     # a block whose aligned box is thick (instances on a slope) tries a box turned to the
     # plane of its instances' centres, measured over its instances directly, and keeps it
     # where its error is clearly smaller (both are honest)
-    rmax = np.where(present, sites[..., 3], 0).max(axis=1)
-    thick = (count >= 3) & ((hi - lo).min(axis=1) > TURN_THICK * 2 * rmax)
+    thick = (count >= 3) & ((hi - lo).min(axis=1) > TURN_THICK * 2 * rmax.max(axis=1))
     if thick.any():
         t = np.flatnonzero(thick)
         ax, tlo, thi, treach, town = _turned_boxes(sites[t], present[t])

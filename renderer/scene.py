@@ -408,8 +408,9 @@ class Scene:
         asset = self.store.asset[i]
         gap = np.array([a.sphere_gap for a in self.assets], np.float64)[asset]
         radius = self.asset_spheres()[asset, 3]
-        s = axis_scales(self.store.rows[i]) * (1 + ORTHOGONAL)
-        out = (s[:, 1] - s[:, 0] / (1 + ORTHOGONAL) ** 2) * radius + s[:, 1] * gap
+        smin, smax = axis_scales(self.store.rows[i]).T
+        smin, smax = smin / (1 + ORTHOGONAL), smax * (1 + ORTHOGONAL)  # the stretch, bounded
+        out = (smax - smin) * radius + smax * gap
         return np.where(np.isfinite(out), out, np.inf)
 
     def instance_scales(self) -> np.ndarray:

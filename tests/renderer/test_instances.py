@@ -272,40 +272,38 @@ def test_the_lists_grow_to_hold_every_instance_root(sphere_tess) -> None:
 
 
 def test_dispatches_past_max_dispatch_draw_every_block_once(sphere_tess, monkeypatch) -> None:
-    # WebGPU dispatches at most 65,535 workgroups a dimension: past that every pass dispatches
-    # in 2-D, rows of MAX_DISPATCH, and the last row's workgroups past the work must return (the
-    # instance cull's once read earlier frames' block entries and drew those blocks again: at 16
-    # million instances, 72,000 blocks in view, a near block drawn 58,000 times filled the
-    # lists). With MAX_DISPATCH lowered to 7 every such pass (block and instance cull, software
-    # raster, shadow clears) goes 2-D here: the same picture and the same counts as one row
+    # WebGPU dispatches at most 65,535 workgroups a dimension: past that a pass dispatches in
+    # 2-D, rows of MAX_DISPATCH, and the last row's workgroups past the work must return (the
+    # instance cull's once read earlier frames' block entries and drew those blocks again; at 16
+    # million instances, 72,000 blocks in view, most likely what left the H100's picture nearly
+    # empty). With MAX_DISPATCH lowered to 7 the instance cull (16 blocks: 3 rows), the scatter
+    # (8 workgroups) and every other pass past 7 workgroups go 2-D here: the same picture and
+    # the same counts as one row
+    import weakref
+
     import renderer.passes.instance_cull as ic
     import renderer.passes.instance_scatter as sc
-    from renderer import limits
+    from renderer import gpu, limits
 
-    def frame(moved: bool) -> tuple:
-        # every block in view and listed (no proxy): 16 blocks, 3 rows of 7 workgroups
+    def frame() -> tuple:
+        # every block in view and listed (no proxy); 512 of the 1,024 moved (the scatter)
         r = Renderer(W, H, options=RenderOptions(shadows=True, aggregates=False))
         a = r.load(sphere_tess)
         r.add_grid(a, 1024, spacing=2.5)
         cam = Camera.framing(*r.bounds(), direction=(0.3, 1.0, 0.2))
         r.render(cam)
-        if moved:  # the scatter pass too (512 moved: 8 workgroups)
-            r.set_transforms(np.arange(0, 1024, 2), r.scene.store.rows[::2] + 0.01)
+        r.set_transforms(np.arange(0, 1024, 2), r.scene.store.rows[::2] + 0.01)
         res = r.render(cam)
         c = res.stats.counters
         return (res.depth, res.instance, c["instances_visible"], res.stats.triangles,
                 c["proxies_drawn"], c["proxied_instances"])
 
-    import weakref
-
-    from renderer import gpu
-
-    one = frame(True)
-    for name, mod in (("MAX_DISPATCH", ic), ("MAX_DISPATCH", sc)):
-        monkeypatch.setattr(mod, name, 7)
+    one = frame()
+    for mod in (ic, sc):
+        monkeypatch.setattr(mod, "MAX_DISPATCH", 7)
     monkeypatch.setitem(limits.WGSL_CONSTANTS, "MAX_DISPATCH", 7)
     # the pipelines built with the constant as it was stay on the shared device: build afresh
     monkeypatch.setattr(gpu, "_BUILT", weakref.WeakKeyDictionary())
-    rows = frame(True)
+    rows = frame()
     assert np.array_equal(one[0], rows[0]) and np.array_equal(one[1], rows[1])
     assert one[2:] == rows[2:] and one[2] > 0
