@@ -117,6 +117,7 @@ class FrameResources:
         self.instance_count = 0  # instance buffer slots (renderer/instances.py)
         self.proxy_first = 0  # the first aggregate proxy slot: instance slots end here
         self.proxy_nodes = 0  # aggregate proxy nodes (renderer/aggregates.py; 0: none)
+        self.proxy_boxes = 0  # 1: far instances may be drawn as their asset's box
         self.max_depth = 0
         self.query_set: wgpu.GPUQuerySet | None = None
         self.labels: list[str] = []  # the passes timed this frame
@@ -421,6 +422,8 @@ class Frame:
             proxy_rows, table = agg.proxy_rows(), agg.table(slots)
             self._agg_table = table  # (nodes, 8) words: moves mark their errors in it
         f.proxy_nodes = 0 if self.aggregates is None else self.aggregates.count
+        # far instances drawn as their asset's box (instance_cull.wgsl `push_root`)
+        f.proxy_boxes = int(self.options.aggregates and s.proxy_assets is not None)
         f.buffers["aggregates"] = buffer_with(d, table, "scene.aggregates", _BU.STORAGE)
         f.buffers["instances"] = buffer_with(d, lay.words(s.store.rows, proxy_rows),
                                              "scene.instances", _BU.STORAGE)
@@ -516,12 +519,13 @@ class Frame:
         unjittered one (`motion_view_proj`); the occlusion test's projection stays unjittered,
         the jitter (< 0.5 px) being inside its one-pixel margin (shaders/occlusion.wgsl)."""
         f, o = self.resources, self.options
-        key = (f.width, f.height, f.instance_count, f.proxy_first, f.proxy_nodes, f.generation)
+        key = (f.width, f.height, f.instance_count, f.proxy_first, f.proxy_nodes, f.proxy_boxes,
+               f.generation)
         if self._uniform_key != key:  # what changes only with the size or the scene
             u = np.zeros(1, FRAME_DTYPE)
             u["viewport"] = [f.width, f.height, 1 / f.width, 1 / f.height]
             u["instance_count"] = f.instance_count
-            u["proxies"] = [f.proxy_first, f.proxy_nodes, 0, 0]
+            u["proxies"] = [f.proxy_first, f.proxy_nodes, f.proxy_boxes, 0]
             u["queue_capacity"] = self.queue_capacity
             u["visible_capacity"] = self.visible_capacity
             u["occluded_capacity"] = o.occluded_capacity

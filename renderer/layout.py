@@ -83,7 +83,8 @@ FRAME_DTYPE = np.dtype([
     ("motion_view_proj", "<f4", 16),
     # aggregate proxies (renderer/aggregates.py): x: the first proxy slot (the instances' slots
     # end there: the block cull and the shadow views' instance cull stop at it), y: proxy nodes
-    # in the `aggregates` table (0: none drawn), z, w: 0
+    # in the `aggregates` table (0: none drawn), z: 1 where a far instance may be drawn as its
+    # asset's box (instance_cull.wgsl `push_root`), w: 0
     ("proxies", "<u4", 4),
 ])
 
@@ -160,8 +161,15 @@ ASSET_DTYPE = np.dtype([
     ("root_first_part", "<u4"),  # the root group's parts (global part indices)
     ("root_part_count", "<u4"),
     ("material_base", "<u4"),  # the asset's first material in the scene's material table
-    ("pad", "<u4", 2),
+    # the asset-table row of its box (the proxies' box with its first material; NO_NODE: none):
+    # a far instance whose box error projects <= tau draws it (instance_cull.wgsl `push_root`)
+    ("box_row", "<u4"),
+    ("pad", "<u4"),
     ("uv_box", "<f4", 4),  # the uvs' box (meta uv_min, uv_max): 16-bit uvs map onto it
+    # xyz: the asset's box corner (object space), w: its box error (`Asset.box_gap`)
+    ("box_min", "<f4", 4),
+    # xyz: the box's sides, w: the asset's mean projected area (a quarter of its surface)
+    ("box_size", "<f4", 4),
 ])
 
 # the bits of the state buffer's `overflow` word (FrameStats.overflow), generated as OVERFLOW_*:
@@ -187,6 +195,7 @@ STATE_WORDS = (
     "blocks_visible",  # blocks of INSTANCE_BLOCK slots whose bounds touch the view (block_cull)
     "proxies_drawn",  # aggregate proxies drawn, each for a node's instances (block_cull)
     "proxied_instances",  # instances drawn by those proxies instead of themselves
+    "instances_boxed",  # instances drawn as their asset's box (instance_cull.wgsl `push_root`)
     "nodes_visited",
     "groups_tested",
     "clusters_tested",

@@ -54,8 +54,9 @@ class RenderOptions:
     occlusion: bool = True
     occluded_capacity: int = 1 << 20  # deferred nodes and clusters per frame (8 bytes each)
     # aggregate proxies (renderer/aggregates.py): a far group of instances whose honest error
-    # projects under tau drawn as one box covering the share of pixels its instances cover;
-    # False draws every instance itself
+    # projects under tau drawn as one box covering the share of pixels its instances cover, and
+    # a far instance whose box's error projects under tau as its asset's box (where the box has
+    # fewer triangles than the asset's root); False draws every instance itself
     aggregates: bool = True
     # streaming (renderer/streaming.py): pages live in a GPU pool of `pool_mb` (default: what the
     # adapter binds in one buffer, at most 1 GiB); only the hierarchy and the root pages are

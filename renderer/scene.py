@@ -42,6 +42,7 @@ from renderer.instances import (
     axis_scales,
 )
 from renderer.layout import ASSET_DTYPE, MATERIALS_HEADER_WORDS, SRGB_TABLE_WORDS
+from renderer.limits import NO_NODE
 
 class SceneError(ValueError):
     """An asset or instance the renderer cannot take (clear, one-line message)."""
@@ -89,24 +90,32 @@ class Asset:
         clusters (`_sphere_gap`); the sphere's diameter where they cannot say."""
         return _sphere_gap(self)
 
+    @functools.cached_property
+    def root_triangles(self) -> int:
+        """Triangles of the root group (what a far instance draws; 0 where unknown)."""
+        root = _root_triangles(self)
+        return 0 if root is None else len(root[0])
 
-GAP_CELLS = 24  # `_sphere_gap`: cubes across the bounding sphere's diameter
+    @functools.cached_property
+    def box_gap(self) -> float:
+        """The largest distance, either way, between the surface of the asset's bounding box
+        (meta bounds) and its full-detail surface (asset units): the error of drawing a far
+        instance as its box (shaders/instance_cull.wgsl `push_root`). Bounded from above over
+        the root group's clusters (`_box_gap`); the box's diagonal where they cannot say."""
+        return _box_gap(self)
+
+
+GAP_CELLS = 24  # `_sphere_gap`, `_box_gap`: cells across the sphere's diameter, the box's side
 GAP_SPLITS = 8  # `_sphere_gap`: samples along each edge of a root triangle (at most)
 GAP_POINTS = 20_000  # `_sphere_gap`: surface points at most
 
 
-def _sphere_gap(a: Asset) -> float:
-    """An upper bound of max over points p of the bounding sphere of d(p, full-detail surface),
-    numpy only, at most ~0.2 s: the sphere is covered by cubes of side h (those within h√3/2 of
-    it); from a cube's centre, the distance to the nearest of points spread over the root
-    clusters' triangles (points of that surface: no nearer than it) plus h√3/2 bounds every
-    point of the cube (1-Lipschitz); the root clusters are within their `self_error` of the
-    full detail, positions within `quantization_error` of theirs."""
+def _root_triangles(a: Asset) -> tuple[np.ndarray, float] | None:
+    """The root group's triangles ((m, 3, 3) float64, asset units) and how far the full detail
+    may lie from them (the largest `self_error` plus `quantization_error`); None where the
+    file cannot say."""
     from preprocess.tess.pages import decode_cluster, page_clusters
 
-    sphere = a.bounds_sphere.astype(np.float64)
-    c, radius = sphere[:3], float(sphere[3])
-    worst = 2 * radius  # a point of the ball is within its diameter of any other
     try:
         g = a.root_group
         parts = a.parts[int(g["first_part"]) : int(g["first_part"]) + int(g["part_count"])]
@@ -119,33 +128,122 @@ def _sphere_gap(a: Asset) -> float:
                 tris.append(d["positions"][d["triangles"]].astype(np.float64))
                 err = max(err, float(rec["self_error"]))
     except (SceneError, ValueError, IndexError):
-        return worst
-    if not tris or radius <= 0:
-        return worst
-    t = np.concatenate(tris)  # (m, 3, 3)
-    # points of the surface: any of them bounds the distance from above, so a large root
-    # takes fewer a triangle (GAP_POINTS in all, at most), the bound only looser
+        return None
+    if not tris:
+        return None
+    return np.concatenate(tris), err + float(a.meta.get("quantization_error", 0.0))
+
+
+def _surface_points(t: np.ndarray) -> np.ndarray:
+    """Points of the triangles `t` ((m, 3, 3)), at most GAP_POINTS: any of them bounds the
+    distance to the surface from above, so a large root takes fewer a triangle, the bound only
+    looser."""
     k = GAP_SPLITS
     while k > 1 and len(t) * (k + 1) * (k + 2) // 2 > GAP_POINTS:
         k -= 1
     i, j = (x.ravel() for x in np.meshgrid(np.arange(k + 1), np.arange(k + 1), indexing="ij"))
     keep = i + j <= k
     w = np.stack([i[keep], j[keep], k - i[keep] - j[keep]], axis=1) / k  # barycentric
-    pts = np.einsum("sv,mvd->msd", w, t).reshape(-1, 3) - c
+    pts = np.einsum("sv,mvd->msd", w, t).reshape(-1, 3)
     if len(pts) > GAP_POINTS:
         pts = pts[np.random.default_rng(0).choice(len(pts), GAP_POINTS, replace=False)]
+    return pts
+
+
+def _farthest_from(q: np.ndarray, pts: np.ndarray) -> float:
+    """max over the points q of the distance to the nearest of `pts`."""
+    pp = (pts * pts).sum(axis=1)
+    far = 0.0
+    for lo in range(0, len(q), 1024):
+        c = q[lo : lo + 1024]
+        d2 = (c * c).sum(axis=1)[:, None] - 2 * c @ pts.T + pp[None, :]
+        far = max(far, float(np.sqrt(np.maximum(d2.min(axis=1), 0)).max()))
+    return far
+
+
+def _sphere_gap(a: Asset) -> float:
+    """An upper bound of max over points p of the bounding sphere of d(p, full-detail surface),
+    numpy only, at most ~0.2 s: the sphere is covered by cubes of side h (those within h√3/2 of
+    it); from a cube's centre, the distance to the nearest of points spread over the root
+    clusters' triangles (points of that surface: no nearer than it) plus h√3/2 bounds every
+    point of the cube (1-Lipschitz); the root clusters are within their `self_error` of the
+    full detail, positions within `quantization_error` of theirs."""
+    sphere = a.bounds_sphere.astype(np.float64)
+    c, radius = sphere[:3], float(sphere[3])
+    worst = 2 * radius  # a point of the ball is within its diameter of any other
+    root = _root_triangles(a)
+    if root is None or radius <= 0:
+        return worst
+    pts = _surface_points(root[0]) - c
     h = 2 * radius / GAP_CELLS
     axis = (np.arange(GAP_CELLS + 1) - GAP_CELLS / 2) * h
     cube = np.stack(np.meshgrid(axis, axis, axis, indexing="ij"), axis=-1).reshape(-1, 3)
     slack = h * np.sqrt(3) / 2
     cube = cube[np.abs(np.linalg.norm(cube, axis=1) - radius) <= slack]
-    pp = (pts * pts).sum(axis=1)
-    far = 0.0
-    for lo in range(0, len(cube), 1024):
-        q = cube[lo : lo + 1024]
-        d2 = (q * q).sum(axis=1)[:, None] - 2 * q @ pts.T + pp[None, :]
-        far = max(far, float(np.sqrt(np.maximum(d2.min(axis=1), 0)).max()))
-    gap = far + slack + err + float(a.meta.get("quantization_error", 0.0))
+    gap = _farthest_from(cube, pts) + slack + root[1]
+    return min(gap * (1 + 1e-6), worst)
+
+
+def _triangles_distance(q: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """(n,) the distance from each point q ((n, 3)) to the nearest of the triangles t
+    ((m, 3, 3)): to the plane where the point's foot lies inside, else to the nearest edge."""
+    a, b, c = t[:, 0], t[:, 1], t[:, 2]
+    n = np.cross(b - a, c - a)
+    nn = (n * n).sum(axis=1)
+    unit = n / np.sqrt(np.maximum(nn, 1e-300))[:, None]
+    out = np.empty(len(q))
+    step = max(1, (1 << 20) // max(len(t), 1))
+    for lo in range(0, len(q), step):
+        p = q[lo : lo + step, None, :]  # (k, 1, 3)
+        height = ((p - a) * unit).sum(axis=2)  # (k, m)
+        foot = p - height[..., None] * unit
+        inside = nn > 0
+        for u, v in ((a, b), (b, c), (c, a)):
+            inside = inside & ((np.cross(v - u, foot - u) * n).sum(axis=2) >= 0)
+        d = np.where(inside, np.abs(height), np.inf)
+        for u, v in ((a, b), (b, c), (c, a)):
+            e = v - u
+            s = np.clip(((p - u) * e).sum(axis=2) / np.maximum((e * e).sum(axis=1), 1e-300),
+                        0, 1)
+            d = np.minimum(d, np.linalg.norm(p - (u + s[..., None] * e), axis=2))
+        out[lo : lo + step] = d.min(axis=1)
+    return out
+
+
+def _box_gap(a: Asset) -> float:
+    """An upper bound of the distance, both ways, between the surface of the asset's box (meta
+    bounds) and its full-detail surface, numpy only (~0.1 s). Box to content: each face cut
+    into cells of side at most h (GAP_CELLS across the longest side), the distance from a
+    cell's centre to the root's triangles (`_triangles_distance`) plus half the cell's
+    diagonal (1-Lipschitz). Content to box: a point inside the box is within
+    min over the six faces of their distances (each affine), so over a root triangle within
+    min over faces of the largest of its corners' distances to that face. Both plus the root's
+    distance to the full detail (`_root_triangles`)."""
+    lo = np.asarray(a.meta["bounds_min"], np.float64)
+    hi = np.asarray(a.meta["bounds_max"], np.float64)
+    worst = float(np.linalg.norm(hi - lo))
+    root = _root_triangles(a)
+    if root is None or not worst > 0:
+        return worst
+    t, err = root
+    # content to box: the six faces' distances at the corners, (m, 3 corners, 6)
+    faces = np.concatenate([t - lo, hi - t], axis=2)
+    inward = float(np.maximum(faces.max(axis=1).min(axis=1), 0).max())
+    # box to content: cells over each face
+    h = (hi - lo).max() / GAP_CELLS
+    outward = 0.0
+    for axis in range(3):
+        u, v = (axis + 1) % 3, (axis + 2) % 3
+        nu, nv = (max(1, int(np.ceil((hi[k] - lo[k]) / h))) for k in (u, v))
+        cu, cv = (hi[u] - lo[u]) / nu, (hi[v] - lo[v]) / nv
+        gu, gv = np.meshgrid(lo[u] + (np.arange(nu) + 0.5) * cu,
+                             lo[v] + (np.arange(nv) + 0.5) * cv, indexing="ij")
+        for side in (lo[axis], hi[axis]):
+            q = np.zeros((gu.size, 3))
+            q[:, axis], q[:, u], q[:, v] = side, gu.ravel(), gv.ravel()
+            outward = max(outward, float(_triangles_distance(q, t).max())
+                          + 0.5 * float(np.hypot(cu, cv)))
+    gap = max(inward, outward) + err
     return min(gap * (1 + 1e-6), worst)
 
 
@@ -424,7 +522,8 @@ class Scene:
 
     def asset_table(self, material_bases: np.ndarray | None = None) -> np.ndarray:
         """ASSET_DTYPE rows of `gpu_assets`, then one per asset for its proxies: the box's row
-        with the asset's first material (`proxy_assets`)."""
+        with the asset's first material (`proxy_assets`), which an asset's row names as its
+        `box_row` (with the box's corner, sides and error: an instance drawn as its box)."""
         gpu = self.gpu_assets
         proxies = len(self.assets) if len(gpu) > len(self.assets) else 0
         out = np.zeros(max(1, len(gpu) + proxies), ASSET_DTYPE)
@@ -435,9 +534,16 @@ class Scene:
             g = a.root_group
             uv_box = [*a.meta.get("uv_min", [0.0, 0.0]), *a.meta.get("uv_max", [1.0, 1.0])]
             base = material_bases[i] if material_bases is not None and i < len(self.assets) else 0
+            lo = np.asarray(a.meta["bounds_min"], np.float32)
+            size = np.asarray(a.meta["bounds_max"], np.float32) - lo
+            # a far instance may be drawn as its box where that has fewer triangles
+            boxed = proxies and i < len(self.assets) and a.root_triangles > gpu[-1].root_triangles
             out[i] = (node, group, part, page, float(a.meta["step"]), len(a.nodes),
                       float(finite.max()) if len(finite) else 0.0,
-                      part + int(g["first_part"]), int(g["part_count"]), base, (0, 0), uv_box)
+                      part + int(g["first_part"]), int(g["part_count"]), base,
+                      len(gpu) + i if boxed else NO_NODE, 0, uv_box,
+                      (*lo, a.box_gap if boxed else np.inf),
+                      (*size, a.meta.get("surface_area", _box_area(a)) / 4))
             node += len(a.nodes)
             group += len(a.groups)
             part += len(a.parts)

@@ -7,7 +7,10 @@
 // (vx, vy, vz, ty), (sz, content, 0, tz), u and v the box's first two edges (their lengths its
 // sizes), the third u x v scaled to sz, t its corner, content its instances' mean projected area
 // (world units squared).
-// Needs the bindings `frame` and `instances: array<vec4<u32>>`.
+// An instance word (a queue's or the visible list's) is the slot, and in a shadow view the view
+// above VIEW_SHIFT; in the main view BOX_BIT says the instance is drawn as its asset's box
+// (`instance_box`, chosen by instance_cull.wgsl `push_root`).
+// Needs the bindings `frame`, `instances: array<vec4<u32>>` and `assets`.
 
 fn instance_row(s: u32, r: u32) -> vec4<f32> {
     return bitcast<vec4<f32>>(instances[3u * s + r]);
@@ -56,6 +59,50 @@ fn instance(s: u32) -> Instance {
                              dot(out.world[1].xyz, out.world[1].xyz)),
                          dot(out.world[2].xyz, out.world[2].xyz)));
     return out;
+}
+
+// the unit cube onto asset row `a`'s box (object space)
+fn box_matrix(a: u32) -> mat4x4<f32> {
+    let lo = assets[a].box_min.xyz;
+    let size = assets[a].box_size.xyz;
+    return mat4x4<f32>(vec4<f32>(size.x, 0.0, 0.0, 0.0), vec4<f32>(0.0, size.y, 0.0, 0.0),
+                       vec4<f32>(0.0, 0.0, size.z, 0.0), vec4<f32>(lo, 1.0));
+}
+
+// instance `inst` drawn as its asset's box: the proxies' box asset (the unit cube, with the
+// asset's first material: row `box_row`) on the asset's box, keeping the share of its pixels
+// that the asset covers of the box along the view. The asset's mean projected area (a quarter
+// of its surface, Cauchy) over the box's projected area, both in the asset's frame (an affine
+// map keeps the ratio of two shadows along matching directions; the view direction taken there
+// as its columns were orthogonal: rotations and axis scales)
+fn instance_box(inst: Instance) -> Instance {
+    let a = assets[inst.asset];
+    var out = inst;
+    out.world = inst.world * box_matrix(inst.asset);
+    out.asset = a.box_row;
+    out.scale = inst.scale * max(a.box_size.x, max(a.box_size.y, a.box_size.z));
+    let centre = (out.world * vec4<f32>(0.5, 0.5, 0.5, 1.0)).xyz;
+    let d = centre - frame.camera.xyz;
+    let c0 = inst.world[0].xyz;
+    let c1 = inst.world[1].xyz;
+    let c2 = inst.world[2].xyz;
+    let dl = abs(vec3<f32>(dot(c0, d) / dot(c0, c0), dot(c1, d) / dot(c1, c1),
+                           dot(c2, d) / dot(c2, c2)));
+    let s = a.box_size.xyz;
+    let along = (dl.x * s.y * s.z + dl.y * s.x * s.z + dl.z * s.x * s.y) / max(length(dl), 1e-30);
+    out.coverage = min(a.box_size.w / max(along, 1e-30), 1.0);
+    return out;
+}
+
+// the instance of instance word `word`: its slot's, or in the main view with BOX_BIT its box's
+fn word_instance(word: u32) -> Instance {
+    let inst = instance(word & INSTANCE_MASK);
+#ifndef SHADOW
+    if (word & BOX_BIT) != 0u {
+        return instance_box(inst);
+    }
+#endif
+    return inst;
 }
 
 // whether a proxy of `coverage` keeps pixel `pixel` this frame: a hash of the pixel, the proxy's

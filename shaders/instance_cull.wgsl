@@ -24,6 +24,23 @@
 // is the instance word of the queue (the instance, and a shadow view's index above VIEW_SHIFT)
 fn push_root(inst: Instance, vi: u32, root: u32) {
     let a = assets[inst.asset];
+#ifndef SHADOW
+    // farther still, where its box's error (both ways between the box and the full detail,
+    // `Asset.box_gap`) projects <= tau from the box's sphere: the box (instance.wgsl
+    // `instance_box`), the same instance word with BOX_BIT (frame.proxies.z: boxes on)
+    if frame.proxies.z != 0u && a.box_row != NO_NODE {
+        let c = (a.box_min.xyz + 0.5 * a.box_size.xyz);
+        let s = world_sphere(inst, vec4<f32>(c, 0.5 * length(a.box_size.xyz)));
+        if projected_error(a.box_min.w, s, inst.scale) <= frame.tau {
+            atomicAdd(&state[S_INSTANCES_BOXED], 1u);
+            let b = assets[a.box_row];
+            for (var p = 0u; p < b.root_part_count; p++) {
+                push(PART_BIT | (b.root_first_part + p), vi | BOX_BIT, false);
+            }
+            return;
+        }
+    }
+#endif
     if projected_error(a.far_error, world_sphere(inst, node_sphere(root)), inst.scale)
        <= frame.tau {
         atomicAdd(&state[S_INSTANCES_FAR], 1u);

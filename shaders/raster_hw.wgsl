@@ -44,7 +44,7 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> V
     var out: VertexOut;
     let idx = frame.visible_capacity / 2u + state[S_HW_FIRST] + k;
     let entry = visible[idx];
-    let inst = instance(entry.x & INSTANCE_MASK);
+    let inst = word_instance(entry.x);
     out.page = 0u;
     out.keep = vec2<u32>(bitcast<u32>(inst.coverage), entry.x & INSTANCE_MASK);
     let page = page_start(entry.y);

@@ -79,7 +79,7 @@ fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         if lane >= nt {
             continue;
         }
-        let inst = instance(entry.x & INSTANCE_MASK);
+        let inst = word_instance(entry.x);
         let step = assets[inst.asset].step;
         let streams = cluster_streams(page_start(entry.y), base);
 #ifdef SHADOW

@@ -131,8 +131,10 @@ def views(asset: str, count: int, frames: int, aggregates: bool = True,
         print(f"{'':>11}overflow flags: first frame {st.overflow}, measured {m['overflow']}, "
               f"after {later.stats.overflow}; covered px after "
               f"{int((later.depth > 0).sum()):,}; proxied instances "
-              f"{later.stats.counters.get('proxied_instances', 0):,}")
+              f"{later.stats.counters.get('proxied_instances', 0):,}; as boxes "
+              f"{later.stats.counters.get('instances_boxed', 0):,}")
         if png:
+            Path(png).mkdir(parents=True, exist_ok=True)
             later.save_png(Path(png) / f"{count}_{name}.png")
         if passes:  # GPU ms a pass, medians
             print(f"{'':>11}passes: "

@@ -426,7 +426,8 @@ def _print_render_stats(args: argparse.Namespace, r, res) -> None:
     print(f"  scene       {r.scene.instance_count} instances, {r.scene.triangle_count():,} "
           "triangles at full detail")
     print(f"  instances   {c['instances_visible']} of {c['instances_tested']} in view, "
-          f"{c['instances_far']} far (drawn from their root group, no BVH walk)")
+          f"{c['instances_far']} far (drawn from their root group, no BVH walk), "
+          f"{c['instances_boxed']} farther (drawn as their asset's box)")
     if c["proxies_drawn"] or c["proxied_instances"]:
         print(f"  aggregates  {c['proxied_instances']} instances stood for by "
               f"{c['proxies_drawn']} proxy boxes in view (far groups under tau)")
@@ -631,7 +632,7 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                    help="no two-pass HZB occlusion culling (on by default)")
     p.add_argument("--no-aggregates", action="store_true",
                    help="draw every instance itself: no aggregate proxies (a far group of "
-                        "instances as one dithered box, on by default)")
+                        "instances, or one far instance, as a dithered box; on by default)")
     p.add_argument("--pool-mb", type=_POSITIVE,
                    help="stream the pages through a GPU page pool of this size in MB (default: "
                         "stream only when the pages do not fit what the adapter binds, 1 GiB at "

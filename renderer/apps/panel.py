@@ -98,8 +98,8 @@ def _statistics(imgui, app: ViewerApp) -> None:
     c = s.counters
     # (proxies: aggregate boxes, each standing for a far group of instances)
     imgui.text(f"instances  {c['instances_visible']:,} / {c['instances_tested']:,}"
-               f"  ({c['instances_far']:,} far, {c['proxied_instances']:,} in "
-               f"{c['proxies_drawn']:,} proxies)")
+               f"  ({c['instances_far']:,} far, {c['instances_boxed']:,} boxes, "
+               f"{c['proxied_instances']:,} in {c['proxies_drawn']:,} proxies)")
     imgui.text(f"nodes      {c['nodes_visited']:,}")
     imgui.text(f"clusters   SW {c['sw_clusters']:,}  HW {c['hw_clusters']:,}")
     imgui.text(f"triangles  SW {c['sw_triangles']:,}  HW {c['hw_triangles']:,}")

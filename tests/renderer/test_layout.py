@@ -12,13 +12,14 @@ from renderer.device import create_context
 from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines, bind_group
 from renderer.gpu import buffer, buffer_with
 from renderer.instances import GpuInstances, checked_rows, max_scales
-from renderer.layout import FRAME_DTYPE, wgsl_struct
+from renderer.layout import ASSET_DTYPE, FRAME_DTYPE, wgsl_struct
 
 
 def test_generated_structs_match_the_dtypes_on_the_gpu(tmp_path, gpu) -> None:
     # fill every field with a distinct value; a shader copies a few fields out; any offset
     # disagreement between numpy and WGSL reads the wrong word; and the 48-byte instances
-    # (renderer/instances.py) read back through shaders/instance.wgsl
+    # (renderer/instances.py) read back through shaders/instance.wgsl, as themselves and as
+    # their asset's box (BOX_BIT: the asset table's box_row, box_min and box_size)
     d = gpu.device
     frame = np.zeros(1, FRAME_DTYPE)
     frame.view(np.uint32)[:] = np.arange(FRAME_DTYPE.itemsize // 4, dtype=np.uint32) + 1000
@@ -34,8 +35,13 @@ def test_generated_structs_match_the_dtypes_on_the_gpu(tmp_path, gpu) -> None:
     asset = (np.arange(70) % 3 == 0).astype(np.int32)  # 24 of asset 1, 46 of asset 0
     lay = GpuInstances.layout(asset)
     frame["instance_count"] = lay.slots
+    assets = np.zeros(2, ASSET_DTYPE)
+    assets["box_row"] = [5, 9]
+    assets["box_min"] = [[-1, -2, -3, 0.5], [0.25, 0.5, 0.75, 0.1]]
+    assets["box_size"] = [[2, 4, 6, 7], [1, 0.5, 0.25, 0.1]]
     bindings = (Binding("frame", UNIFORM, "Frame"),
                 Binding("instances", READ, "array<vec4<u32>>"),
+                Binding("assets", READ, "array<AssetInfo>"),
                 Binding("out", STORAGE, "array<f32>"))
     src = tmp_path / "probe.wgsl"
     src.write_text("""#include "layout.wgsl"
@@ -46,16 +52,20 @@ fn cs_main() {
     out[1] = f32(frame.debug_view);
     out[2] = frame.viewport.y;
     out[3] = f32(frame.flags);
-    // per slot: present, asset, scale, the 16 entries of world (column-major)
+    // per slot: present, asset, scale, the 16 entries of world (column-major); then as a box
+    // the asset and the 16 entries
     for (var s = 0u; s < frame.instance_count; s++) {
-        let o = 4u + 19u * s;
+        let o = 4u + 36u * s;
         out[o] = select(0.0, 1.0, instance_present(s));
         let inst = instance(s);
         out[o + 1u] = f32(inst.asset);
         out[o + 2u] = inst.scale;
+        let boxed = word_instance(s | BOX_BIT);
+        out[o + 19u] = f32(boxed.asset);
         for (var c = 0u; c < 4u; c++) {
             for (var r = 0u; r < 4u; r++) {
                 out[o + 3u + 4u * c + r] = inst.world[c][r];
+                out[o + 20u + 4u * c + r] = boxed.world[c][r];
             }
         }
     }
@@ -68,9 +78,10 @@ fn cs_main() {
         bgl, pipes = compute_pipelines(d, "probe.wgsl", bindings, ["cs_main"], label="probe")
     finally:
         shaders.HERE = old
-    n_out = 4 + 19 * lay.slots
+    n_out = 4 + 36 * lay.slots
     res = {"frame": buffer_with(d, frame, "probe.frame", wgpu.BufferUsage.UNIFORM),
            "instances": buffer_with(d, lay.words(rows), "probe.inst", wgpu.BufferUsage.STORAGE),
+           "assets": buffer_with(d, assets, "probe.assets", wgpu.BufferUsage.STORAGE),
            "out": buffer(d, 4 * n_out, "probe.out",
                          wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)}
     enc = d.create_command_encoder()
@@ -83,17 +94,25 @@ fn cs_main() {
     out = np.frombuffer(d.queue.read_buffer(res["out"]), np.float32)[:n_out]
     flags_word = frame.view(np.uint32)[FRAME_DTYPE.fields["flags"][1] // 4]
     assert out[:4].tolist() == [1.5, 7.0, 480.0, float(flags_word)]
-    per = out[4:].reshape(lay.slots, 19)
+    per = out[4:].reshape(lay.slots, 36)
     assert lay.slots == 128  # 46 of asset 0 and 24 of asset 1, each padded to 64 slots
     present = lay.user >= 0
     assert (per[:, 0] == present).all()
     got = per[present]
     user = lay.user[present]
     assert (got[:, 1] == asset[user]).all()
-    world = got[:, 3:].reshape(-1, 4, 4).transpose(0, 2, 1)  # column-major -> rows
+    world = got[:, 3:19].reshape(-1, 4, 4).transpose(0, 2, 1)  # column-major -> rows
     assert (world[:, :3] == rows[user]).all() and (world[:, 3] == [0, 0, 0, 1]).all()
     # the GPU's scale and numpy's twin (renderer.instances.max_scales) agree to rounding
     np.testing.assert_allclose(got[:, 2], max_scales(rows[user]), rtol=1e-6)
+    # as its box: the unit cube onto the asset's box, then the instance's transform
+    assert (got[:, 19] == assets["box_row"][asset[user]]).all()
+    box = np.repeat(np.eye(4)[None], len(user), axis=0)
+    a = assets[asset[user]]
+    box[:, [0, 1, 2], [0, 1, 2]] = a["box_size"][:, :3]
+    box[:, :3, 3] = a["box_min"][:, :3]
+    np.testing.assert_allclose(got[:, 20:].reshape(-1, 4, 4).transpose(0, 2, 1),
+                               world @ box, rtol=1e-5, atol=1e-5)
 
 
 def test_struct_generation_rejects_layouts_wgsl_cannot_express() -> None:
