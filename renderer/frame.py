@@ -43,7 +43,10 @@ from renderer.limits import (
     MIN_SHADOW_PAGES,
     INSTANCE_BLOCK,
     MOVED_VEC4S,
+    BOX_TRIANGLES,
+    NO_NODE,
     SHADOW_PAGE_BYTES,
+    SLOT_BITS,
 )
 from renderer.options import RenderOptions
 from renderer.page_pool import PagePool
@@ -86,6 +89,19 @@ def image_buffers(width: int, height: int, vis64: bool) -> dict[str, int]:
             if not name.startswith("vis") or name in vis}
 
 
+def box_cref(s: Scene, pool: PagePool) -> int:
+    """The proxies' box's one cluster as the shaders name it (pool slot << SLOT_BITS | cluster
+    in the page), which a far instance drawn as its box joins the visible list with
+    (instance_cull.wgsl); NO_NODE where the GPU has no box."""
+    if s.proxy_assets is None:
+        return NO_NODE
+    box = s.gpu_assets[-1]
+    part = box.parts[int(box.root_group["first_part"])]
+    assert box.root_triangles == BOX_TRIANGLES and int(box.root_group["part_count"]) == 1
+    page = sum(a.page_count for a in s.assets) + int(part["page"])
+    return (pool.pinned_slot(page) << SLOT_BITS) | int(part["first_cluster"])
+
+
 def _world_spheres(s: Scene, instances: np.ndarray | None, rows: np.ndarray | None = None
                    ) -> np.ndarray:
     """(k, 4) float64 world bounding spheres of instances `instances` of `s` (None: all; under
@@ -118,6 +134,7 @@ class FrameResources:
         self.proxy_first = 0  # the first aggregate proxy slot: instance slots end here
         self.proxy_nodes = 0  # aggregate proxy nodes (renderer/aggregates.py; 0: none)
         self.proxy_boxes = 0  # 1: far instances may be drawn as their asset's box
+        self.box_cref = NO_NODE  # the box's cluster in the pool (`box_cref`; NO_NODE: none)
         self.max_depth = 0
         self.query_set: wgpu.GPUQuerySet | None = None
         self.labels: list[str] = []  # the passes timed this frame
@@ -338,6 +355,7 @@ class Frame:
         self._motion_epoch += 1  # a new scene: no camera motion into its first frame
         f.buffers.update(s.upload_geometry(self.device, binding_limit(self.device)[0]))
         self.pool = PagePool(self.device, s, o, self.ctx.limits)
+        f.box_cref = box_cref(s, self.pool)
         f.buffers.update(self.pool.buffers)
         f.slots = self.pool.slots
         streaming = self.pool.streamer is not None
@@ -520,12 +538,12 @@ class Frame:
         the jitter (< 0.5 px) being inside its one-pixel margin (shaders/occlusion.wgsl)."""
         f, o = self.resources, self.options
         key = (f.width, f.height, f.instance_count, f.proxy_first, f.proxy_nodes, f.proxy_boxes,
-               f.generation)
+               f.box_cref, f.generation)
         if self._uniform_key != key:  # what changes only with the size or the scene
             u = np.zeros(1, FRAME_DTYPE)
             u["viewport"] = [f.width, f.height, 1 / f.width, 1 / f.height]
             u["instance_count"] = f.instance_count
-            u["proxies"] = [f.proxy_first, f.proxy_nodes, f.proxy_boxes, 0]
+            u["proxies"] = [f.proxy_first, f.proxy_nodes, f.proxy_boxes, f.box_cref]
             u["queue_capacity"] = self.queue_capacity
             u["visible_capacity"] = self.visible_capacity
             u["occluded_capacity"] = o.occluded_capacity

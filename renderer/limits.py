@@ -173,6 +173,7 @@ NO_NODE = 0xFFFFFFFF
 # box with its coverage, shaders/instance_cull.wgsl `push_root`); a shadow view's word carries its
 # view there instead, and shadow views draw no box
 BOX_BIT = 1 << 31
+BOX_TRIANGLES = 12  # the proxies' box (renderer/proxy_box.tess): one cluster, its root
 assert SHADOW_VIEWS <= 1 << (32 - VIEW_SHIFT)
 NO_PAGE = 0xFFFFFFFF  # a page table entry without a physical page
 
@@ -220,6 +221,7 @@ WGSL_CONSTANTS = {
     "MOVED_VEC4S": MOVED_VEC4S,
     "PROXY_ENTRY": PROXY_ENTRY,
     "BOX_BIT": BOX_BIT,
+    "BOX_TRIANGLES": BOX_TRIANGLES,
     "NO_NODE": NO_NODE,
     "NO_PAGE": NO_PAGE,
     **{f"VIEW_{name.upper()}": i for i, name in enumerate(DEBUG_VIEWS)},

@@ -110,6 +110,13 @@ class PagePool:
                                            _BU.STORAGE | _BU.COPY_SRC | _BU.COPY_DST)
         self.frame_slot_page: np.ndarray | None = None  # slot -> page as the last frame saw it
 
+    def pinned_slot(self, page: int) -> int:
+        """The pool slot of scene page `page`, a root page (pinned: it never moves)."""
+        if self.streamer is None:
+            return page
+        assert self.streamer.pinned[page]
+        return int(self.streamer.residency[page])
+
     def begin_frame(self) -> None:
         """Remember what the slots hold for the frame being encoded (`slot_pages`)."""
         if self.streamer is not None:

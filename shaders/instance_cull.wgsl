@@ -33,6 +33,20 @@ fn push_root(inst: Instance, vi: u32, root: u32) {
         let s = world_sphere(inst, vec4<f32>(c, 0.5 * length(a.box_size.xyz)));
         if projected_error(a.box_min.w, s, inst.scale) <= frame.tau {
             atomicAdd(&state[S_INSTANCES_BOXED], 1u);
+            // small on screen and clear of the near plane: straight into the SW half of the
+            // visible list as the box's one cluster (frame.proxies.w; the traversal would test
+            // its error, 0, and the frustum and occlusion, which the root box passed)
+            if frame.proxies.w != NO_NODE && !wants_hardware(s, BOX_TRIANGLES, 0u) {
+                let k = atomicAdd(&state[S_SW_COUNT], 1u);
+                if k < frame.visible_capacity / 2u {
+                    visible[k] = vec2<u32>(vi | BOX_BIT, frame.proxies.w);
+                    atomicAdd(&state[S_SW_CLUSTERS], 1u);
+                    atomicAdd(&state[S_SW_TRIANGLES], BOX_TRIANGLES);
+                } else {
+                    atomicOr(&state[S_OVERFLOW], OVERFLOW_VISIBLE);
+                }
+                return;
+            }
             let b = assets[a.box_row];
             for (var p = 0u; p < b.root_part_count; p++) {
                 push(PART_BIT | (b.root_first_part + p), vi | BOX_BIT, false);

@@ -22,7 +22,9 @@ BINDINGS = (
     Binding("occluded", STORAGE, "array<vec2<u32>>"),
 )
 
-MAIN_BINDINGS = (*BINDINGS, Binding("blocks", READ, "array<u32>"))  # the blocks in view
+# the blocks in view; the visible list, which a far instance's box joins at once
+MAIN_BINDINGS = (*BINDINGS, Binding("blocks", READ, "array<u32>"),
+                 Binding("visible", STORAGE, "array<vec2<u32>>"))
 
 BLOCK_BINDINGS = (
     Binding("frame", UNIFORM, "Frame"),
