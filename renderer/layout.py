@@ -168,8 +168,11 @@ ASSET_DTYPE = np.dtype([
     ("uv_box", "<f4", 4),  # the uvs' box (meta uv_min, uv_max): 16-bit uvs map onto it
     # xyz: the asset's box corner (object space), w: its box error (`Asset.box_gap`)
     ("box_min", "<f4", 4),
-    # xyz: the box's sides, w: the asset's mean projected area (a quarter of its surface)
+    # xyz: the box's sides, w: 0
     ("box_size", "<f4", 4),
+    # xyz: the share of the box's faces across x, y, z that the asset covers seen along that
+    # axis, w: the weight of the box-like estimate of its shadow between them (`Asset.box_fill`)
+    ("box_fill", "<f4", 4),
 ])
 
 # the bits of the state buffer's `overflow` word (FrameStats.overflow), generated as OVERFLOW_*:

@@ -97,6 +97,15 @@ class Asset:
         return 0 if root is None else len(root[0])
 
     @functools.cached_property
+    def box_fill(self) -> tuple[float, float, float, float]:
+        """The share of the faces of the asset's box across x, y and z that the asset covers
+        seen along that axis, and the weight of the box-like (L1) estimate of its shadow
+        between the axes against the ellipsoid-like (L2) one (`_box_fill`; from the root's
+        triangles, 1 where the file cannot say): what an instance drawn as its box keeps of its
+        pixels (shaders/instance.wgsl `instance_box`)."""
+        return _box_fill(self)
+
+    @functools.cached_property
     def box_gap(self) -> float:
         """The largest distance, either way, between the surface of the asset's bounding box
         (meta bounds) and its full-detail surface (asset units): the error of drawing a far
@@ -208,6 +217,66 @@ def _triangles_distance(q: np.ndarray, t: np.ndarray) -> np.ndarray:
             d = np.minimum(d, np.linalg.norm(p - (u + s[..., None] * e), axis=2))
         out[lo : lo + step] = d.min(axis=1)
     return out
+
+
+FILL_GRID = 64  # `_box_fill`: points across the box's shadow
+
+
+def _shadow_area(t: np.ndarray, lo: np.ndarray, hi: np.ndarray, d: np.ndarray) -> float:
+    """The area of the shadow of the triangles t ((m, 3, 3)) along the unit direction d, over
+    FILL_GRID² points spread over the rectangle around the box lo..hi's shadow: the share of
+    them inside some projected triangle times the rectangle's area."""
+    e1 = np.cross(d, [1.0, 0, 0] if abs(d[0]) < 0.9 else [0, 1.0, 0])
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(d, e1)
+    corners = np.stack(np.meshgrid(*zip(lo, hi), indexing="ij"), axis=-1).reshape(-1, 3)
+    cu, cv = corners @ e1, corners @ e2
+    if not (cu.max() > cu.min() and cv.max() > cv.min()):
+        return 0.0  # the box seen edge on: a line
+    g = (np.arange(FILL_GRID) + 0.5) / FILL_GRID
+    pu, pv = (x.ravel() for x in np.meshgrid(cu.min() + g * (cu.max() - cu.min()),
+                                             cv.min() + g * (cv.max() - cv.min())))
+    tu, tv = t @ e1, t @ e2  # (m, 3)
+    hit = np.zeros(len(pu), bool)
+    step = max(1, (1 << 20) // len(pu))
+    for s in range(0, len(t), step):
+        au, av = tu[s : s + step], tv[s : s + step]
+        sides = []
+        for k in range(3):
+            bu, bv = au[:, k], av[:, k]
+            nu, nv = au[:, (k + 1) % 3], av[:, (k + 1) % 3]
+            sides.append((nu - bu)[None] * (pv[:, None] - bv[None])
+                         - (nv - bv)[None] * (pu[:, None] - bu[None]))
+        e = np.stack(sides)  # (3, points, triangles): inside where all share a sign
+        hit |= (((e >= 0).all(axis=0) | (e <= 0).all(axis=0))
+                & (np.abs(e).sum(axis=0) > 0)).any(axis=1)
+    return float(hit.mean() * (cu.max() - cu.min()) * (cv.max() - cv.min()))
+
+
+def _box_fill(a: Asset) -> tuple[float, float, float, float]:
+    """`Asset.box_fill`: per axis, the share of the box's face that the root's shadow along the
+    axis covers (`_shadow_area`); and the weight w that makes the shadow along a direction d,
+    estimated as w L1 + (1 - w) L2 of the axis shadows A_k |d_k| (L1: exact for a box, L2 for
+    an ellipsoid), nearest (least squares) to the shadows measured along the four diagonals."""
+    lo = np.asarray(a.meta["bounds_min"], np.float64)
+    hi = np.asarray(a.meta["bounds_max"], np.float64)
+    root = _root_triangles(a)
+    if root is None:
+        return (1.0, 1.0, 1.0, 1.0)
+    t = root[0]
+    e = hi - lo
+    face = np.array([e[1] * e[2], e[0] * e[2], e[0] * e[1]])
+    axes = np.array([_shadow_area(t, lo, hi, np.eye(3)[k]) for k in range(3)])
+    fill = np.where(face > 0, axes / np.maximum(face, 1e-300), 1.0)
+    num = den = 0.0
+    for sx, sy in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+        d = np.array([sx, sy, 1.0]) / np.sqrt(3)
+        k = np.abs(d) * axes
+        l1, l2 = k.sum(), np.sqrt((k * k).sum())
+        num += (_shadow_area(t, lo, hi, d) - l2) * (l1 - l2)
+        den += (l1 - l2) ** 2
+    w = float(np.clip(num / den, 0, 1)) if den > 0 else 1.0
+    return (float(fill[0]), float(fill[1]), float(fill[2]), w)
 
 
 def _box_gap(a: Asset) -> float:
@@ -542,8 +611,8 @@ class Scene:
                       float(finite.max()) if len(finite) else 0.0,
                       part + int(g["first_part"]), int(g["part_count"]), base,
                       len(gpu) + i if boxed else NO_NODE, 0, uv_box,
-                      (*lo, a.box_gap if boxed else np.inf),
-                      (*size, a.meta.get("surface_area", _box_area(a)) / 4))
+                      (*lo, a.box_gap if boxed else np.inf), (*size, 0),
+                      a.box_fill if boxed else (1, 1, 1, 1))
             node += len(a.nodes)
             group += len(a.groups)
             part += len(a.parts)

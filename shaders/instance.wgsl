@@ -71,10 +71,12 @@ fn box_matrix(a: u32) -> mat4x4<f32> {
 
 // instance `inst` drawn as its asset's box: the proxies' box asset (the unit cube, with the
 // asset's first material: row `box_row`) on the asset's box, keeping the share of its pixels
-// that the asset covers of the box along the view. The asset's mean projected area (a quarter
-// of its surface, Cauchy) over the box's projected area, both in the asset's frame (an affine
-// map keeps the ratio of two shadows along matching directions; the view direction taken there
-// as its columns were orthogonal: rotations and axis scales)
+// that the asset covers of the box along the view, all in the asset's frame (an affine map
+// keeps the ratio of two shadows along matching directions; the view direction taken there as
+// its columns were orthogonal: rotations and axis scales). Seen along an axis, the share it
+// covers of that face (`box_fill`, measured); between, its shadow estimated from the axes'
+// shadows A_k |d_k| as w L1 + (1 - w) L2 (L1, their sum, is a box's shadow; L2, their norm,
+// an ellipsoid's; w fitted to its shadows along the diagonals), over the box's L1
 fn instance_box(inst: Instance) -> Instance {
     let a = assets[inst.asset];
     var out = inst;
@@ -89,8 +91,10 @@ fn instance_box(inst: Instance) -> Instance {
     let dl = abs(vec3<f32>(dot(c0, d) / dot(c0, c0), dot(c1, d) / dot(c1, c1),
                            dot(c2, d) / dot(c2, c2)));
     let s = a.box_size.xyz;
-    let along = (dl.x * s.y * s.z + dl.y * s.x * s.z + dl.z * s.x * s.y) / max(length(dl), 1e-30);
-    out.coverage = min(a.box_size.w / max(along, 1e-30), 1.0);
+    let faces = dl * vec3<f32>(s.y * s.z, s.x * s.z, s.x * s.y);  // the box's faces' shadows
+    let k = faces * a.box_fill.xyz;  // the asset's, along the axes
+    let shadow = a.box_fill.w * (k.x + k.y + k.z) + (1.0 - a.box_fill.w) * length(k);
+    out.coverage = min(shadow / max(faces.x + faces.y + faces.z, 1e-30), 1.0);
     return out;
 }
 
