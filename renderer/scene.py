@@ -229,7 +229,8 @@ def _shadow_area(t: np.ndarray, lo: np.ndarray, hi: np.ndarray, d: np.ndarray) -
     e1 = np.cross(d, [1.0, 0, 0] if abs(d[0]) < 0.9 else [0, 1.0, 0])
     e1 /= np.linalg.norm(e1)
     e2 = np.cross(d, e1)
-    corners = np.stack(np.meshgrid(*zip(lo, hi, strict=True), indexing="ij"), axis=-1).reshape(-1, 3)
+    corners = np.stack(np.meshgrid(*zip(lo, hi, strict=True), indexing="ij"), axis=-1)
+    corners = corners.reshape(-1, 3)
     cu, cv = corners @ e1, corners @ e2
     if not (cu.max() > cu.min() and cv.max() > cv.min()):
         return 0.0  # the box seen edge on: a line
