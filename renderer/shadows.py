@@ -273,31 +273,38 @@ class ShadowMap:
         eye = np.asarray(eye, np.float64)
         cam = np.array([eye @ u, -(eye @ v)])  # light space, y down
         mid = np.array([c0 @ u, -(c0 @ v)])
-        views = self.views
-        for lv in range(SHADOW_LEVELS):
-            t = texel0 * 2.0**lv
-            page = t * SHADOW_PAGE
-            half = WINDOW * t / 2
-            centre = cam.copy()
-            slack = half - big - page
-            if slack > 0:  # a window that can hold the scene keeps it whole
-                centre = np.clip(centre, mid - slack, mid + slack)
-            origin = np.floor(centre / page).astype(np.int64) - SHADOW_PAGES // 2
-            origin = np.clip(origin, -(1 << 30), 1 << 30)
-            cx = (origin[0] + SHADOW_PAGES // 2) * page
-            cy = -(origin[1] + SHADOW_PAGES // 2) * page
-            m = np.zeros((4, 4))
-            m[0, :3], m[0, 3] = u / half, -cx / half
-            m[1, :3], m[1, 3] = v / half, -cy / half
-            m[2, :3], m[2, 3] = f / zrange, -zmin / zrange
-            m[3, 3] = 1.0
-            views["view_proj"][lv] = m.T.reshape(-1)
-            views["planes"][lv] = [[*u, -(cx - half)], [*-u, cx + half],
-                                   [*v, -(cy - half)], [*-v, cy + half], [0, 0, 0, 1]]
-            views["origin"][lv] = [origin[0], origin[1], 0, 0]
-            views["texel"][lv] = [t, 1 / t, 0, 0]
-            views["eye"][lv] = 0.0
-            views["table"][lv, :3] = [lv * SHADOW_PAGES**2, 7, lv * HPM_STRIDE]
+        views, lv = self.views, np.arange(SHADOW_LEVELS)
+        # the levels at once (each the same float64 arithmetic as one at a time)
+        t = texel0 * 2.0**lv
+        page = t * SHADOW_PAGE
+        half = WINDOW * t / 2
+        centre = np.repeat(cam[None], SHADOW_LEVELS, axis=0)
+        slack = (half - big - page)[:, None]
+        # a window that can hold the scene keeps it whole
+        centre = np.where(slack > 0, np.clip(centre, mid - slack, mid + slack), centre)
+        origin = np.floor(centre / page[:, None]).astype(np.int64) - SHADOW_PAGES // 2
+        origin = np.clip(origin, -(1 << 30), 1 << 30)
+        cx = (origin[:, 0] + SHADOW_PAGES // 2) * page
+        cy = -(origin[:, 1] + SHADOW_PAGES // 2) * page
+        m = np.zeros((SHADOW_LEVELS, 4, 4))
+        m[:, 0, :3], m[:, 0, 3] = u / half[:, None], -cx / half
+        m[:, 1, :3], m[:, 1, 3] = v / half[:, None], -cy / half
+        m[:, 2, :3], m[:, 2, 3] = f / zrange, -zmin / zrange
+        m[:, 3, 3] = 1.0
+        views["view_proj"][:SHADOW_LEVELS] = m.transpose(0, 2, 1).reshape(SHADOW_LEVELS, -1)
+        planes = np.zeros((SHADOW_LEVELS, 5, 4))
+        planes[:, 0, :3], planes[:, 0, 3] = u, -(cx - half)
+        planes[:, 1, :3], planes[:, 1, 3] = -u, cx + half
+        planes[:, 2, :3], planes[:, 2, 3] = v, -(cy - half)
+        planes[:, 3, :3], planes[:, 3, 3] = -v, cy + half
+        planes[:, 4, 3] = 1.0
+        views["planes"][:SHADOW_LEVELS] = planes
+        views["origin"][:SHADOW_LEVELS, :2] = origin
+        views["origin"][:SHADOW_LEVELS, 2:] = 0
+        views["texel"][:SHADOW_LEVELS] = np.stack([t, 1 / t, 0 * t, 0 * t], axis=1)
+        views["eye"][:SHADOW_LEVELS] = 0.0
+        views["table"][:SHADOW_LEVELS, :3] = np.stack(
+            [lv * SHADOW_PAGES**2, np.full(SHADOW_LEVELS, 7), lv * HPM_STRIDE], axis=1)
         un = self.uniform
         un["sun"] = [*s, 0.0 if sun is None else 1.0]
         un["axis_u"] = [*u, 0.0]
