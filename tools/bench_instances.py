@@ -11,6 +11,7 @@ with the instances at rest and with `--moves` random instances moved every frame
     python tools/bench_instances.py                       # 65,536 and 1,000,000 instances
     python tools/bench_instances.py --counts 4000000 --moves 10000
     python tools/bench_instances.py --views               # frames framed and low over a corner
+    python tools/bench_instances.py --views --scatter     # a sparse field scattered over hills
 
 `--views` uses only `add_grid` and `render` (APIs older than this work), so the tool copied into
 an older checkout measures the code before it, side by side.
@@ -85,12 +86,17 @@ def run(asset: str, count: int, moves: int, frames: int, size=(512, 512)) -> Non
 
 
 def views(asset: str, count: int, frames: int, aggregates: bool = True,
-          size=(512, 512), passes: bool = False, png: str | None = None) -> None:
+          size=(512, 512), passes: bool = False, png: str | None = None,
+          scatter: bool = False) -> None:
     """The grid framed whole, and seen from low over one corner along a diagonal (about two
     thirds of the instances in the frustum): frame medians, GPU passes, what was drawn (covered
     pixels: those with depth, proxies' included, in the first frame and in one after the
     measured ones; the lists' overflow flags). `aggregates` False: no aggregate proxies; `png`:
-    a folder for the frame after the measured ones."""
+    a folder for the frame after the measured ones. `scatter`: instead of the grid, instances
+    scaled 2-5 times and turned at random, scattered at random over hills whose side grows
+    with the square root of the count (6.4 unscaled bounding radii apart on average: the demo
+    rock at 65,536 over 3,000 units), framed and seen from low over a corner
+    (`add_instances`)."""
     from renderer.bench.measure import measure
     from renderer.camera import Camera
     from renderer.renderer import Renderer
@@ -102,15 +108,34 @@ def views(asset: str, count: int, frames: int, aggregates: bool = True,
 
         r = Renderer(*size, options=RenderOptions(aggregates=False))
     a = r.load(asset)
-    t = time.perf_counter()
-    r.add_grid(a, count)
-    place = time.perf_counter() - t
     s = r.scene.assets[a].bounds_sphere
-    sp = 2.4 * float(s[3])
-    half = (int(np.ceil(np.sqrt(count))) - 1) / 2 * sp
-    corner = Camera(eye=(-half, 3 * float(s[3]), -half - 2 * sp),
-                    target=(-0.7 * half, 0, -0.4 * half), near=0.01 * float(s[3]))
-    for name, cam in (("framed", Camera.framing(*r.bounds())), ("corner", corner)):
+    t = time.perf_counter()
+    if scatter:  # over hills, 6.4 bounding radii apart on average
+        from renderer.instances import as_matrices
+
+        rng = np.random.default_rng(5)
+        side = 3.2 * float(s[3]) * np.sqrt(count)  # half the field's side
+        x, z = rng.uniform(-side, side, count), rng.uniform(-side, side, count)
+        y = 0.08 * side * np.sin(x / (0.17 * side)) * np.cos(z / (0.21 * side))
+        yaw, k = rng.uniform(0, 2 * np.pi, count), rng.uniform(2, 5, count)
+        q = np.zeros((count, 3, 4), np.float32)
+        q[:, 0, 0], q[:, 0, 2], q[:, 1, 1] = np.cos(yaw) * k, np.sin(yaw) * k, k
+        q[:, 2, 0], q[:, 2, 2] = -np.sin(yaw) * k, np.cos(yaw) * k
+        q[:, :, 3] = np.stack([x, y, z], axis=1)
+        r.add_instances(a, as_matrices(q))
+        low = Camera(eye=(-1.07 * side, 0.11 * side, -1.07 * side), target=(0, 0, 0),
+                     near=0.01 * float(s[3]))
+        cams = (("framed", Camera.framing(*r.bounds(), direction=(0.3, 0.6, 1.0))),
+                ("low", low))
+    else:
+        r.add_grid(a, count)
+        sp = 2.4 * float(s[3])
+        half = (int(np.ceil(np.sqrt(count))) - 1) / 2 * sp
+        corner = Camera(eye=(-half, 3 * float(s[3]), -half - 2 * sp),
+                        target=(-0.7 * half, 0, -0.4 * half), near=0.01 * float(s[3]))
+        cams = (("framed", Camera.framing(*r.bounds())), ("corner", corner))
+    place = time.perf_counter() - t
+    for name, cam in cams:
         t = time.perf_counter()
         res = r.render(cam)  # the first frame: the layout, the proxies, the upload
         first = time.perf_counter() - t
@@ -151,6 +176,8 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=5)
     ap.add_argument("--views", action="store_true",
                     help="instead: frames framed and low over a corner (add_grid, render only)")
+    ap.add_argument("--scatter", action="store_true",
+                    help="--views over instances scattered at random over hills, not a grid")
     ap.add_argument("--no-aggregates", action="store_true",
                     help="--views without aggregate proxies (every instance drawn itself)")
     ap.add_argument("--size", default="512x512", help="image size WxH (512x512)")
@@ -169,10 +196,12 @@ def main() -> None:
                                 "--size", args.size, *(["--passes"] if args.passes else []),
                                 *(["--png", args.png] if args.png else []),
                                 *(["--views"] if args.views else []),
+                                *(["--scatter"] if args.scatter else []),
                                 *(["--no-aggregates"] if args.no_aggregates else [])],
                                check=True)
             elif args.views:
-                views(asset, n, args.frames, not args.no_aggregates, size, args.passes, args.png)
+                views(asset, n, args.frames, not args.no_aggregates, size, args.passes, args.png,
+                      args.scatter)
             else:
                 run(asset, n, args.moves, args.frames, size)
 
