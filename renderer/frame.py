@@ -89,17 +89,17 @@ def image_buffers(width: int, height: int, vis64: bool) -> dict[str, int]:
             if not name.startswith("vis") or name in vis}
 
 
-def box_cref(s: Scene, pool: PagePool) -> int:
-    """The proxies' box's one cluster as the shaders name it (pool slot << SLOT_BITS | cluster
-    in the page), which a far instance drawn as its box joins the visible list with
-    (instance_cull.wgsl); NO_NODE where the GPU has no box."""
-    if s.proxy_assets is None:
-        return NO_NODE
+def box_names(s: Scene, pool: PagePool) -> tuple[int, int]:
+    """The proxies' box's one part (its global index) and one cluster (pool slot << SLOT_BITS |
+    cluster in the page), by which the shaders know an instance drawn as its asset's box
+    (instance.wgsl `draws_box`, cull.wgsl `visit`). The scene has the box (`proxy_assets`)."""
     box = s.gpu_assets[-1]
-    part = box.parts[int(box.root_group["first_part"])]
+    first = int(box.root_group["first_part"])
+    part = box.parts[first]
     assert box.root_triangles == BOX_TRIANGLES and int(box.root_group["part_count"]) == 1
     page = sum(a.page_count for a in s.assets) + int(part["page"])
-    return (pool.pinned_slot(page) << SLOT_BITS) | int(part["first_cluster"])
+    return (sum(len(a.parts) for a in s.assets) + first,
+            (pool.pinned_slot(page) << SLOT_BITS) | int(part["first_cluster"]))
 
 
 def _world_spheres(s: Scene, instances: np.ndarray | None, rows: np.ndarray | None = None
@@ -133,8 +133,9 @@ class FrameResources:
         self.instance_count = 0  # instance buffer slots (renderer/instances.py)
         self.proxy_first = 0  # the first aggregate proxy slot: instance slots end here
         self.proxy_nodes = 0  # aggregate proxy nodes (renderer/aggregates.py; 0: none)
-        self.proxy_boxes = 0  # 1: far instances may be drawn as their asset's box
-        self.box_cref = NO_NODE  # the box's cluster in the pool (`box_cref`; NO_NODE: none)
+        # a far instance drawn as its asset's box: the box's part and cluster (`box_names`;
+        # NO_NODE: none)
+        self.box_part = self.box_cref = NO_NODE
         self.max_depth = 0
         self.query_set: wgpu.GPUQuerySet | None = None
         self.labels: list[str] = []  # the passes timed this frame
@@ -355,7 +356,6 @@ class Frame:
         self._motion_epoch += 1  # a new scene: no camera motion into its first frame
         f.buffers.update(s.upload_geometry(self.device, binding_limit(self.device)[0]))
         self.pool = PagePool(self.device, s, o, self.ctx.limits)
-        f.box_cref = box_cref(s, self.pool)
         f.buffers.update(self.pool.buffers)
         f.slots = self.pool.slots
         streaming = self.pool.streamer is not None
@@ -440,8 +440,10 @@ class Frame:
             proxy_rows, table = agg.proxy_rows(), agg.table(slots)
             self._agg_table = table  # (nodes, 8) words: moves mark their errors in it
         f.proxy_nodes = 0 if self.aggregates is None else self.aggregates.count
-        # far instances drawn as their asset's box (instance_cull.wgsl `push_root`)
-        f.proxy_boxes = int(self.options.aggregates and s.proxy_assets is not None)
+        # far instances drawn as their asset's box (instance_cull.wgsl `push_root`): the box's
+        # part and cluster (NO_NODE: not drawn)
+        on = self.options.aggregates and s.proxy_assets is not None
+        f.box_part, f.box_cref = box_names(s, self.pool) if on else (NO_NODE, NO_NODE)
         f.buffers["aggregates"] = buffer_with(d, table, "scene.aggregates", _BU.STORAGE)
         f.buffers["instances"] = buffer_with(d, lay.words(s.store.rows, proxy_rows),
                                              "scene.instances", _BU.STORAGE)
@@ -537,13 +539,13 @@ class Frame:
         unjittered one (`motion_view_proj`); the occlusion test's projection stays unjittered,
         the jitter (< 0.5 px) being inside its one-pixel margin (shaders/occlusion.wgsl)."""
         f, o = self.resources, self.options
-        key = (f.width, f.height, f.instance_count, f.proxy_first, f.proxy_nodes, f.proxy_boxes,
+        key = (f.width, f.height, f.instance_count, f.proxy_first, f.proxy_nodes, f.box_part,
                f.box_cref, f.generation)
         if self._uniform_key != key:  # what changes only with the size or the scene
             u = np.zeros(1, FRAME_DTYPE)
             u["viewport"] = [f.width, f.height, 1 / f.width, 1 / f.height]
             u["instance_count"] = f.instance_count
-            u["proxies"] = [f.proxy_first, f.proxy_nodes, f.proxy_boxes, f.box_cref]
+            u["proxies"] = [f.proxy_first, f.proxy_nodes, f.box_part, f.box_cref]
             u["queue_capacity"] = self.queue_capacity
             u["visible_capacity"] = self.visible_capacity
             u["occluded_capacity"] = o.occluded_capacity
@@ -774,6 +776,8 @@ class Frame:
                 "clusters": int(sw[STATE["sw_clusters"]] + sw[STATE["hw_clusters"]]),
                 "hw_items": int(sw[STATE["hw_clusters"]]),  # (cluster, page) drawn by HW
                 "triangles": int(sw[STATE["sw_triangles"]] + sw[STATE["hw_triangles"]]),
+                # instances drawn as their asset's box, once for each view that drew them so
+                "boxed": int(sw[STATE["instances_boxed"]]),
                 "overflow": int(sw[STATE["overflow"]]) | (INCOMPLETE if sw[STATE["outstanding"]]
                                                          else 0),
                 # a still frame reused every page (the counters are the last run's)

@@ -83,8 +83,8 @@ FRAME_DTYPE = np.dtype([
     ("motion_view_proj", "<f4", 16),
     # aggregate proxies (renderer/aggregates.py): x: the first proxy slot (the instances' slots
     # end there: the block cull and the shadow views' instance cull stop at it), y: proxy nodes
-    # in the `aggregates` table (0: none drawn), z: 1 where a far instance may be drawn as its
-    # asset's box (instance_cull.wgsl `push_root`), w: 0
+    # in the `aggregates` table (0: none drawn); z, w: the box's part and cluster, which a far
+    # instance drawn as its asset's box draws (instance_cull.wgsl `push_root`; NO_NODE: none)
     ("proxies", "<u4", 4),
 ])
 

@@ -169,10 +169,6 @@ MOVED_VEC4S = 7  # an entry of the moved table (shaders/moved.wgsl): slot, rows 
 # this bit is a proxy's slot; a root node's parent in the proxy node table
 PROXY_ENTRY = 1 << 31
 NO_NODE = 0xFFFFFFFF
-# the main view's instance word with this bit: the instance drawn as its asset's box (the proxies'
-# box with its coverage, shaders/instance_cull.wgsl `push_root`); a shadow view's word carries its
-# view there instead, and shadow views draw no box
-BOX_BIT = 1 << 31
 BOX_TRIANGLES = 12  # the proxies' box (renderer/proxy_box.tess): one cluster, its root
 assert SHADOW_VIEWS <= 1 << (32 - VIEW_SHIFT)
 NO_PAGE = 0xFFFFFFFF  # a page table entry without a physical page
@@ -220,7 +216,6 @@ WGSL_CONSTANTS = {
     "INSTANCE_BLOCK": INSTANCE_BLOCK,
     "MOVED_VEC4S": MOVED_VEC4S,
     "PROXY_ENTRY": PROXY_ENTRY,
-    "BOX_BIT": BOX_BIT,
     "BOX_TRIANGLES": BOX_TRIANGLES,
     "NO_NODE": NO_NODE,
     "NO_PAGE": NO_PAGE,

@@ -324,7 +324,12 @@ fn visit(item: u32, ii: u32) {
 #ifdef SHADOW
     cur_view = ii >> VIEW_SHIFT;
 #endif
-    let inst = word_instance(ii);
+    var inst = instance(ii & INSTANCE_MASK);
+    // the box's part queued for an instance: its asset's box (instance.wgsl `instance_box`)
+    if item == (PART_BIT | frame.proxies.z) && frame.proxies.z != NO_NODE
+       && (ii & INSTANCE_MASK) < frame.proxies.x {
+        inst = instance_box(inst, ii);
+    }
     let a = assets[inst.asset];
     if (item & PART_BIT) != 0u {
         visit_part(item & ~PART_BIT, ii, inst, a);
@@ -414,7 +419,7 @@ fn cs_post_seed(@builtin(global_invocation_id) gid: vec3<u32>,
         return;
     }
     let e = occluded[cap - 1u - j];
-    let inst = word_instance(e.x);
+    let inst = entry_instance(e.x, e.y);
     let base = cluster_base(e.y);
     let b = world_sphere(inst, rec_v4(base, CLUSTER_BOUNDS));
     if !occlusion_visible(b, true) {

@@ -28,10 +28,9 @@ fn ndc_to_pixels() -> vec2<f32> {
     return vec2<f32>(0.5 * frame.viewport.x, -0.5 * frame.viewport.y);
 }
 
-// the transform in the previous frame of what instance word `word` draws (`now` unless its
-// instance moved since; its box's on the transform before where it is drawn as its box)
-fn world_before(word: u32, now: mat4x4<f32>) -> mat4x4<f32> {
-    let s = word & INSTANCE_MASK;
+// the transform in the previous frame of what slot `s` draws (`now` unless it moved since; its
+// box on the transform before where it is drawn as its box)
+fn world_before(s: u32, now: mat4x4<f32>, boxed: bool) -> mat4x4<f32> {
     let k = moved_find(s);
     if k == moved_count() {
         return now;
@@ -42,7 +41,7 @@ fn world_before(word: u32, now: mat4x4<f32>) -> mat4x4<f32> {
     let r2 = bitcast<vec4<f32>>(moved[e + 2u]);
     let was = mat4x4<f32>(vec4<f32>(r0.x, r1.x, r2.x, 0.0), vec4<f32>(r0.y, r1.y, r2.y, 0.0),
                           vec4<f32>(r0.z, r1.z, r2.z, 0.0), vec4<f32>(r0.w, r1.w, r2.w, 1.0));
-    if (word & BOX_BIT) != 0u {
+    if boxed {
         return was * box_matrix(instance(s).asset);
     }
     return was;
@@ -66,7 +65,7 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let t = pixel_triangle(s.payload, pixel_ndc(gid.xy));
-    let was = world_before(t.word, t.inst.world);
+    let was = world_before(t.instance, t.inst.world, t.boxed);
     if same_matrix(was, t.inst.world) && same_matrix(frame.prev_view_proj,
                                                      frame.motion_view_proj) {
         velocity[pixel] = vec2<f32>(0.0);

@@ -8,9 +8,11 @@
 // sizes), the third u x v scaled to sz, t its corner, content its instances' mean projected area
 // (world units squared).
 // An instance word (a queue's or the visible list's) is the slot, and in a shadow view the view
-// above VIEW_SHIFT; in the main view BOX_BIT says the instance is drawn as its asset's box
-// (`instance_box`, chosen by instance_cull.wgsl `push_root`).
-// Needs the bindings `frame`, `instances: array<vec4<u32>>` and `assets`.
+// above VIEW_SHIFT. An instance slot drawing the proxies' box's one cluster (frame.proxies.w) or
+// part (frame.proxies.z) is drawn as its asset's box (`instance_box`, chosen by
+// instance_cull.wgsl `push_root`): `entry_instance` says what a visible entry draws.
+// Needs the bindings `frame`, `instances: array<vec4<u32>>` and `assets` (with SHADOW, `shadow`
+// and `shadow_views` too).
 
 fn instance_row(s: u32, r: u32) -> vec4<f32> {
     return bitcast<vec4<f32>>(instances[3u * s + r]);
@@ -77,14 +79,13 @@ fn box_matrix(a: u32) -> mat4x4<f32> {
 // covers of that face (`box_fill`, measured); between, its shadow estimated from the axes'
 // shadows A_k |d_k| as w L1 + (1 - w) L2 (L1, their sum, is a box's shadow; L2, their norm,
 // an ellipsoid's; w fitted to its shadows along the diagonals), over the box's L1
-fn instance_box(inst: Instance) -> Instance {
+fn instance_box(inst: Instance, word: u32) -> Instance {
     let a = assets[inst.asset];
     var out = inst;
     out.world = inst.world * box_matrix(inst.asset);
     out.asset = a.box_row;
     out.scale = inst.scale * max(a.box_size.x, max(a.box_size.y, a.box_size.z));
-    let centre = (out.world * vec4<f32>(0.5, 0.5, 0.5, 1.0)).xyz;
-    let d = centre - frame.camera.xyz;
+    let d = view_along(word, (out.world * vec4<f32>(0.5, 0.5, 0.5, 1.0)).xyz);
     let c0 = inst.world[0].xyz;
     let c1 = inst.world[1].xyz;
     let c2 = inst.world[2].xyz;
@@ -98,15 +99,34 @@ fn instance_box(inst: Instance) -> Instance {
     return out;
 }
 
-// the instance of instance word `word`: its slot's, or in the main view with BOX_BIT its box's
-fn word_instance(word: u32) -> Instance {
-    let inst = instance(word & INSTANCE_MASK);
-#ifndef SHADOW
-    if (word & BOX_BIT) != 0u {
-        return instance_box(inst);
+// the direction the view of instance word `word` looks at point p along: from the camera, or
+// in a shadow view from its light (a face's position; the sun's direction)
+fn view_along(word: u32, p: vec3<f32>) -> vec3<f32> {
+#ifdef SHADOW
+    let sv = shadow_views[word >> VIEW_SHIFT];
+    if sv.eye.w != 0.0 {
+        return p - sv.eye.xyz;
     }
+    return shadow.sun.xyz;
+#else
+    return p - frame.camera.xyz;
 #endif
-    return inst;
+}
+
+// whether slot `s` drawing cluster `cref` draws its asset's box: the box's one cluster drawn
+// for an instance (a proxy's slot draws the box as itself)
+fn draws_box(s: u32, cref: u32) -> bool {
+    return cref == frame.proxies.w && frame.proxies.w != NO_NODE && s < frame.proxies.x;
+}
+
+// what the visible entry (instance word `word`, cluster `cref`) draws: its slot's instance, or
+// that instance's box (`draws_box`)
+fn entry_instance(word: u32, cref: u32) -> Instance {
+    let s = word & INSTANCE_MASK;
+    if draws_box(s, cref) {
+        return instance_box(instance(s), word);
+    }
+    return instance(s);
 }
 
 // whether a proxy of `coverage` keeps pixel `pixel` this frame: a hash of the pixel, the proxy's

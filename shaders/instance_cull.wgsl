@@ -7,7 +7,8 @@
 // A far instance skips its BVH: when the largest error of every group but the root projects
 // <= tau from the root node's sphere (which holds every group's sphere, so no group's error
 // projects larger), no group but the root is wanted, and the traversal would only walk down to
-// the root group. Its parts are pushed instead; the cluster tests are the same.
+// the root group. Its parts are pushed instead; the cluster tests are the same. Farther still its
+// asset's box stands for it (`push_root`), in the shadow views too.
 #include "layout.wgsl"
 #include "instance.wgsl"
 #include "math.wgsl"
@@ -24,22 +25,22 @@
 // is the instance word of the queue (the instance, and a shadow view's index above VIEW_SHIFT)
 fn push_root(inst: Instance, vi: u32, root: u32) {
     let a = assets[inst.asset];
-#ifndef SHADOW
     // farther still, where its box's error (both ways between the box and the full detail,
     // `Asset.box_gap`) projects <= tau from the box's sphere: the box (instance.wgsl
-    // `instance_box`), the same instance word with BOX_BIT (frame.proxies.z: boxes on)
-    if frame.proxies.z != 0u && a.box_row != NO_NODE {
+    // `instance_box`), the box's part (frame.proxies.z; NO_NODE: boxes off) for this instance
+    if frame.proxies.z != NO_NODE && a.box_row != NO_NODE {
         let c = (a.box_min.xyz + 0.5 * a.box_size.xyz);
         let s = world_sphere(inst, vec4<f32>(c, 0.5 * length(a.box_size.xyz)));
         if projected_error(a.box_min.w, s, inst.scale) <= frame.tau {
-            atomicAdd(&state[S_INSTANCES_BOXED], 1u);
+            atomicAdd(&state[S_INSTANCES_BOXED], 1u);  // (a shadow view's: once a view)
+#ifndef SHADOW
             // small on screen and clear of the near plane: straight into the SW half of the
             // visible list as the box's one cluster (frame.proxies.w; the traversal would test
             // its error, 0, and the frustum and occlusion, which the root box passed)
             if frame.proxies.w != NO_NODE && !wants_hardware(s, BOX_TRIANGLES, 0u) {
                 let k = atomicAdd(&state[S_SW_COUNT], 1u);
                 if k < frame.visible_capacity / 2u {
-                    visible[k] = vec2<u32>(vi | BOX_BIT, frame.proxies.w);
+                    visible[k] = vec2<u32>(vi, frame.proxies.w);
                     atomicAdd(&state[S_SW_CLUSTERS], 1u);
                     atomicAdd(&state[S_SW_TRIANGLES], BOX_TRIANGLES);
                 } else {
@@ -47,14 +48,11 @@ fn push_root(inst: Instance, vi: u32, root: u32) {
                 }
                 return;
             }
-            let b = assets[a.box_row];
-            for (var p = 0u; p < b.root_part_count; p++) {
-                push(PART_BIT | (b.root_first_part + p), vi | BOX_BIT, false);
-            }
+#endif
+            push(PART_BIT | frame.proxies.z, vi, false);
             return;
         }
     }
-#endif
     if projected_error(a.far_error, world_sphere(inst, node_sphere(root)), inst.scale)
        <= frame.tau {
         atomicAdd(&state[S_INSTANCES_FAR], 1u);

@@ -49,9 +49,9 @@ fn clip_barycentrics(c0: vec4<f32>, c1: vec4<f32>, c2: vec4<f32>, ndc: vec2<f32>
 
 // the triangle under a pixel, decoded again from its page
 struct PixelTriangle {
-    instance: u32,  // instance slot (the visible entry's x, its BOX_BIT off)
-    word: u32,  // the visible entry's x (BOX_BIT: the instance drawn as its box)
-    inst: Instance,  // what it draws (instance.wgsl `word_instance`): world transform, asset, scale
+    instance: u32,  // instance slot (the visible entry's x)
+    boxed: bool,  // the instance drawn as its asset's box (instance.wgsl `draws_box`)
+    inst: Instance,  // what it draws (`entry_instance`): world transform, asset, scale
     visible: u32,  // index in the visible list (the HW half from visible_capacity / 2)
     triangle: u32,  // triangle in the cluster (0 .. MAX_CLUSTER_TRIANGLES - 1)
     page: u32,  // first word of the cluster's page in `pages`
@@ -70,8 +70,8 @@ fn pixel_triangle(payload: u32, ndc: vec2<f32>) -> PixelTriangle {
     out.triangle = payload & ((1u << TRIANGLE_BITS) - 1u);
     let entry = visible[out.visible];
     out.instance = entry.x & INSTANCE_MASK;
-    out.word = entry.x;
-    out.inst = word_instance(entry.x);
+    out.boxed = draws_box(out.instance, entry.y);
+    out.inst = entry_instance(entry.x, entry.y);
     let step = assets[out.inst.asset].step;
     out.page = page_start(entry.y);
     out.base = cluster_base(entry.y);

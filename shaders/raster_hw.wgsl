@@ -44,7 +44,7 @@ fn vs_main(@builtin(vertex_index) vi: u32, @builtin(instance_index) k: u32) -> V
     var out: VertexOut;
     let idx = frame.visible_capacity / 2u + state[S_HW_FIRST] + k;
     let entry = visible[idx];
-    let inst = word_instance(entry.x);
+    let inst = entry_instance(entry.x, entry.y);
     out.page = 0u;
     out.keep = vec2<u32>(bitcast<u32>(inst.coverage), entry.x & INSTANCE_MASK);
     let page = page_start(entry.y);
@@ -129,7 +129,9 @@ fn fs_main(in: VertexOut) {
     let x = u32(in.position.x);
     let y = u32(in.position.y);
 #ifdef SHADOW
-    shadow_write_page(in.page, x, y, in.position.z);
+    if proxy_keep(bitcast<f32>(in.keep.x), (y << 14u) ^ x, in.keep.y) {
+        shadow_write_page(in.page, x, y, in.position.z);
+    }
 #else
     let pixel = y * u32(frame.viewport.x) + x;
     if proxy_keep(bitcast<f32>(in.keep.x), pixel, in.keep.y) {

@@ -79,7 +79,7 @@ fn cs_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         if lane >= nt {
             continue;
         }
-        let inst = word_instance(entry.x);
+        let inst = entry_instance(entry.x, entry.y);
         let step = assets[inst.asset].step;
         let streams = cluster_streams(page_start(entry.y), base);
 #ifdef SHADOW
@@ -219,7 +219,10 @@ fn sw_pixel(tri: SwTriangle, e: vec3<i32>, row: u32, x: i32, x1: i32) {
         let l = vec3<f32>(e - tri.bias);
         let z = (l.y * tri.z.x + l.z * tri.z.y + l.x * tri.z.z) / tri.area2;
 #ifdef SHADOW
-        shadow_write(tri.view, x, i32(row), z);
+        // a box keeps its share of the texels too (the texel's index in the view's window)
+        if proxy_keep(bitcast<f32>(tri.keep.x), (row << 14u) ^ u32(x), tri.keep.y) {
+            shadow_write(tri.view, x, i32(row), z);
+        }
 #else
         if proxy_keep(bitcast<f32>(tri.keep.x), row + u32(x), tri.keep.y) {
             vis_write(row + u32(x), z, tri.payload);

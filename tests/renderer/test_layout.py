@@ -19,7 +19,8 @@ def test_generated_structs_match_the_dtypes_on_the_gpu(tmp_path, gpu) -> None:
     # fill every field with a distinct value; a shader copies a few fields out; any offset
     # disagreement between numpy and WGSL reads the wrong word; and the 48-byte instances
     # (renderer/instances.py) read back through shaders/instance.wgsl, as themselves and as
-    # their asset's box (BOX_BIT: the asset table's box_row, box_min and box_size)
+    # their asset's box (drawing the box's cluster, frame.proxies.w: the asset table's box_row,
+    # box_min and box_size)
     d = gpu.device
     frame = np.zeros(1, FRAME_DTYPE)
     frame.view(np.uint32)[:] = np.arange(FRAME_DTYPE.itemsize // 4, dtype=np.uint32) + 1000
@@ -35,6 +36,7 @@ def test_generated_structs_match_the_dtypes_on_the_gpu(tmp_path, gpu) -> None:
     asset = (np.arange(70) % 3 == 0).astype(np.int32)  # 24 of asset 1, 46 of asset 0
     lay = GpuInstances.layout(asset)
     frame["instance_count"] = lay.slots
+    frame["proxies"] = [lay.slots, 0, 76, 77]  # proxy slots from here on; the box's part, cluster
     assets = np.zeros(2, ASSET_DTYPE)
     assets["box_row"] = [5, 9]
     assets["box_min"] = [[-1, -2, -3, 0.5], [0.25, 0.5, 0.75, 0.1]]
@@ -60,7 +62,7 @@ fn cs_main() {
         let inst = instance(s);
         out[o + 1u] = f32(inst.asset);
         out[o + 2u] = inst.scale;
-        let boxed = word_instance(s | BOX_BIT);
+        let boxed = entry_instance(s, 77u);
         out[o + 19u] = f32(boxed.asset);
         for (var c = 0u; c < 4u; c++) {
             for (var r = 0u; r < 4u; r++) {
