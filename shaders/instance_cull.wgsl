@@ -33,14 +33,18 @@ fn push_root(inst: Instance, vi: u32, root: u32) {
         let s = world_sphere(inst, vec4<f32>(c, 0.5 * length(a.box_size.xyz)));
         if projected_error(a.box_min.w, s, inst.scale) <= frame.tau {
             atomicAdd(&state[S_INSTANCES_BOXED], 1u);  // (a shadow view's: once a view)
-#ifndef SHADOW
             // small on screen and clear of the near plane: straight into the SW half of the
             // visible list as the box's one cluster (frame.proxies.w; the traversal would test
-            // its error, 0, and the frustum and occlusion, which the root box passed)
+            // its error, 0, and the frustum, occlusion or shadow view's pages, which the root
+            // box passed)
             if frame.proxies.w != NO_NODE && !wants_hardware(s, BOX_TRIANGLES, 0u) {
                 let k = atomicAdd(&state[S_SW_COUNT], 1u);
                 if k < frame.visible_capacity / 2u {
+#ifdef SHADOW
+                    visible[k] = vec4<u32>(vi, frame.proxies.w, 0u, 0u);
+#else
                     visible[k] = vec2<u32>(vi, frame.proxies.w);
+#endif
                     atomicAdd(&state[S_SW_CLUSTERS], 1u);
                     atomicAdd(&state[S_SW_TRIANGLES], BOX_TRIANGLES);
                 } else {
@@ -48,7 +52,6 @@ fn push_root(inst: Instance, vi: u32, root: u32) {
                 }
                 return;
             }
-#endif
             push(PART_BIT | frame.proxies.z, vi, false);
             return;
         }

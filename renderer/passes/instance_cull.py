@@ -40,6 +40,7 @@ SHADOW_BINDINGS = (
     Binding("shadow", UNIFORM, "ShadowInfo"),
     Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_VIEWS}>"),
     Binding("shadow_hpm", READ, "array<u32>"),
+    Binding("visible", STORAGE, "array<vec4<u32>>"),  # (instance | view, cluster, page) items
 )
 
 
