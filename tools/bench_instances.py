@@ -87,7 +87,7 @@ def run(asset: str, count: int, moves: int, frames: int, size=(512, 512)) -> Non
 
 def views(asset: str, count: int, frames: int, aggregates: bool = True,
           size=(512, 512), passes: bool = False, png: str | None = None,
-          scatter: bool = False) -> None:
+          scatter: bool = False, sw_lanes: int | None = None) -> None:
     """The grid framed whole, and seen from low over one corner along a diagonal (about two
     thirds of the instances in the frustum): frame medians, GPU passes, what was drawn (covered
     pixels: those with depth, proxies' included, in the first frame and in one after the
@@ -96,17 +96,17 @@ def views(asset: str, count: int, frames: int, aggregates: bool = True,
     scaled 2-5 times and turned at random, scattered at random over hills whose side grows
     with the square root of the count (6.4 unscaled bounding radii apart on average: the demo
     rock at 65,536 over 3,000 units), framed and seen from low over a corner
-    (`add_instances`)."""
+    (`add_instances`). `sw_lanes`: `RenderOptions.sw_lanes` (SW raster lanes a cluster)."""
     from renderer.bench.measure import measure
     from renderer.camera import Camera
     from renderer.renderer import Renderer
 
-    if aggregates:
+    if aggregates and sw_lanes is None:
         r = Renderer(*size)
     else:  # (RenderOptions.aggregates is newer than the checkouts compared against)
         from renderer.options import RenderOptions
 
-        r = Renderer(*size, options=RenderOptions(aggregates=False))
+        r = Renderer(*size, options=RenderOptions(aggregates=aggregates, sw_lanes=sw_lanes))
     a = r.load(asset)
     s = r.scene.assets[a].bounds_sphere
     t = time.perf_counter()
@@ -176,6 +176,8 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=5)
     ap.add_argument("--views", action="store_true",
                     help="instead: frames framed and low over a corner (add_grid, render only)")
+    ap.add_argument("--sw-lanes", type=int,
+                    help="--views: SW raster lanes a cluster (RenderOptions.sw_lanes)")
     ap.add_argument("--scatter", action="store_true",
                     help="--views over instances scattered at random over hills, not a grid")
     ap.add_argument("--no-aggregates", action="store_true",
@@ -197,11 +199,12 @@ def main() -> None:
                                 *(["--png", args.png] if args.png else []),
                                 *(["--views"] if args.views else []),
                                 *(["--scatter"] if args.scatter else []),
+                                *(["--sw-lanes", str(args.sw_lanes)] if args.sw_lanes else []),
                                 *(["--no-aggregates"] if args.no_aggregates else [])],
                                check=True)
             elif args.views:
                 views(asset, n, args.frames, not args.no_aggregates, size, args.passes, args.png,
-                      args.scatter)
+                      args.scatter, args.sw_lanes)
             else:
                 run(asset, n, args.moves, args.frames, size)
 
