@@ -83,7 +83,9 @@ class RenderResult:
 
     @property
     def coverage(self) -> np.ndarray:
-        return self.instance >= 0
+        """(h, w) bool: the pixels something was drawn on (depth > 0), aggregate proxies'
+        included, whose pixels name no instance (`instance` -1)."""
+        return self.depth > 0
 
     def distance(self) -> np.ndarray:
         """(h, w) float32 distance along the view axis (inf on the background)."""

@@ -162,11 +162,12 @@ def _path(r, field: dict, path: str, frames: int) -> list[Camera]:
 
 
 def _coverage(r, cam: Camera, first: int) -> dict:
-    """One frame at `cam`: the pixels it covers (any instance id; `field_pixels`: the counted
-    instances', from index `first` on), its triangles, and triangles per covered pixel."""
+    """One frame at `cam`: the pixels it covers (`coverage`: anything drawn; `field_pixels`: the
+    counted instances', from index `first` on, and the aggregate proxies', which stand for
+    them), its triangles, and triangles per covered pixel."""
     res = r.render(cam)
     covered = int(res.coverage.sum())
-    field = int((res.instance >= first).sum())
+    field = int(((res.instance >= first) | (res.coverage & (res.instance < 0))).sum())
     return {"covered_pixels": covered, "field_pixels": field,
             "frame_triangles": int(res.stats.triangles),
             "triangles_per_covered_pixel": res.stats.triangles / max(covered, 1)}
