@@ -114,7 +114,8 @@ class Asset:
         return _box_gap(self)
 
 
-GAP_CELLS = 24  # `_sphere_gap`, `_box_gap`: cells across the sphere's diameter, the box's side
+GAP_CELLS = 24  # `_sphere_gap`: cubes across the bounding sphere's diameter
+BOX_CELLS = 16  # `_box_gap`: face cells across the box's longest side
 GAP_SPLITS = 8  # `_sphere_gap`: samples along each edge of a root triangle (at most)
 GAP_POINTS = 20_000  # `_sphere_gap`: surface points at most
 
@@ -219,7 +220,7 @@ def _triangles_distance(q: np.ndarray, t: np.ndarray) -> np.ndarray:
     return out
 
 
-FILL_GRID = 64  # `_box_fill`: points across the box's shadow
+FILL_GRID = 32  # `_box_fill`: points across the box's shadow (a share within ~0.01 of 64's)
 
 
 def _shadow_area(t: np.ndarray, lo: np.ndarray, hi: np.ndarray, d: np.ndarray) -> float:
@@ -282,8 +283,9 @@ def _box_fill(a: Asset) -> tuple[float, float, float, float]:
 
 def _box_gap(a: Asset) -> float:
     """An upper bound of the distance, both ways, between the surface of the asset's box (meta
-    bounds) and its full-detail surface, numpy only (~0.1 s). Box to content: each face cut
-    into cells of side at most h (GAP_CELLS across the longest side), the distance from a
+    bounds) and its full-detail surface, numpy only (~0.05 s for a 76-triangle root, 0.5 s for
+    721). Box to content: each face cut
+    into cells of side at most h (BOX_CELLS across the longest side), the distance from a
     cell's centre to the root's triangles (`_triangles_distance`) plus half the cell's
     diagonal (1-Lipschitz). Content to box: a point inside the box is within
     min over the six faces of their distances (each affine), so over a root triangle within
@@ -300,7 +302,7 @@ def _box_gap(a: Asset) -> float:
     faces = np.concatenate([t - lo, hi - t], axis=2)
     inward = float(np.maximum(faces.max(axis=1).min(axis=1), 0).max())
     # box to content: cells over each face
-    h = (hi - lo).max() / GAP_CELLS
+    h = (hi - lo).max() / BOX_CELLS
     outward = 0.0
     for axis in range(3):
         u, v = (axis + 1) % 3, (axis + 2) % 3
