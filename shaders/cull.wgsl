@@ -24,6 +24,7 @@
 #include "queue.wgsl"
 #include "nodes.wgsl"
 #include "cluster.wgsl"
+#include "visible.wgsl"
 #ifdef SHADOW
 #include "shadow.wgsl"
 #include "shadow_cull.wgsl"
@@ -190,17 +191,6 @@ fn visit_node(n: u32, ii: u32, inst: Instance, a: AssetInfo) {
     }
 }
 
-// a visible entry; a shadow view's HW item also names its page: physical, and window (x, y)
-#ifdef SHADOW
-fn visible_entry(ii: u32, cref: u32, page: vec2<u32>) -> vec4<u32> {
-    return vec4<u32>(ii, cref, page);
-}
-#else
-fn visible_entry(ii: u32, cref: u32, page: vec2<u32>) -> vec2<u32> {
-    return vec2<u32>(ii, cref);
-}
-#endif
-
 fn emit_hw(ii: u32, cref: u32, triangles: u32, page: vec2<u32>) {
     let half = frame.visible_capacity / 2u;
     let k = atomicAdd(&state[S_HW_COUNT], 1u);
@@ -249,7 +239,6 @@ fn emit_shadow_hw(ii: u32, cref: u32, triangles: u32, b: vec4<f32>) {
 #endif
 
 fn emit(ii: u32, cref: u32, hw: bool, triangles: u32, b: vec4<f32>) {
-    let half = frame.visible_capacity / 2u;
     if POST {
         atomicAdd(&state[S_POST_CLUSTERS], 1u);
     }
@@ -260,14 +249,7 @@ fn emit(ii: u32, cref: u32, hw: bool, triangles: u32, b: vec4<f32>) {
         emit_hw(ii, cref, triangles, vec2<u32>(0u));
 #endif
     } else {
-        let k = atomicAdd(&state[S_SW_COUNT], 1u);
-        if k < half {
-            visible[k] = visible_entry(ii, cref, vec2<u32>(0u));
-            atomicAdd(&state[S_SW_CLUSTERS], 1u);
-            atomicAdd(&state[S_SW_TRIANGLES], triangles);
-        } else {
-            atomicOr(&state[S_OVERFLOW], OVERFLOW_VISIBLE);
-        }
+        emit_sw(ii, cref, triangles);
     }
 }
 
@@ -326,8 +308,8 @@ fn visit(item: u32, ii: u32) {
 #endif
     var inst = instance(ii & INSTANCE_MASK);
     // the box's part queued for an instance: its asset's box (instance.wgsl `instance_box`)
-    if item == (PART_BIT | frame.proxies.z) && frame.proxies.z != NO_NODE
-       && (ii & INSTANCE_MASK) < frame.proxies.x {
+    if (item & PART_BIT) != 0u && draws_box_of(ii & INSTANCE_MASK, item & ~PART_BIT,
+                                               frame.proxies.z) {
         inst = instance_box(inst, ii);
     }
     let a = assets[inst.asset];

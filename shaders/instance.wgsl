@@ -113,10 +113,16 @@ fn view_along(word: u32, p: vec3<f32>) -> vec3<f32> {
 #endif
 }
 
-// whether slot `s` drawing cluster `cref` draws its asset's box: the box's one cluster drawn
-// for an instance (a proxy's slot draws the box as itself)
+// whether slot `s` drawing `id` draws its asset's box: `id` the box's own (`box`: its part,
+// frame.proxies.z, or its one cluster, .w; NO_NODE: no box) for an instance (a proxy's slot
+// draws the box as itself)
+fn draws_box_of(s: u32, id: u32, box: u32) -> bool {
+    return id == box && box != NO_NODE && s < frame.proxies.x;
+}
+
+// whether slot `s` drawing cluster `cref` draws its asset's box
 fn draws_box(s: u32, cref: u32) -> bool {
-    return cref == frame.proxies.w && frame.proxies.w != NO_NODE && s < frame.proxies.x;
+    return draws_box_of(s, cref, frame.proxies.w);
 }
 
 // what the visible entry (instance word `word`, cluster `cref`) draws: its slot's instance, or
@@ -127,6 +133,11 @@ fn entry_instance(word: u32, cref: u32) -> Instance {
         return instance_box(instance(s), word);
     }
     return instance(s);
+}
+
+// a shadow texel's key for `proxy_keep`: (x, y) in its view's window (up to 16,384 a side)
+fn texel_key(x: u32, y: u32) -> u32 {
+    return (y << 14u) ^ x;
 }
 
 // whether a proxy of `coverage` keeps pixel `pixel` this frame: a hash of the pixel, the proxy's

@@ -13,6 +13,7 @@
 #include "instance.wgsl"
 #include "math.wgsl"
 #include "queue.wgsl"
+#include "visible.wgsl"
 #include "nodes.wgsl"
 #include "occlusion.wgsl"
 #include "occluded.wgsl"
@@ -38,18 +39,7 @@ fn push_root(inst: Instance, vi: u32, root: u32) {
             // its error, 0, and the frustum, occlusion or shadow view's pages, which the root
             // box passed)
             if frame.proxies.w != NO_NODE && !wants_hardware(s, BOX_TRIANGLES, 0u) {
-                let k = atomicAdd(&state[S_SW_COUNT], 1u);
-                if k < frame.visible_capacity / 2u {
-#ifdef SHADOW
-                    visible[k] = vec4<u32>(vi, frame.proxies.w, 0u, 0u);
-#else
-                    visible[k] = vec2<u32>(vi, frame.proxies.w);
-#endif
-                    atomicAdd(&state[S_SW_CLUSTERS], 1u);
-                    atomicAdd(&state[S_SW_TRIANGLES], BOX_TRIANGLES);
-                } else {
-                    atomicOr(&state[S_OVERFLOW], OVERFLOW_VISIBLE);
-                }
+                emit_sw(vi, frame.proxies.w, BOX_TRIANGLES);
                 return;
             }
             push(PART_BIT | frame.proxies.z, vi, false);

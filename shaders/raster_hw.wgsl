@@ -129,7 +129,7 @@ fn fs_main(in: VertexOut) {
     let x = u32(in.position.x);
     let y = u32(in.position.y);
 #ifdef SHADOW
-    if proxy_keep(bitcast<f32>(in.keep.x), (y << 14u) ^ x, in.keep.y) {
+    if proxy_keep(bitcast<f32>(in.keep.x), texel_key(x, y), in.keep.y) {
         shadow_write_page(in.page, x, y, in.position.z);
     }
 #else

@@ -220,7 +220,7 @@ fn sw_pixel(tri: SwTriangle, e: vec3<i32>, row: u32, x: i32, x1: i32) {
         let z = (l.y * tri.z.x + l.z * tri.z.y + l.x * tri.z.z) / tri.area2;
 #ifdef SHADOW
         // a box keeps its share of the texels too (the texel's index in the view's window)
-        if proxy_keep(bitcast<f32>(tri.keep.x), (row << 14u) ^ u32(x), tri.keep.y) {
+        if proxy_keep(bitcast<f32>(tri.keep.x), texel_key(u32(x), row), tri.keep.y) {
             shadow_write(tri.view, x, i32(row), z);
         }
 #else
