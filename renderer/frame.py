@@ -354,7 +354,8 @@ class Frame:
         root pages, with the residency and effective tables the culling pass reads."""
         f, o = self.resources, self.options
         self._motion_epoch += 1  # a new scene: no camera motion into its first frame
-        f.buffers.update(s.upload_geometry(self.device, binding_limit(self.device)[0]))
+        f.buffers.update(s.upload_geometry(self.device, binding_limit(self.device)[0],
+                                           boxes=o.aggregates))
         self.pool = PagePool(self.device, s, o, self.ctx.limits)
         f.buffers.update(self.pool.buffers)
         f.slots = self.pool.slots

@@ -91,10 +91,15 @@ class Asset:
         return _sphere_gap(self)
 
     @functools.cached_property
+    def root_mesh(self) -> tuple[np.ndarray, float] | None:
+        """The root group's triangles and how far the full detail may lie from them
+        (`_root_triangles`), decoded once: the gaps and the box's shares read them."""
+        return _root_triangles(self)
+
+    @functools.cached_property
     def root_triangles(self) -> int:
         """Triangles of the root group (what a far instance draws; 0 where unknown)."""
-        root = _root_triangles(self)
-        return 0 if root is None else len(root[0])
+        return 0 if self.root_mesh is None else len(self.root_mesh[0])
 
     @functools.cached_property
     def box_fill(self) -> tuple[float, float, float, float]:
@@ -181,7 +186,7 @@ def _sphere_gap(a: Asset) -> float:
     sphere = a.bounds_sphere.astype(np.float64)
     c, radius = sphere[:3], float(sphere[3])
     worst = 2 * radius  # a point of the ball is within its diameter of any other
-    root = _root_triangles(a)
+    root = a.root_mesh
     if root is None or radius <= 0:
         return worst
     pts = _surface_points(root[0]) - c
@@ -262,7 +267,7 @@ def _box_fill(a: Asset) -> tuple[float, float, float, float]:
     an ellipsoid), nearest (least squares) to the shadows measured along the four diagonals."""
     lo = np.asarray(a.meta["bounds_min"], np.float64)
     hi = np.asarray(a.meta["bounds_max"], np.float64)
-    root = _root_triangles(a)
+    root = a.root_mesh
     if root is None:
         return (1.0, 1.0, 1.0, 1.0)
     t = root[0]
@@ -294,7 +299,7 @@ def _box_gap(a: Asset) -> float:
     lo = np.asarray(a.meta["bounds_min"], np.float64)
     hi = np.asarray(a.meta["bounds_max"], np.float64)
     worst = float(np.linalg.norm(hi - lo))
-    root = _root_triangles(a)
+    root = a.root_mesh
     if root is None or not worst > 0:
         return worst
     t, err = root
@@ -592,10 +597,12 @@ class Scene:
         per = np.array([int(a.meta["input_triangles"]) for a in self.assets], np.int64)
         return int(per[self.store.asset].sum()) if len(per) else 0
 
-    def asset_table(self, material_bases: np.ndarray | None = None) -> np.ndarray:
+    def asset_table(self, material_bases: np.ndarray | None = None, boxes: bool = False
+                    ) -> np.ndarray:
         """ASSET_DTYPE rows of `gpu_assets`, then one per asset for its proxies: the box's row
-        with the asset's first material (`proxy_assets`), which an asset's row names as its
-        `box_row` (with the box's corner, sides and error: an instance drawn as its box)."""
+        with the asset's first material (`proxy_assets`), which with `boxes` an asset's row
+        names as its `box_row` (with the box's corner, sides and error: an instance drawn as
+        its box; measured at the first call, `Asset.box_gap`, `box_fill`)."""
         gpu = self.gpu_assets
         proxies = len(self.assets) if len(gpu) > len(self.assets) else 0
         out = np.zeros(max(1, len(gpu) + proxies), ASSET_DTYPE)
@@ -609,7 +616,8 @@ class Scene:
             lo = np.asarray(a.meta["bounds_min"], np.float32)
             size = np.asarray(a.meta["bounds_max"], np.float32) - lo
             # a far instance may be drawn as its box where that has fewer triangles
-            boxed = proxies and i < len(self.assets) and a.root_triangles > gpu[-1].root_triangles
+            boxed = (boxes and proxies and i < len(self.assets)
+                     and a.root_triangles > gpu[-1].root_triangles)
             out[i] = (node, group, part, page, float(a.meta["step"]), len(a.nodes),
                       float(finite.max()) if len(finite) else 0.0,
                       part + int(g["first_part"]), int(g["part_count"]), base,
@@ -687,10 +695,11 @@ class Scene:
             o += arr.size // 4
         return data
 
-    def upload_geometry(self, device: wgpu.GPUDevice,
-                        binding_limit: int = 1 << 27) -> dict[str, wgpu.GPUBuffer]:
-        """The scene's hierarchy buffers: assets, nodes, groups, parts, and the materials with
-        their textures (the pages are `renderer.page_pool`'s)."""
+    def upload_geometry(self, device: wgpu.GPUDevice, binding_limit: int = 1 << 27,
+                        boxes: bool = False) -> dict[str, wgpu.GPUBuffer]:
+        """The scene's hierarchy buffers: assets (`boxes`: with their boxes, `asset_table`),
+        nodes, groups, parts, and the materials with their textures (the pages are
+        `renderer.page_pool`'s)."""
         if not self.assets:
             raise SceneError("the scene has no asset: load a .tess file first")
         sizes = {a.page_size for a in self.assets}
@@ -701,7 +710,7 @@ class Scene:
         gpu = self.gpu_assets
         return {
             "materials": buffer_with(device, materials, "scene.materials", usage),
-            "assets": buffer_with(device, self.asset_table(bases), "scene.assets", usage),
+            "assets": buffer_with(device, self.asset_table(bases, boxes), "scene.assets", usage),
             "nodes": buffer_with(device, np.concatenate([a.nodes for a in gpu]),
                                  "scene.nodes", usage),
             "groups": buffer_with(device, np.concatenate([a.groups for a in gpu]),
