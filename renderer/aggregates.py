@@ -287,7 +287,7 @@ def _node_reach(lo, hi, clo, chi, reach, cax, rounds: int = 4) -> np.ndarray:
     return out
 
 
-def _box_gap(p, bl, bh, ax) -> np.ndarray:
+def _box_distance(p, bl, bh, ax) -> np.ndarray:
     """Distances from points `p` (c, ..., 3) world to boxes (bl, bh) (c, k, 3) in frames `ax`
     (c, k, 3, 3) (world = ax @ local): (c, k, ...)."""
     local = np.matmul(p.reshape(len(p), 1, -1, 3), ax)  # axᵀ p, each child's frame
@@ -337,8 +337,8 @@ def _reach_chunk(lo, hi, clo, chi, reach, cax, rounds):
         else:  # turned children: the cell's 8 corners (4 distinct) in each child's frame
             ax = cax[node]
             corners = np.where(pick[None], ch[:, None], cl[:, None])  # (cells, 8, 3)
-            ub = (_box_gap(corners, bl, bh, ax).max(axis=2) + e).min(axis=1)
-            at = (_box_gap(mid, bl, bh, ax) + e).min(axis=1)
+            ub = (_box_distance(corners, bl, bh, ax).max(axis=2) + e).min(axis=1)
+            at = (_box_distance(mid, bl, bh, ax) + e).min(axis=1)
         np.maximum.at(best, node, at)
         open_ = ub > best[node] * 1.1 + 1e-9 * (1 + np.abs(cl).max(axis=1))
         # at most REFINE cells a node split further (the largest bounds): the rest keep theirs

@@ -231,9 +231,9 @@ def test_far_instances_draw_as_their_box_in_their_tone(sphere_tess, lump) -> Non
     # every lump's box error projects under tau, so it is drawn as its box (12 triangles for
     # its 80) keeping the share of pixels the lump covers of it. Against the lumps themselves,
     # accumulated over 32 jittered frames: the same mean colour within 3% (measured 0.25%;
-    # 0.03% from a 4 x 4 supersampled render's), and 27 dB (measured 29.0: the box spreads a
+    # 0.03% from a 4 x 4 supersampled render's), and 27 dB (measured 29.2: the box spreads a
     # lump's coverage over its whole footprint, where the lump's own pixels are compact; 38 dB
-    # against the supersampled render for the lumps, 28.7 for the boxes). Its pixels name the
+    # against the supersampled render for the lumps, 28.8 for the boxes). Its pixels name the
     # instance, and moved, its velocity is its instance's (every instance moved 2 units along
     # x: the covered pixels' mean within 5%)
     out = []
