@@ -56,6 +56,7 @@ LEAF_GRID = 4  # face cells per axis over a leaf's box (its LEAF instances)
 NODE_GRID = 4  # face cells per axis over a higher node's box (its <= 8 children's), refined
 REFINE = 32  # cells of a node's faces split further each round, at most
 CHUNK_NODES = 256  # nodes measured at a time (bounds the (nodes, samples, sites) temporaries)
+CHUNK_BLOCKS = 1024  # blocks measured at a time (`build`: bounds their temporaries, ~25 MB)
 CHUNK_VALUES = 1 << 21  # `_site_reach`: (boxes, cells, sites) distances at a time
 BLOCK_GRID = 8  # face cells per axis over a turned block's box (its 64 instances)
 TURN_THICK = 1.5  # a block tries a turned box where its aligned one is this many diameters thick
@@ -458,9 +459,13 @@ def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites:
         first_block=np.concatenate(first), asset=np.concatenate(asset), level=level)
     agg.leaf_cells = np.asarray(cells, np.float64).reshape(nb, LEAVES, 2, 3)
     agg.axes = np.tile(np.eye(3), (n, 1, 1))
-    b = np.flatnonzero(used)
-    _measure_blocks(agg, b, bounds, slot_sites.reshape(nb, BLOCK, 5)[b],
-                    slot_area.reshape(nb, BLOCK)[b])
+    # the blocks in chunks: their (blocks, 64, ...) float64 temporaries bounded (a million
+    # instances measured at once peaked at ~400 MB of them)
+    used_blocks = np.flatnonzero(used)
+    for a in range(0, len(used_blocks), CHUNK_BLOCKS):
+        b = used_blocks[a: a + CHUNK_BLOCKS]
+        _measure_blocks(agg, b, bounds, slot_sites.reshape(nb, BLOCK, 5)[b],
+                        slot_area.reshape(nb, BLOCK)[b])
     for lv in range(1, int(agg.level.max(initial=0)) + 1):
         _measure_nodes(agg, np.flatnonzero(agg.level == lv))
     return agg
