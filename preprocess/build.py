@@ -205,6 +205,6 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     report("write", 0, 1)
     size = write_tess(output, meta=packed.meta, sections=packed.sections, pages=packed.pages,
                       page_flags=packed.page_flags, before_replace=lambda: report("write", 1, 1),
-                      stage_into=stage_into)
+                      stage_into=stage_into, deflate=("texels",))
     seconds["write"] = time.perf_counter() - t
     return BuildResult(Path(output), dag, bvh, packed, size, seconds, verified)

@@ -64,6 +64,9 @@ class BuildConfig:
     # textures larger than this many texels a side keep their mips from the first that fits
     # (0: all); memory is 4/3 x 4 bytes a texel (preprocess.textures)
     max_texture_size: int = MAX_TEXTURE_SIZE
+    # "bc": textures block-compressed in the format their use asks for (4 or 8 bits a texel,
+    # preprocess.textures); "none": RGBA8 (32 bits a texel, no encoding loss)
+    texture_compression: str = "bc"
     up: str = "y"  # the source's up axis, "y" or "z": a Z-up mesh is turned Y-up first (up_axis)
 
     def __post_init__(self) -> None:
@@ -92,6 +95,9 @@ class BuildConfig:
         if not 0 <= self.max_texture_size <= MAX_TEXTURE_SIDE:
             raise ValueError(f"max texture size must be 0 (no limit) to {MAX_TEXTURE_SIDE}, not "
                              f"{self.max_texture_size}")
+        if self.texture_compression not in ("bc", "none"):
+            raise ValueError(f"texture compression must be bc or none, not "
+                             f"{self.texture_compression!r}")
         if self.up not in UP_AXES:
             raise ValueError(f"up axis must be one of {', '.join(UP_AXES)}, not {self.up!r}")
         if not 0 <= self.threads <= 1024:

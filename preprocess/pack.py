@@ -42,6 +42,7 @@ from preprocess.tess.records import (
     NODE_DTYPE,
     PAGE_HEADER_DTYPE,
     PART_DTYPE,
+    TEXTURE_FORMATS,
 )
 
 @nb.njit(cache=True, nogil=True)
@@ -420,11 +421,13 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
                                                   group_part_count)
     meta = _asset_meta(dag, step, bounds, uv_float)
     material_sections = encode_materials(mesh.materials, mesh.textures,
-                                         max_texture_size=cfg.max_texture_size)
+                                         max_texture_size=cfg.max_texture_size,
+                                         compression=cfg.texture_compression)
     tex = material_sections["textures"]
     meta["textures"] = [[int(w), int(h)] for w, h in zip(tex["width"], tex["height"],
                                                          strict=True)]
     meta["texture_bytes"] = int(material_sections["texels"].nbytes) if len(tex) else 0
+    meta["texture_formats"] = sorted({TEXTURE_FORMATS[int(f)][0] for f in tex["format"]})
     sections = {
         **material_sections,
         "bvh_nodes": nodes,

@@ -7,8 +7,17 @@ light and encoded back to sRGB (averaging sRGB values darkens: a black and white
 turn 0.5 sRGB, 21% grey, instead of 50%). Textures larger than `BuildConfig.max_texture_size`
 start at the first mip that fits (half the memory per halving... a quarter, rather).
 
-Memory: 4 bytes a texel, 4/3 of mip 0 for the chain: a 2048 x 2048 texture is 21.3 MiB in the
-file and on the GPU, a 1024 x 1024 one 5.3 MiB.
+Then each mip is block-compressed (`TEXTURE_COMPRESSIONS`, `BuildConfig.texture_compression`,
+default "bc"), by quicktex (rgbcx's BC1, BC3, BC4, BC5 encoders; the shaders decode the blocks
+from the storage buffer, renderer's material.wgsl), in the format its use asks for
+(`slot_format`):
+colour BC1 (4 bits a texel) or BC3 where the base colour has alpha (8), normal maps BC5 (x and
+y, 8), metallic-roughness BC5 (G and B, 8), occlusion BC4 (R, 4). A texture two slots use in
+different formats (glTF's packed occlusion-roughness-metallic) is stored once a format. The
+texels section is stored deflated in the file (a further ~30% of BC texels).
+
+Memory on the GPU: RGBA8 is 4 bytes a texel, 4/3 of mip 0 for the chain: a 2048 x 2048 texture
+is 21.3 MiB; BC1 and BC4 an eighth of that (2.7 MiB), BC3 and BC5 a quarter (5.3 MiB).
 """
 
 from __future__ import annotations
@@ -25,12 +34,22 @@ from preprocess.tess.records import (
     MATERIAL_DTYPE,
     MATERIAL_TEXTURES,
     NO_TEXTURE,
+    TEXTURE_BC1,
+    TEXTURE_BC3,
+    TEXTURE_BC4,
+    TEXTURE_BC5_GB,
+    TEXTURE_BC5_NORMAL,
     TEXTURE_DTYPE,
+    TEXTURE_RGBA8,
     TEXTURE_SRGB,
-    chain_texels,
+    chain_words,
 )
 
-__all__ = ["encode_materials", "mip_chain", "texture_bytes"]
+__all__ = ["TEXTURE_COMPRESSIONS", "compress_mip", "encode_materials", "mip_chain",
+           "slot_format", "texture_bytes"]
+
+# BuildConfig.texture_compression: "bc" (block-compressed, the default) or "none" (RGBA8)
+TEXTURE_COMPRESSIONS = ("bc", "none")
 
 _SRGB_TO_LINEAR = srgb_to_linear(np.arange(256) / 255.0).astype(np.float32)
 
@@ -139,18 +158,71 @@ def _reduced(img: np.ndarray, srgb: bool, k: int) -> np.ndarray:
         return np.concatenate(list(pool.map(reduce, bands)))
 
 
-def texture_bytes(width: int, height: int) -> int:
-    """Bytes of a width x height texture's mip chain in the file and on the GPU."""
-    return 4 * chain_texels(width, height)
+def texture_bytes(width: int, height: int, fmt: int = TEXTURE_RGBA8) -> int:
+    """Bytes of a width x height texture's whole mip chain on the GPU (and in the file, before
+    the texels are deflated)."""
+    mips = int(np.floor(np.log2(max(int(width), int(height), 1)))) + 1
+    return 4 * chain_words(width, height, mips, fmt)
+
+
+def slot_format(slot: str, texture: Texture, compression: str) -> int:
+    """The format a texture is stored in for a material's texture field `slot`."""
+    if compression == "none":
+        return TEXTURE_RGBA8
+    if slot == "base_color_texture":
+        return TEXTURE_BC3 if int(texture.image[..., 3].min()) < 255 else TEXTURE_BC1
+    return {"emissive_texture": TEXTURE_BC1, "normal_texture": TEXTURE_BC5_NORMAL,
+            "metallic_roughness_texture": TEXTURE_BC5_GB,
+            "occlusion_texture": TEXTURE_BC4}[slot]
+
+
+# quicktex's encoder level for BC1 and BC3's colour (0..18; rgbcx's presets): 5 keeps
+# DamagedHelmet's base colour at 37.5 dB for 0.55 s a 2048² mip on one core (0: 37.0 dB,
+# 10: 37.9 dB for 3.2 s); etcpak's fast BC1 was 34.2 dB
+BC_LEVEL = 5
+
+
+def compress_mip(mip: np.ndarray, fmt: int) -> np.ndarray:
+    """One (h, w) RGBA8 mip (`mip_chain`'s words) as its format's words: itself for RGBA8, else
+    its 4 x 4 blocks row by row (quicktex: rgbcx's encoders), a mip not a multiple of 4 padded
+    by its edge texels."""
+    if fmt == TEXTURE_RGBA8:
+        return mip.reshape(-1)
+    import quicktex
+    from quicktex.s3tc.bc1 import BC1Encoder
+    from quicktex.s3tc.bc3 import BC3Encoder
+    from quicktex.s3tc.bc4 import BC4Encoder
+    from quicktex.s3tc.bc5 import BC5Encoder
+
+    h, w = mip.shape
+    rgba = np.pad(mip.view(np.uint8).reshape(h, w, 4), ((0, -h % 4), (0, -w % 4), (0, 0)),
+                  mode="edge")
+    encoder = {TEXTURE_BC1: lambda: BC1Encoder(BC_LEVEL), TEXTURE_BC3: lambda: BC3Encoder(BC_LEVEL),
+               TEXTURE_BC4: lambda: BC4Encoder(0), TEXTURE_BC5_NORMAL: lambda: BC5Encoder(0, 1),
+               TEXTURE_BC5_GB: lambda: BC5Encoder(1, 2)}[fmt]()
+    raw = quicktex.RawTexture.frombytes(np.ascontiguousarray(rgba).tobytes(), rgba.shape[1],
+                                        rgba.shape[0])
+    return np.frombuffer(encoder.encode(raw).tobytes(), "<u4")
 
 
 def encode_materials(materials: list[Material], textures: list[Texture], *,
-                     max_texture_size: int = 0) -> dict[str, np.ndarray]:
+                     max_texture_size: int = 0, compression: str = "bc"
+                     ) -> dict[str, np.ndarray]:
     """The `materials`, `textures` and `texels` sections of an asset (`default_material()` alone
-    when `materials` is empty). Textures no material uses are left out."""
+    when `materials` is empty). Textures no material uses are left out; one a format its uses
+    ask for (`slot_format`; `compression` one of TEXTURE_COMPRESSIONS)."""
+    if compression not in TEXTURE_COMPRESSIONS:
+        raise ValueError(f"texture compression must be one of {', '.join(TEXTURE_COMPRESSIONS)}, "
+                         f"not {compression!r}")
     materials = materials or [default_material()]
-    used = sorted({t for m in materials for t in m.texture_indices()} - {-1})
-    remap = {old: new for new, old in enumerate(used)}
+    # a record a (texture, format) the materials' slots use, in the order first used
+    keys: list[tuple[int, int]] = []
+    for m in materials:
+        for f in MATERIAL_TEXTURES:
+            t = getattr(m, f)
+            if t >= 0 and (key := (t, slot_format(f, textures[t], compression))) not in keys:
+                keys.append(key)
+    remap = {key: i for i, key in enumerate(keys)}
     recs = np.zeros(len(materials), MATERIAL_DTYPE)
     for i, m in enumerate(materials):
         r = recs[i]
@@ -163,22 +235,26 @@ def encode_materials(materials: list[Material], textures: list[Texture], *,
         r["occlusion_strength"] = m.occlusion_strength
         for f in MATERIAL_TEXTURES:
             t = getattr(m, f)
-            r[f] = NO_TEXTURE if t < 0 else remap[t]
+            r[f] = NO_TEXTURE if t < 0 else remap[(t, slot_format(f, textures[t], compression))]
         r["flags"] = ((MATERIAL_DOUBLE_SIDED if m.double_sided else 0)
                       | (MATERIAL_ALPHA_MASK if m.alpha_mode == "MASK" else 0))
-    tex = np.zeros(len(used), TEXTURE_DTYPE)
+    used = sorted({t for t, _ in keys})
+    tex = np.zeros(len(keys), TEXTURE_DTYPE)
     chains = []
     offset = 0
-    # numpy releases the GIL in the averaging: the textures' chains are built side by side
+    # numpy releases the GIL in the averaging: the textures' chains are built side by side,
+    # then each (texture, format)'s mips compressed side by side
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=max(1, min(len(used), os.cpu_count() or 1))) as pool:
-        built = list(pool.map(lambda t: mip_chain(textures[t], max_texture_size), used))
-    for i, t in enumerate(used):
-        mips = built[i]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(keys), os.cpu_count() or 1))) as pool:
+        built = dict(zip(used, pool.map(lambda t: mip_chain(textures[t], max_texture_size), used),
+                         strict=True))
+        words = list(pool.map(lambda k: [compress_mip(m, k[1]) for m in built[k[0]]], keys))
+    for i, (t, fmt) in enumerate(keys):
+        mips = built[t]
         h, w = mips[0].shape
-        tex[i] = (offset, w, h, len(mips), TEXTURE_SRGB if textures[t].srgb else 0, (0, 0, 0))
-        chains += [m.reshape(-1) for m in mips]
-        offset += sum(m.size for m in mips)
+        tex[i] = (offset, w, h, len(mips), TEXTURE_SRGB if textures[t].srgb else 0, fmt, (0, 0))
+        chains += words[i]
+        offset += sum(len(x) for x in words[i])
     texels = np.concatenate(chains, dtype=np.uint32) if chains else np.zeros(1, np.uint32)
     return {"materials": recs, "textures": tex, "texels": texels}

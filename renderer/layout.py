@@ -34,6 +34,7 @@ from preprocess.tess.records import (
     MODE_POSITION_MASK,
     NO_TEXTURE,
     TEXTURE_DTYPE,
+    TEXTURE_FORMATS,
     TEXTURE_SRGB,
     NO_GROUP,
     NODE_DTYPE,
@@ -331,6 +332,9 @@ def generated_includes() -> dict[str, str]:
             ("MATERIAL_ALPHA_MASK", MATERIAL_ALPHA_MASK), ("NO_TEXTURE", NO_TEXTURE),
             ("TEXTURE_SRGB", TEXTURE_SRGB), ("MATERIALS_HEADER_WORDS", MATERIALS_HEADER_WORDS),
             ("SRGB_TABLE", SRGB_TABLE))),
+        # TEXTURE_FORMAT_BC1 ...: a texture record's `format` (preprocess/tess/records.py)
+        "\n".join(wgsl_const("TEXTURE_FORMAT_" + name.upper().replace("-", "_"), code)
+                  for code, (name, _, _) in TEXTURE_FORMATS.items()),
         f"const BVH_FANOUT: u32 = {BVH_FANOUT}u;",
         "\n".join(wgsl_const(n, v) for n, v in WGSL_CONSTANTS.items()),
         "\n".join(f"const S_{n.upper()}: u32 = {i}u;" for n, i in STATE.items()),

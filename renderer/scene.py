@@ -23,7 +23,8 @@ from preprocess.tess.records import (
     MATERIAL_TEXTURES,
     NO_TEXTURE,
     TEXTURE_DTYPE,
-    chain_texels,
+    chain_words,
+    mip_words,
     default_material_record,
 )
 from preprocess.tess.limits import ROOT_ERROR
@@ -367,14 +368,15 @@ def _shrink_to_fit(textures: np.ndarray, budget_words: int) -> tuple[np.ndarray,
     """Drop the top mip of the largest texture until every chain fits `budget_words` (texture
     records with offsets still into the original texels, and the texel words kept)."""
     tex = textures.copy()
-    total = sum(chain_texels(t["width"], t["height"], t["mips"]) for t in tex)
+    total = sum(chain_words(t["width"], t["height"], t["mips"], t["format"]) for t in tex)
     while total > budget_words and len(tex) and tex["mips"].max() > 1:
         i = int(np.argmax(tex["width"].astype(np.int64) * tex["height"]))
         t = tex[i]
         if int(t["mips"]) <= 1:
             break
-        total -= int(t["width"]) * int(t["height"])
-        t["offset"] += int(t["width"]) * int(t["height"])
+        top = mip_words(t["width"], t["height"], t["format"])
+        total -= top
+        t["offset"] += top
         t["width"], t["height"] = max(1, int(t["width"]) // 2), max(1, int(t["height"]) // 2)
         t["mips"] -= 1
         tex[i] = t
@@ -669,7 +671,8 @@ class Scene:
             warnings.warn(f"textures need {all_texels.nbytes / 2**20:,.0f} MiB, more than this "
                           f"adapter binds ({limit_bytes / 2**20:,.0f} MiB): {dropped} top mips "
                           f"left out", SceneWarning, stacklevel=3)
-            sizes = [chain_texels(t["width"], t["height"], t["mips"]) for t in fitted]
+            sizes = [chain_words(t["width"], t["height"], t["mips"], t["format"])
+                     for t in fitted]
             all_texels = np.concatenate(
                 [all_texels[int(t["offset"]) : int(t["offset"]) + n]
                  for t, n in zip(fitted, sizes, strict=True)] or [np.zeros(0, np.uint32)])

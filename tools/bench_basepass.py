@@ -4,8 +4,9 @@ A frame is drawn once (culling and rasterization fill the visibility buffer); th
 pass alone is encoded, submitted and waited for, again and again, and its median wall time is
 taken (lavapipe's timestamps around this pass read near zero, and a whole frame mixes in the
 culling and rasterization). Scenes: the built-in terrain (200,000 triangles, filling most of the
-view) with its 1024 x 1024 base-colour texture and with the default material, measured
-alternately in one run; optionally a .tess of your own (its materials as built).
+view) with its 1024 x 1024 base-colour texture block-compressed (BC1, the default) and as
+RGBA8 (`--texture-compression none`), and with the default material, measured alternately in
+one run; optionally a .tess of your own (its materials as built).
 
     python tools/bench_basepass.py [--sizes 512 1024] [--repeats 9] [extra.tess ...]
 """
@@ -30,15 +31,19 @@ def main(argv: list[str] | None = None) -> int:
 
     from assets.rock import make_terrain
     from preprocess.build import build_file
+    from preprocess.config import BuildConfig
     from renderer import Camera, Renderer
     from renderer.bench.measure import pass_alone_ms
 
     with tempfile.TemporaryDirectory(prefix="tessera-basepass-") as tmp:
         files = {}
-        for texture in (1024, 0):
-            path = Path(tmp) / f"terrain{texture}.tess"
-            build_file(make_terrain(316, texture=texture), path)
-            files["terrain, 1024 texture" if texture else "terrain, default material"] = path
+        for texture, compression in ((1024, "bc"), (1024, "none"), (0, "none")):
+            path = Path(tmp) / f"terrain{texture}{compression}.tess"
+            build_file(make_terrain(316, texture=texture), path,
+                       BuildConfig(texture_compression=compression))
+            name = ("terrain, default material" if not texture else
+                    f"terrain, 1024 {'BC1' if compression == 'bc' else 'RGBA8'} texture")
+            files[name] = path
         for extra in args.extra:
             files[Path(extra).name] = Path(extra)
         for size in args.sizes:

@@ -65,6 +65,7 @@ from preprocess.tess.records import (
     PAGE_HEADER_DTYPE,
     PART_DTYPE,
     TEXTURE_DTYPE,
+    TEXTURE_FORMATS,
     TEXTURE_SRGB,
 )
 
@@ -359,21 +360,29 @@ def check_materials(materials: np.ndarray, textures: np.ndarray, texels: np.ndar
         _fail(f"{where(i)}: flags {flags[i]:#x}, unknown bits")
     where = _record("textures", "texture")
     w, h = textures["width"].astype(np.int64), textures["height"].astype(np.int64)
-    big = (np.minimum(w, n + 1) * np.minimum(h, n + 1) > n)  # clipped: no int64 overflow
+    # the most texels n words hold: 8 a word in BC1 and BC4 (clipped: no int64 overflow)
+    most = 8 * n
+    big = (np.minimum(w, most + 1) * np.minimum(h, most + 1) > most)
     if (i := _first((w < 1) | (h < 1) | big)) is not None:
         _fail(f"{where(i)}: width {w[i]} and height {h[i]}, not a size of 1 texel up to "
-              f"the file's {n} texels")
+              f"the {most} that the file's {n} texel words can hold")
     mips = textures["mips"].astype(np.int64)
     full = np.floor(np.log2(np.maximum(np.maximum(w, h), 1))).astype(np.int64) + 1
     if (i := _first((mips < 1) | (mips > full))) is not None:
         _fail(f"{where(i)}: mips {mips[i]}, not 1..{full[i]} for {w[i]} x {h[i]}")
+    fmt = textures["format"].astype(np.int64)
+    if (i := _first(~np.isin(fmt, list(TEXTURE_FORMATS)))) is not None:
+        _fail(f"{where(i)}: format {fmt[i]}, not one of {sorted(TEXTURE_FORMATS)}")
+    per_block = np.array([TEXTURE_FORMATS[f][1] for f in sorted(TEXTURE_FORMATS)])[fmt]
     chain = np.zeros(nt, np.int64)
     for k in range(int(mips.max(initial=0))):  # a loop over mip levels, not textures
-        chain += np.where(k < mips, np.maximum(w >> k, 1) * np.maximum(h >> k, 1), 0)
+        mw, mh = np.maximum(w >> k, 1), np.maximum(h >> k, 1)
+        words = np.where(per_block > 0, per_block * ((mw + 3) // 4) * ((mh + 3) // 4), mw * mh)
+        chain += np.where(k < mips, words, 0)
     offset = textures["offset"].astype(np.int64)
     if (i := _first(offset + chain > n)) is not None:
-        _fail(f"{where(i)}: offset {offset[i]} and its {mips[i]} mips ({chain[i]} texels) "
-              f"run past the file's {n} texels")
+        _fail(f"{where(i)}: offset {offset[i]} and its {mips[i]} mips ({chain[i]} words) "
+              f"run past the file's {n} texel words")
     flags = textures["flags"].astype(np.int64)
     if (i := _first(flags & ~TEXTURE_SRGB)) is not None:
         _fail(f"{where(i)}: flags {flags[i]:#x}, unknown bits")

@@ -33,7 +33,7 @@ Header (`HEADER_DTYPE`, 128 bytes):
     off  type     field               meaning
     ---  -------  ------------------  ----------------------------------------------------------
     0    u8[8]    magic               b"TESS\\x00\\r\\n\\x1a" (catches text-mode/transfer damage)
-    8    u32      version             3 (TESS_VERSION)
+    8    u32      version             4 (TESS_VERSION)
     12   u32      header_size         128
     16   u32      flags               0 (no flags defined)
     20   u32      page_size           bytes of data per page
@@ -59,9 +59,12 @@ Section directory entry (`SECTION_ENTRY_DTYPE`, 128 bytes):
     0    u8[32]   name                UTF-8, 1..31 bytes, zero padded
     32   u64      offset              byte offset of the data (a multiple of 16)
     40   u64      nbytes              dtype.itemsize * prod(shape)
-    48   u64[8]   shape               the first ndim entries are used, the rest zero
-    112  u32      ndim                0..8
-    116  u32      crc32               CRC32 of the section's data bytes
+    48   u64[7]   shape               the first ndim entries are used, the rest zero
+    104  u64      stored              bytes of the data in the file: nbytes, or the deflated size
+    112  u16      ndim                0..7
+    114  u16      codec               0 (CODEC_RAW): the array's bytes; 1 (CODEC_DEFLATE): zlib's
+                                      deflate stream of them (inflated when the file is opened)
+    116  u32      crc32               CRC32 of the section's bytes in the file
     120  u32      descr_offset        offset of the dtype description, from dir_offset
     124  u32      descr_size          bytes of the dtype description
 
@@ -83,6 +86,8 @@ layout change there bumps it; the reader refuses every other version with a one-
     3  what no reader used is gone: the cluster records' `parent_error` (92 bytes a record, not
        96: the group's error is in `groups`) and the `page_deps`/`page_dep_offset` sections
        (streaming derives what it needs from `source_group`)
+    4  a section may be stored deflated (`SECTION_ENTRY_DTYPE.codec`, `stored`; at most 7
+       dimensions), and textures block-compressed (`TEXTURE_DTYPE.format`, formerly padding)
 
 Files are written atomically (`preprocess.tess.atomic`: a temporary file in the same directory,
 fsync, `os.replace`), so a crash never leaves a partial `.tess` at the destination path.
@@ -95,7 +100,7 @@ import math
 import mmap
 import os
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, NoReturn
 
@@ -122,12 +127,14 @@ __all__ = [
 ]
 
 TESS_MAGIC = b"TESS\x00\r\n\x1a"  # 8 bytes, PNG-style
-TESS_VERSION = 3  # see the version list in the module docstring
+TESS_VERSION = 4  # see the version list in the module docstring
 
 SECTION_ALIGN = 16  # sections (and meta, directory, page table) start on 16-byte boundaries
 PAGE_ALIGN = 4096  # pages start on 4096-byte boundaries (mmap / OS page friendly)
 MAX_SECTION_NAME_BYTES = 31  # UTF-8 bytes; the 32-byte field always ends with a zero
-MAX_SECTION_NDIM = 8
+MAX_SECTION_NDIM = 7
+CODEC_RAW, CODEC_DEFLATE = 0, 1  # how a section's bytes are stored (SECTION_ENTRY_DTYPE.codec)
+DEFLATE_LEVEL = 6  # zlib's default: level 9 saves ~1% more of BC texels for twice the time
 
 HEADER_DTYPE = np.dtype(
     [
@@ -161,7 +168,9 @@ SECTION_ENTRY_DTYPE = np.dtype(
         ("offset", "<u8"),
         ("nbytes", "<u8"),
         ("shape", "<u8", (MAX_SECTION_NDIM,)),
-        ("ndim", "<u4"),
+        ("stored", "<u8"),
+        ("ndim", "<u2"),
+        ("codec", "<u2"),
         ("crc32", "<u4"),
         ("descr_offset", "<u4"),
         ("descr_size", "<u4"),
@@ -224,8 +233,10 @@ def _little_endian(dt: np.dtype) -> np.dtype:
     return le if le != dt else dt
 
 
-def _prepare_section(name: Any, arr: Any) -> tuple[bytes, np.ndarray, bytes]:
-    """Validate one section; returns (name bytes, C-contiguous little-endian array, descr JSON)."""
+def _prepare_section(name: Any, arr: Any, deflate: bool = False
+                     ) -> tuple[bytes, np.ndarray, bytes, bytes | None]:
+    """Validate one section; returns (name bytes, C-contiguous little-endian array, descr JSON,
+    its deflated bytes or None: stored as they are)."""
     if not isinstance(name, str):
         raise TypeError(f"section name must be a str, not {type(name).__name__}")
     raw = name.encode("utf-8")
@@ -252,7 +263,8 @@ def _prepare_section(name: Any, arr: Any) -> tuple[bytes, np.ndarray, bytes]:
         arr = arr.copy(order="C")
     descr = np.lib.format.dtype_to_descr(arr.dtype)
     descr_json = json.dumps(descr, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return raw, arr, descr_json
+    packed = zlib.compress(_as_bytes(arr), DEFLATE_LEVEL) if deflate else None
+    return raw, arr, descr_json, packed
 
 
 def _descr_from_json(obj: Any) -> Any:
@@ -282,6 +294,7 @@ def write_tess(
     page_flags: np.ndarray,
     before_replace: Callable[[], None] | None = None,
     stage_into: list[Path] | None = None,
+    deflate: Collection[str] = (),
 ) -> int:
     """Write a .tess file atomically and return its size in bytes.
 
@@ -291,7 +304,7 @@ def write_tess(
             file is left and an existing file at `path` is untouched.
         meta: small JSON-able dict (mesh name, stats, quantization step, ...); written with
             sort_keys and fixed separators, NaN/inf refused.
-        sections: name -> numpy array, plain or structured dtype, any shape (ndim <= 8), e.g.
+        sections: name -> numpy array, plain or structured dtype, any shape (ndim <= 7), e.g.
             'clusters', 'groups', 'bvh_nodes'. Names are 1..31 UTF-8 bytes. Non-contiguous arrays
             are made contiguous, big-endian dtypes are stored little-endian, object dtypes are
             refused. Directory order is the dict's order.
@@ -303,6 +316,8 @@ def write_tess(
         stage_into: the complete file is left at its temporary name, appended to this list
             before it is created, for the caller to rename over `path` with the files that
             belong with it (`preprocess.tess.atomic.write_atomically`).
+        deflate: names of sections stored deflated (zlib), inflated when the file is opened:
+            for sections that compress well and are read whole (block-compressed texels).
 
     Raises:
         TypeError / ValueError: invalid arguments (nothing is written).
@@ -314,7 +329,10 @@ def write_tess(
     meta_bytes = _meta_json(meta)
     if not isinstance(sections, Mapping):
         raise TypeError(f"sections must be a dict, not {type(sections).__name__}")
-    prepared = [_prepare_section(n, a) for n, a in sections.items()]
+    unknown = set(deflate) - set(sections)
+    if unknown:
+        raise ValueError(f"deflate names sections the file does not have: {sorted(unknown)}")
+    prepared = [_prepare_section(n, a, n in deflate) for n, a in sections.items()]
     flags = _checked_pages(pages, page_flags)
     lay = _layout(prepared, meta_bytes, *(int(s) for s in pages.shape))
     P, page_size = lay.page_count, lay.page_size
@@ -342,9 +360,9 @@ def write_tess(
         put(meta_bytes)
         pad_to(lay.dir_offset)
         put(lay.dir_bytes)
-        for i, (_, arr, _) in enumerate(prepared):
+        for i, (_, arr, _, packed) in enumerate(prepared):
             pad_to(int(lay.directory[i]["offset"]))
-            put(_as_bytes(arr))
+            put(_as_bytes(arr) if packed is None else packed)
         pad_to(lay.page_table_offset)
         put(table.tobytes())
         pad_to(lay.pages_offset)
@@ -402,21 +420,23 @@ def _layout(prepared: list, meta_bytes: bytes, P: int, page_size: int) -> _Layou
     directory = np.zeros(n_sec, SECTION_ENTRY_DTYPE)
     descr_blob = bytearray()
     descr_pos = n_sec * SECTION_ENTRY_DTYPE.itemsize
-    for i, (raw, arr, descr_json) in enumerate(prepared):
+    for i, (raw, arr, descr_json, packed) in enumerate(prepared):
         e = directory[i]
         e["name"] = raw
         e["nbytes"] = arr.nbytes
         e["shape"][: arr.ndim] = arr.shape
         e["ndim"] = arr.ndim
-        e["crc32"] = _crc(arr)
+        e["codec"] = CODEC_RAW if packed is None else CODEC_DEFLATE
+        e["stored"] = arr.nbytes if packed is None else len(packed)
+        e["crc32"] = _crc(arr) if packed is None else _crc(packed)
         e["descr_offset"] = descr_pos + len(descr_blob)
         e["descr_size"] = len(descr_json)
         descr_blob += descr_json
     dir_size = descr_pos + len(descr_blob)
     pos = _align(dir_offset + dir_size, SECTION_ALIGN)
-    for i, (_, arr, _) in enumerate(prepared):
+    for i in range(n_sec):
         directory[i]["offset"] = pos
-        pos = _align(pos + arr.nbytes, SECTION_ALIGN)
+        pos = _align(pos + int(directory[i]["stored"]), SECTION_ALIGN)
     page_table_offset = pos
     table_end = page_table_offset + P * PAGE_ENTRY_DTYPE.itemsize
     stride = _align(page_size, PAGE_ALIGN)
@@ -464,8 +484,11 @@ class TessFile:
         path: the file's path.
         version: format version of the file (TESS_VERSION).
         meta: dict, the meta JSON.
-        sections: dict name -> read-only np.ndarray view of the mapping, with the exact dtype and
-            shape written (byte order little-endian), in directory order.
+        sections: dict name -> read-only np.ndarray view of the mapping (a deflated section's:
+            its inflated bytes), with the exact dtype and shape written (byte order
+            little-endian), in directory order.
+        section_offsets, section_stored: dict name -> where the section's bytes start in the
+            file, and how many there are (fewer than its array's where deflated).
         page_count: P.
         page_size: bytes per page.
         page_stride: distance between consecutive pages in the file (page_size rounded to 4096).
@@ -599,6 +622,8 @@ class TessFile:
             self._fail(f"section directory too small for {n_sec} sections")
         entries = np.frombuffer(bytes(dir_raw[:entries_size]), SECTION_ENTRY_DTYPE)
         sections: dict[str, np.ndarray] = {}
+        self.section_offsets: dict[str, int] = {}
+        self.section_stored: dict[str, int] = {}
         for i, e in enumerate(entries):
             try:
                 name = bytes(e["name"]).decode("utf-8")
@@ -623,11 +648,31 @@ class TessFile:
             offset = int(e["offset"])
             if offset % SECTION_ALIGN:
                 self._fail(f"{label} is not {SECTION_ALIGN}-byte aligned (offset {offset})")
-            data = self._region(offset, nbytes, label)
+            codec, stored = int(e["codec"]), int(e["stored"])
+            if codec not in (CODEC_RAW, CODEC_DEFLATE) or (codec == CODEC_RAW
+                                                           and stored != nbytes):
+                self._fail(f"{label}: codec {codec} with {stored} bytes stored for {nbytes}")
+            data = self._region(offset, stored, label)
             if _crc(data) != int(e["crc32"]):
                 self._fail(f"{label} checksum mismatch")
+            self.section_offsets[name], self.section_stored[name] = offset, stored
+            if codec == CODEC_DEFLATE:
+                data = self._inflate(data, nbytes, label)
             sections[name] = data.view(dtype).reshape(shape)
         return sections
+
+    def _inflate(self, data: np.ndarray, nbytes: int, label: str) -> np.ndarray:
+        """A deflated section's bytes inflated (read-only), exactly `nbytes` of them: never more
+        memory than the directory says, whatever the stream holds."""
+        z = zlib.decompressobj()
+        try:
+            out = z.decompress(data, nbytes)
+            done = z.eof and not z.unconsumed_tail
+        except zlib.error as err:
+            self._fail(f"{label} does not inflate ({err})")
+        if len(out) != nbytes or not done:
+            self._fail(f"{label} inflates to other than its {nbytes} bytes")
+        return np.frombuffer(out, np.uint8)  # read-only, as the mapping's views
 
     def _parse_page_table(self, h: np.void) -> np.ndarray:
         """The page table, checked against the header's layout."""

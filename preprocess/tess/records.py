@@ -36,9 +36,10 @@ Page layout (page_size bytes, little-endian, every offset a multiple of 4):
 Materials (sections; a file without them has one default material):
     materials    MATERIAL_DTYPE per material, glTF metallic-roughness (preprocess.materials)
     textures     TEXTURE_DTYPE per texture: its mip chain in `texels`
-    texels       (n,) uint32 RGBA8 texels, every texture's mips one after the other, row 0 at
-                 the top; colour textures hold sRGB values (TEXTURE_SRGB), filtered in linear
-                 space when the mips were made (preprocess.textures)
+    texels       (n,) uint32 words, every texture's mips one after the other, row 0 at the top:
+                 RGBA8 texels or BC blocks (TEXTURE_FORMATS); colour textures hold sRGB values
+                 (TEXTURE_SRGB), filtered in linear space when the mips were made
+                 (preprocess.textures); stored deflated in the file
 
 Quantization: one grid per mesh (per-cluster grids crack). The step is a power of two, so that
 grid coordinates times the step are exact in float32 (`preprocess.pack.choose_step`). The largest
@@ -80,10 +81,19 @@ __all__ = [
     "PAGE_HEADER_DTYPE",
     "PAGE_ROOT",
     "PART_DTYPE",
+    "TEXTURE_BC1",
+    "TEXTURE_BC3",
+    "TEXTURE_BC4",
+    "TEXTURE_BC5_GB",
+    "TEXTURE_BC5_NORMAL",
     "TEXTURE_DTYPE",
+    "TEXTURE_FORMATS",
+    "TEXTURE_RGBA8",
     "TEXTURE_SRGB",
     "chain_texels",
+    "chain_words",
     "default_material_record",
+    "mip_words",
 ]
 
 NODE_DTYPE = np.dtype([
@@ -185,9 +195,25 @@ TEXTURE_DTYPE = np.dtype([
     ("height", "<u4"),
     ("mips", "<u4"),  # down to 1 x 1
     ("flags", "<u4"),  # TEXTURE_SRGB
-    ("pad", "<u4", 3),
+    ("format", "<u4"),  # TEXTURE_FORMATS: how its mips' words hold the texels
+    ("pad", "<u4", 2),
 ])
 TEXTURE_SRGB = 0x1  # texels are sRGB-encoded (decode before filtering)
+
+# A texture's `format`: (name, words a 4 x 4 block, what a texel reads as). RGBA8 is a word a
+# texel, row by row; the BC formats (Direct3D's block compression, read by every desktop GPU)
+# are 4 x 4 blocks of 8 or 16 bytes, row by row, a mip's edge blocks padded (their texels past
+# the mip's edge never read). BC5's two channels hold a normal map's x and y (z = the rest of
+# a unit vector) or a metallic-roughness texture's G and B.
+TEXTURE_RGBA8, TEXTURE_BC1, TEXTURE_BC3, TEXTURE_BC4, TEXTURE_BC5_NORMAL, TEXTURE_BC5_GB = range(6)
+TEXTURE_FORMATS = {
+    TEXTURE_RGBA8: ("rgba8", 0, "RGBA"),
+    TEXTURE_BC1: ("bc1", 2, "RGB, alpha 1 (or 0 in a block's transparent texels)"),
+    TEXTURE_BC3: ("bc3", 4, "RGBA"),
+    TEXTURE_BC4: ("bc4", 2, "R (as R, G and B), alpha 1"),
+    TEXTURE_BC5_NORMAL: ("bc5-normal", 4, "x, y, z = sqrt(1 - x² - y²) (0..1 codes), alpha 1"),
+    TEXTURE_BC5_GB: ("bc5-gb", 4, "0, G, B, alpha 1"),
+}
 
 # what an asset without materials is drawn with: a light grey dielectric, rough
 DEFAULT_BASE_COLOR = (0.6, 0.6, 0.6, 1.0)
@@ -204,6 +230,21 @@ def default_material_record() -> np.ndarray:
     for f in MATERIAL_TEXTURES:
         rec[f] = NO_TEXTURE
     return rec
+
+
+def mip_words(width: int, height: int, fmt: int = TEXTURE_RGBA8) -> int:
+    """Words of one width x height mip in `texels` (a texel a word, or its blocks' words)."""
+    per_block = TEXTURE_FORMATS[int(fmt)][1]
+    if not per_block:
+        return int(width) * int(height)
+    return per_block * (-(-int(width) // 4)) * (-(-int(height) // 4))
+
+
+def chain_words(width: int, height: int, mips: int, fmt: int = TEXTURE_RGBA8) -> int:
+    """Words of a texture's first `mips` mips in `texels` (mip i is max(1, width >> i) x
+    max(1, height >> i))."""
+    return sum(mip_words(max(1, int(width) >> k), max(1, int(height) >> k), fmt)
+               for k in range(int(mips)))
 
 
 def chain_texels(width: int, height: int, mips: int | None = None) -> int:

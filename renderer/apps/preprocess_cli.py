@@ -142,7 +142,14 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-texture-size", type=int, default=d.max_texture_size, metavar="PX",
                    help="textures larger than this many texels a side keep their mips from the "
                         "first that fits (0: no limit; default: "
-                        f"{d.max_texture_size}); a 2048 texture with mips is 21 MiB")
+                        f"{d.max_texture_size}); a 2048 texture with mips is 2.7 to 5.3 MiB "
+                        "block-compressed, 21 MiB uncompressed")
+    p.add_argument("--texture-compression", choices=("bc", "none"),
+                   default=d.texture_compression,
+                   help="bc: textures block-compressed in the format their use asks for (BC1 "
+                        "colour, BC3 colour with alpha, BC5 normal maps and metallic-roughness, "
+                        "BC4 occlusion: 4 or 8 bits a texel; default); none: RGBA8, 32 bits a "
+                        "texel, no encoding loss")
     p.add_argument("--up", choices=UP_AXES, default=d.up,
                    help="the mesh file's up axis: z turns a Z-up mesh (many scanners and CAD "
                         "tools) Y-up, Tessera's up. glTF is Y-up by its specification; --up z "
@@ -191,7 +198,8 @@ def _config(args: argparse.Namespace) -> BuildConfig:
                            crease_angle=args.crease_angle,
                            shading_weight=args.shading_weight,
                            normal_cost=args.normal_cost,
-                           max_texture_size=args.max_texture_size, up=args.up)
+                           max_texture_size=args.max_texture_size,
+                           texture_compression=args.texture_compression, up=args.up)
     except ValueError as e:
         raise _RefusedError(str(e)) from None
 

@@ -12,7 +12,15 @@ from PIL import Image
 from preprocess.build import build_file
 from renderer.layout import MATERIALS_HEADER_WORDS
 from renderer.scene import Scene, SceneWarning, open_asset
-from preprocess.tess.records import MATERIAL_DTYPE, NO_TEXTURE, TEXTURE_DTYPE, chain_texels
+from preprocess.config import BuildConfig
+from preprocess.tess.records import (
+    MATERIAL_DTYPE,
+    NO_TEXTURE,
+    TEXTURE_BC1,
+    TEXTURE_DTYPE,
+    chain_texels,
+    chain_words,
+)
 
 
 def textured_box(path, size: int, shade: int):
@@ -25,6 +33,30 @@ def textured_box(path, size: int, shade: int):
     return path
 
 
+def test_block_compressed_tables_shrink_by_their_blocks(tmp_path):
+    # BC1 chains (two words a 4 x 4 block): a texture that loses its top mip keeps the words of
+    # the mips below, as the file has them, and a binding just short of both chains drops the
+    # largest top mip only
+    scene = Scene()
+    for k, (size, shade) in enumerate(((64, 40), (128, 200))):
+        out = tmp_path / f"b{k}.tess"
+        build_file(textured_box(tmp_path / f"b{k}.glb", size, shade), out)
+        scene.add_asset(open_asset(out))
+    _, texs, texels = tables(scene.material_data(1 << 27)[0])
+    assert texs["format"].tolist() == [TEXTURE_BC1, TEXTURE_BC1]
+    chains = [chain_words(64, 64, 7, TEXTURE_BC1), chain_words(128, 128, 8, TEXTURE_BC1)]
+    assert chains[1] == chains[0] + 2 * 32 * 32 and len(texels) == sum(chains) + 1
+    whole = len(scene.material_data(1 << 27)[0]) * 4
+    with pytest.warns(SceneWarning, match="1 top mips left out"):
+        words, _ = scene.material_data(whole - 8)  # (the last word is padding)
+    _, texs2, texels2 = tables(words)
+    assert [(int(t["width"]), int(t["mips"])) for t in texs2] == [(64, 7), (64, 7)]
+    big = scene.assets[1]
+    kept = big.texels[2 * 32 * 32: chains[1]]  # its file's words after the top mip
+    t = texs2[1]
+    assert np.array_equal(texels2[int(t["offset"]): int(t["offset"]) + len(kept)], kept)
+
+
 def tables(words: np.ndarray):
     tex_at, texel_at, n_mat, n_tex = (int(x) for x in words[:4])
     mats = words[MATERIALS_HEADER_WORDS: tex_at].copy().view(MATERIAL_DTYPE)
@@ -34,10 +66,12 @@ def tables(words: np.ndarray):
 
 
 def test_material_tables_rebase_and_shrink_to_fit(tmp_path):
+    # RGBA8 textures (a texel a word: each chain's shade read back where its record says)
     scene = Scene()
     for k, (size, shade) in enumerate(((64, 40), (128, 200))):
         out = tmp_path / f"b{k}.tess"
-        build_file(textured_box(tmp_path / f"b{k}.glb", size, shade), out)
+        build_file(textured_box(tmp_path / f"b{k}.glb", size, shade), out,
+                   BuildConfig(texture_compression="none"))
         scene.add_asset(open_asset(out))
     words, bases = scene.material_data(1 << 27)
     mats, texs, texels = tables(words)

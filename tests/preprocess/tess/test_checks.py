@@ -262,9 +262,14 @@ AT_OPEN = [
      r"section materials, material 0: occlusion_strength -1, not within 0..1"),
     ("material-flags", _section("materials", "flags", 0, 0x40),
      r"section materials, material 0: flags 0x40, unknown bits"),
-    ("texture-offset", _section("textures", "offset", 1, 600),
-     r"section textures, texture 1: offset 600 and its 5 mips \(341 texels\) run past the "
-     r"file's 682 texels"),
+    ("texture-offset", _section("textures", "offset", 1, 60),
+     r"section textures, texture 1: offset 60 and its 5 mips \(46 words\) run past the "
+     r"file's 92 texel words"),
+    ("texture-offset-rgba8", _section("textures", "format", 1, 0),  # BC1's words read as RGBA8
+     r"section textures, texture 1: offset 46 and its 5 mips \(341 words\) run past the "
+     r"file's 92 texel words"),
+    ("texture-format", _section("textures", "format", 0, 9),
+     r"section textures, texture 0: format 9, not one of \[0, 1, 2, 3, 4, 5\]"),
     ("texture-width", _section("textures", "width", 0, 100_000),
      r"section textures, texture 0: width 100000 and height 16, not a size"),
     ("texture-mips", _section("textures", "mips", 0, 9),

@@ -360,9 +360,10 @@ def test_future_older_and_unknown_version(tmp_path: Path) -> None:
     msg = f"written by a newer Tessera \\(version {newer}\\); this reader knows {TESS_VERSION}"
     with pytest.raises(TessFormatError, match=msg):
         TessFile(path)
-    assert TESS_VERSION == 3
-    # 1: cluster records without source groups; 2: with parent_error and the page_deps sections
-    for older in (1, 2):
+    assert TESS_VERSION == 4
+    # 1: cluster records without source groups; 2: with parent_error and the page_deps sections;
+    # 3: no deflated sections, textures RGBA8 only
+    for older in (1, 2, 3):
         path.write_bytes(_with_version(data, older))
         msg = (f"a.tess: written by an older Tessera \\(version {older}\\); rebuild it with "
                "`preprocess`$")
@@ -371,6 +372,58 @@ def test_future_older_and_unknown_version(tmp_path: Path) -> None:
     path.write_bytes(_with_version(data, 0))
     with pytest.raises(TessFormatError, match="unsupported version 0"):
         TessFile(path)
+
+
+def test_deflated_sections_round_trip_and_are_checked(tmp_path: Path) -> None:
+    # a section stored deflated reads back bit for bit (read-only, as the mapped ones) and takes
+    # less room; a flipped byte of its stream fails its checksum, and a stream that inflates to
+    # other than the directory's size is refused in one line, never more memory than it says
+    path = tmp_path / "a.tess"
+    kw = _sample(64, 1)
+    texels = np.tile(np.arange(4096, dtype=np.uint32) % 7, 16)
+    kw["sections"]["texels"] = texels
+    raw_size = write_tess(tmp_path / "raw.tess", **kw)
+    size = write_tess(path, **kw, deflate=("texels",))
+    assert size < raw_size - texels.nbytes // 2
+    with TessFile(path) as t:
+        assert np.array_equal(t.sections["texels"], texels)
+        assert not t.sections["texels"].flags.writeable
+        assert np.array_equal(t.sections["groups"], kw["sections"]["groups"])
+    entries = _entries(path.read_bytes())
+    e = entries[[bytes(n).rstrip(b"\0") for n in entries["name"]].index(b"texels")]
+    assert e["codec"] == tessfile.CODEC_DEFLATE and e["stored"] < e["nbytes"]
+    data = bytearray(path.read_bytes())
+    data[int(e["offset"]) + 5] ^= 0x40
+    path.write_bytes(bytes(data))
+    with pytest.raises(TessFormatError, match="section 'texels' checksum mismatch"):
+        TessFile(path)
+    with pytest.raises(ValueError, match="deflate names sections the file does not have"):
+        write_tess(tmp_path / "b.tess", **kw, deflate=("nothing",))
+    # a stream of more bytes than the entry says: the entry's size edited, checksums recomputed
+    write_tess(path, **kw, deflate=("texels",))
+    data = path.read_bytes()
+    h = _header(data)
+    ent = _entries(data)
+    i = [bytes(n).rstrip(b"\0") for n in ent["name"]].index(b"texels")
+    ent[i]["nbytes"] -= 64
+    ent[i]["shape"][0] -= 16
+    d0 = int(h["dir_offset"])
+    blob = ent.tobytes() + data[d0 + ent.nbytes: d0 + int(h["dir_size"])]
+    hh = np.frombuffer(data[:HEADER_SIZE], HEADER_DTYPE).copy()
+    hh["dir_crc"] = tessfile._crc(blob)
+    hh["header_crc"] = 0
+    hh["header_crc"] = tessfile._crc(hh.tobytes())
+    path.write_bytes(hh.tobytes() + data[HEADER_SIZE:d0] + blob + data[d0 + len(blob):])
+    with pytest.raises(TessFormatError, match="section 'texels' inflates to other than its "
+                                              "262080 bytes"):
+        TessFile(path)
+
+
+def _entries(data: bytes) -> np.ndarray:
+    h = _header(data)
+    d0 = int(h["dir_offset"])
+    return np.frombuffer(data[d0: d0 + int(h["section_count"]) * SECTION_ENTRY_DTYPE.itemsize],
+                         SECTION_ENTRY_DTYPE).copy()
 
 
 def test_close_and_views(tmp_path: Path) -> None:
