@@ -22,6 +22,7 @@ is 21.3 MiB; BC1 and BC4 an eighth of that (2.7 MiB), BC3 and BC5 a quarter (5.3
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -189,20 +190,27 @@ def compress_mip(mip: np.ndarray, fmt: int) -> np.ndarray:
     if fmt == TEXTURE_RGBA8:
         return mip.reshape(-1)
     import quicktex
+
+    h, w = mip.shape
+    rgba = np.pad(mip.view(np.uint8).reshape(h, w, 4), ((0, -h % 4), (0, -w % 4), (0, 0)),
+                  mode="edge")
+    raw = quicktex.RawTexture.frombytes(np.ascontiguousarray(rgba).tobytes(), rgba.shape[1],
+                                        rgba.shape[0])
+    return np.frombuffer(_encoder(fmt).encode(raw).tobytes(), "<u4")
+
+
+@functools.cache
+def _encoder(fmt: int):
+    """quicktex's encoder for a format, made once: making one builds its tables (~35 ms, more
+    than encoding a 1024² mip)."""
     from quicktex.s3tc.bc1 import BC1Encoder
     from quicktex.s3tc.bc3 import BC3Encoder
     from quicktex.s3tc.bc4 import BC4Encoder
     from quicktex.s3tc.bc5 import BC5Encoder
 
-    h, w = mip.shape
-    rgba = np.pad(mip.view(np.uint8).reshape(h, w, 4), ((0, -h % 4), (0, -w % 4), (0, 0)),
-                  mode="edge")
-    encoder = {TEXTURE_BC1: lambda: BC1Encoder(BC_LEVEL), TEXTURE_BC3: lambda: BC3Encoder(BC_LEVEL),
-               TEXTURE_BC4: lambda: BC4Encoder(0), TEXTURE_BC5_NORMAL: lambda: BC5Encoder(0, 1),
-               TEXTURE_BC5_GB: lambda: BC5Encoder(1, 2)}[fmt]()
-    raw = quicktex.RawTexture.frombytes(np.ascontiguousarray(rgba).tobytes(), rgba.shape[1],
-                                        rgba.shape[0])
-    return np.frombuffer(encoder.encode(raw).tobytes(), "<u4")
+    return {TEXTURE_BC1: lambda: BC1Encoder(BC_LEVEL), TEXTURE_BC3: lambda: BC3Encoder(BC_LEVEL),
+            TEXTURE_BC4: lambda: BC4Encoder(0), TEXTURE_BC5_NORMAL: lambda: BC5Encoder(0, 1),
+            TEXTURE_BC5_GB: lambda: BC5Encoder(1, 2)}[fmt]()
 
 
 def encode_materials(materials: list[Material], textures: list[Texture], *,

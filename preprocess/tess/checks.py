@@ -337,8 +337,8 @@ def check_bvh(nodes: np.ndarray, groups: np.ndarray) -> np.ndarray:
 
 def check_materials(materials: np.ndarray, textures: np.ndarray, texels: np.ndarray) -> int:
     """Materials (at most MAX_MATERIALS; texture indices within the textures, factors finite,
-    known flags) and textures (sizes, mips, each mip chain within the texels). Returns the
-    materials a cluster may name: 1 (the default) in a file without."""
+    known flags) and textures (sizes, mips, a known format, each mip chain within the texels).
+    Returns the materials a cluster may name: 1 (the default) in a file without."""
     nm, nt, n = len(materials), len(textures), len(texels)
     if nm > MAX_MATERIALS:
         _fail(f"section materials: {nm} materials, more than {MAX_MATERIALS}")
