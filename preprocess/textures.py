@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 
 import numpy as np
 
 from preprocess.materials import Material, Texture, default_material
+from preprocess.mesh import MeshWarning
 from preprocess.tess.color import linear_to_srgb, srgb_to_linear
 from preprocess.tess.records import (
     MATERIAL_ALPHA_MASK,
@@ -41,6 +43,7 @@ from preprocess.tess.records import (
     TEXTURE_BC5_GB,
     TEXTURE_BC5_NORMAL,
     TEXTURE_DTYPE,
+    TEXTURE_FORMATS,
     TEXTURE_RGBA8,
     TEXTURE_SRGB,
     chain_words,
@@ -199,6 +202,18 @@ def compress_mip(mip: np.ndarray, fmt: int) -> np.ndarray:
     return np.frombuffer(_encoder(fmt).encode(raw).tobytes(), "<u4")
 
 
+def _compressed(mips: list[np.ndarray], fmt: int, texture: Texture) -> tuple[int, list]:
+    """(format, words of each mip) of a texture's chain in `fmt`; where the encoder fails, RGBA8
+    with a warning naming the texture (the picture keeps it, uncompressed)."""
+    try:
+        return fmt, [compress_mip(m, fmt) for m in mips]
+    except Exception as e:  # the encoder's own errors (memory, a library fault): one line
+        warnings.warn(f"texture {texture.name!r}: {TEXTURE_FORMATS[fmt][0]} encoding failed "
+                      f"({' '.join(str(e).split()) or type(e).__name__}): kept uncompressed",
+                      MeshWarning, stacklevel=2)
+        return TEXTURE_RGBA8, [m.reshape(-1) for m in mips]
+
+
 @functools.cache
 def _encoder(fmt: int):
     """quicktex's encoder for a format, made once: making one builds its tables (~35 ms, more
@@ -257,12 +272,13 @@ def encode_materials(materials: list[Material], textures: list[Texture], *,
     with ThreadPoolExecutor(max_workers=max(1, min(len(keys), os.cpu_count() or 1))) as pool:
         built = dict(zip(used, pool.map(lambda t: mip_chain(textures[t], max_texture_size), used),
                          strict=True))
-        words = list(pool.map(lambda k: [compress_mip(m, k[1]) for m in built[k[0]]], keys))
-    for i, (t, fmt) in enumerate(keys):
+        encoded = list(pool.map(lambda k: _compressed(built[k[0]], k[1], textures[k[0]]), keys))
+    for i, (t, _) in enumerate(keys):
         mips = built[t]
         h, w = mips[0].shape
+        fmt, words = encoded[i]
         tex[i] = (offset, w, h, len(mips), TEXTURE_SRGB if textures[t].srgb else 0, fmt, (0, 0))
-        chains += words[i]
-        offset += sum(len(x) for x in words[i])
+        chains += words
+        offset += sum(len(x) for x in words)
     texels = np.concatenate(chains, dtype=np.uint32) if chains else np.zeros(1, np.uint32)
     return {"materials": recs, "textures": tex, "texels": texels}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import hashlib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -383,6 +384,13 @@ def _shrink_to_fit(textures: np.ndarray, budget_words: int) -> tuple[np.ndarray,
     return tex, total
 
 
+def _texture_chains(textures: np.ndarray, texels: np.ndarray | None):
+    """(record, its chain's words) of each texture of an asset, the words a read-only view."""
+    for rec in textures:
+        n = chain_words(rec["width"], rec["height"], rec["mips"], rec["format"])
+        yield rec, np.asarray(texels[int(rec["offset"]): int(rec["offset"]) + n], np.uint32)
+
+
 def verify_pages(asset: Asset) -> None:
     """Check the CRC32 of every page of `asset` not checked yet (raises SceneError naming the bad
     pages). Every page the GPU receives goes through here or through `TessFile.page`: a flipped
@@ -639,29 +647,41 @@ class Scene:
     def material_data(self, limit_bytes: int) -> tuple[np.ndarray, np.ndarray]:
         """The scene's `materials` buffer as (n,) uint32 words (`layout.MATERIALS_HEADER_WORDS`
         says the layout) and each asset's first material. Texture indices are made scene-wide
-        and texel offsets relative to the first texel. Textures that would not fit one binding
+        and texel offsets relative to the first texel; a texture several assets hold (the same
+        record and words) is in it once. Textures that would not fit one binding
         of `limit_bytes` lose their largest mips, the largest texture first (a `SceneWarning`
         says how many)."""
         recs, texs, texels, bases = [], [], [], []
-        n_mat = n_tex = n_texel = 0
+        n_mat = n_texel = 0
+        seen: dict[tuple, int] = {}  # a texture's record and words -> its scene-wide index
         for a in self.assets:
             m = a.materials if a.materials is not None and len(a.materials) else \
                 default_material_record()
             m = m.copy()
-            t = (a.textures.copy() if a.textures is not None else np.zeros(0, TEXTURE_DTYPE))
-            for f in MATERIAL_TEXTURES:
-                m[f] = np.where(m[f] == NO_TEXTURE, NO_TEXTURE, m[f] + n_tex)
-            t["offset"] += n_texel
+            t = a.textures if a.textures is not None else np.zeros(0, TEXTURE_DTYPE)
+            # each texture once a scene: one the assets before hold (the same record and
+            # words: a scene's meshes built from one glTF share its images) is not added again
+            index = np.zeros(len(t), np.int64)
+            for i, (rec, words) in enumerate(_texture_chains(t, a.texels)):
+                key = (*(int(rec[f]) for f in ("width", "height", "mips", "flags", "format")),
+                       hashlib.blake2b(words, digest_size=16).digest())
+                if key not in seen:
+                    seen[key] = len(texs)
+                    rec = rec.copy()
+                    rec["offset"] = n_texel
+                    texs.append(rec)
+                    texels.append(words)
+                    n_texel += len(words)
+                index[i] = seen[key]
+            for f in MATERIAL_TEXTURES:  # (the reader checked the indices: below len(t))
+                if len(t):
+                    none = m[f] == NO_TEXTURE
+                    m[f] = np.where(none, NO_TEXTURE, index[np.where(none, 0, m[f])])
             bases.append(n_mat)
             recs.append(m)
-            texs.append(t)
-            tx = a.texels if a.texels is not None and len(t) else np.zeros(0, np.uint32)
-            texels.append(np.asarray(tx, np.uint32))
             n_mat += len(m)
-            n_tex += len(t)
-            n_texel += len(tx)
         mat = np.concatenate(recs)
-        tex = np.concatenate(texs) if texs else np.zeros(0, TEXTURE_DTYPE)
+        tex = np.array(texs, TEXTURE_DTYPE) if texs else np.zeros(0, TEXTURE_DTYPE)
         all_texels = np.concatenate(texels) if texels else np.zeros(0, np.uint32)
         head_words = MATERIALS_HEADER_WORDS + mat.nbytes // 4 + tex.nbytes // 4
         budget = limit_bytes // 4 - head_words

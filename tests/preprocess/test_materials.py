@@ -334,3 +334,31 @@ def test_an_unreadable_texture_file_is_named(tmp_path):
     assert len(text) == 1 and text[0].startswith(f"box.gltf: texture {uri!r} cannot be read: ")
     assert text[0].endswith("(material 'paint' base colour); drawn without it")
     assert mesh.materials[0].base_color_texture == -1
+
+
+def test_a_texture_the_encoder_refuses_is_kept_uncompressed(monkeypatch):
+    # the block encoder failing (memory, a library fault) on one texture: a warning names it
+    # and the texture stays, as RGBA8; the others are compressed as asked
+    import preprocess.textures as textures
+    from preprocess.materials import Material
+    from preprocess.tess.records import TEXTURE_BC5_NORMAL, TEXTURE_RGBA8, chain_words
+
+    real = textures.compress_mip
+
+    def failing(mip, fmt):
+        if fmt != TEXTURE_BC5_NORMAL:
+            raise MemoryError("out of memory")
+        return real(mip, fmt)
+
+    monkeypatch.setattr(textures, "compress_mip", failing)
+    paint = np.full((16, 16, 4), 200, np.uint8)
+    paint[..., 3] = 255  # opaque: BC1
+    colour = Texture(paint, True, "paint.png")
+    normal = Texture(np.full((16, 16, 4), 128, np.uint8), False, "bumps.png")
+    with pytest.warns(MeshWarning, match=r"texture 'paint.png': bc1 encoding failed \(out of "
+                                         r"memory\): kept uncompressed"):
+        s = textures.encode_materials([Material(base_color_texture=0, normal_texture=1)],
+                                      [colour, normal])
+    assert s["textures"]["format"].tolist() == [TEXTURE_RGBA8, TEXTURE_BC5_NORMAL]
+    assert s["texels"][0] == 0xFFC8C8C8  # the paint's first texel as a word
+    assert len(s["texels"]) == chain_words(16, 16, 5) + chain_words(16, 16, 5, TEXTURE_BC5_NORMAL)

@@ -57,6 +57,21 @@ def test_block_compressed_tables_shrink_by_their_blocks(tmp_path):
     assert np.array_equal(texels2[int(t["offset"]): int(t["offset"]) + len(kept)], kept)
 
 
+def test_a_texture_two_assets_hold_is_uploaded_once(tmp_path):
+    # two meshes built from images with the same pixels (a scene's meshes sharing its images)
+    # and a third with other pixels: the first two's materials name one texture, its words once
+    scene = Scene()
+    for k, shade in enumerate((40, 40, 200)):
+        out = tmp_path / f"b{k}.tess"
+        build_file(textured_box(tmp_path / f"b{k}.glb", 64, shade), out)
+        scene.add_asset(open_asset(out))
+    words, _ = scene.material_data(1 << 27)
+    mats, texs, texels = tables(words)
+    assert mats["base_color_texture"].tolist() == [0, 0, 1] and len(texs) == 2
+    assert len(texels) == 2 * chain_words(64, 64, 7, TEXTURE_BC1) + 1
+    assert np.array_equal(texels[: texs[1]["offset"]], scene.assets[0].texels)
+
+
 def tables(words: np.ndarray):
     tex_at, texel_at, n_mat, n_tex = (int(x) for x in words[:4])
     mats = words[MATERIALS_HEADER_WORDS: tex_at].copy().view(MATERIAL_DTYPE)
