@@ -21,6 +21,7 @@ from preprocess.mesh import Mesh
 from preprocess.tess.container import write_tess
 from preprocess.tess.limits import PAGE_ROOT
 from preprocess.tess.summary import summarize
+from preprocess.textures import TextureSet
 from preprocess.up_axis import to_y_up, warn_against_spec
 
 
@@ -65,9 +66,10 @@ class BuildResult:
 
 
 def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
-                progress: Progress | None = None, seconds: dict | None = None
-                ) -> tuple[LodDag, Bvh, PackedAsset]:
-    """Mesh -> (DAG, BVH, packed pages); stage times go into `seconds` if given. A mesh whose
+                progress: Progress | None = None, seconds: dict | None = None,
+                texture_set: TextureSet | None = None) -> tuple[LodDag, Bvh, PackedAsset]:
+    """Mesh -> (DAG, BVH, packed pages); stage times go into `seconds` if given; `texture_set`:
+    the scene's textures, which the mesh's materials index (`pack_asset`). A mesh whose
     up axis is not Y (`config.up`) is turned Y-up first (`preprocess.up_axis.to_y_up`): the
     DAG and everything after see the rotated mesh; `mesh` itself is not modified."""
     cfg = config or BuildConfig()
@@ -104,7 +106,7 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
         bvh, sec["bvh"] = pending.result()
     report("bvh", 1, 1)
     report("pack", 0, 1)
-    packed = pack_asset(dag, bvh, cfg, encoded)
+    packed = pack_asset(dag, bvh, cfg, encoded, texture_set=texture_set)
     report("pack", 1, 1)
     sec["pack"] = time.perf_counter() - t - sec["bvh"]
     packed.meta.update(dag_stats(dag))
@@ -166,7 +168,8 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
                config: BuildConfig | None = None, *, progress: Progress | None = None,
                verify: bool = False, load_seconds: float | None = None,
                texture: str | os.PathLike | None = None,
-               stage_into: list[Path] | None = None) -> BuildResult:
+               stage_into: list[Path] | None = None,
+               texture_set: TextureSet | None = None) -> BuildResult:
     """Load (unless given a Mesh), build, verify if asked, and write a `.tess` file atomically.
     `config.up` turns the mesh Y-up (`build_asset`); a glTF file with an up axis other than Y,
     its specification's, gives a `MeshWarning` and is rotated all the same.
@@ -177,7 +180,9 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     `output`. Whatever raises, from progress or not (a failed verification: `VerifyError`, before
     anything is written; a full disk: OSError naming `output`), leaves no file behind.
     stage_into: the file is left complete at a temporary name beside `output`, appended to this
-    list (`write_tess`), for the caller to rename with the files that go with it (a scene's)."""
+    list (`write_tess`), for the caller to rename with the files that go with it (a scene's).
+    texture_set: the scene's textures (`preprocess.textures.texture_set`, its file named by
+    `texture_set.file`): the file's materials index them and it holds none of its own."""
     from preprocess.load import load_mesh
 
     seconds: dict[str, float] = {}
@@ -191,7 +196,8 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
         mesh = load_mesh(source, crease_angle=cfg.crease_angle, texture=texture)
         seconds["load"] = time.perf_counter() - t
         warn_against_spec(source, cfg.up)
-    dag, bvh, packed = build_asset(mesh, cfg, progress=progress, seconds=seconds)
+    dag, bvh, packed = build_asset(mesh, cfg, progress=progress, seconds=seconds,
+                                   texture_set=texture_set)
     report = progress or (lambda stage, done, total: None)
     verified = None
     if verify:
@@ -205,6 +211,7 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     report("write", 0, 1)
     size = write_tess(output, meta=packed.meta, sections=packed.sections, pages=packed.pages,
                       page_flags=packed.page_flags, before_replace=lambda: report("write", 1, 1),
-                      stage_into=stage_into, deflate=("texels",))
+                      stage_into=stage_into,
+                      deflate=[n for n in ("texels",) if n in packed.sections])
     seconds["write"] = time.perf_counter() - t
     return BuildResult(Path(output), dag, bvh, packed, size, seconds, verified)

@@ -22,7 +22,7 @@ import numpy as np
 from preprocess.config import BuildConfig
 from preprocess.lod import BVH_EMPTY, Bvh, LodDag
 from preprocess.mesh import Mesh, MeshError, column_bounds
-from preprocess.textures import encode_materials
+from preprocess.textures import TextureSet, encode_materials
 from preprocess.tess.color import linear_to_srgb
 from preprocess.tess.limits import MAX_MATERIALS, MAX_PAGE_CLUSTERS, PAGE_ROOT, ROOT_ERROR
 from preprocess.tess.records import (
@@ -43,6 +43,8 @@ from preprocess.tess.records import (
     PAGE_HEADER_DTYPE,
     PART_DTYPE,
     TEXTURE_FORMATS,
+    MATERIAL_TEXTURES,
+    NO_TEXTURE,
 )
 
 @nb.njit(cache=True, nogil=True)
@@ -349,9 +351,11 @@ def encode_vertices(dag: LodDag) -> EncodedVertices:
 
 
 def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
-               encoded: EncodedVertices | None = None) -> PackedAsset:
+               encoded: EncodedVertices | None = None, *,
+               texture_set: TextureSet | None = None) -> PackedAsset:
     """Lay out the DAG's clusters in pages, coarse to fine, and build the hierarchy sections.
-    encoded: `encode_vertices(dag)`, when the caller made it already."""
+    encoded: `encode_vertices(dag)`, when the caller made it already. texture_set: the scene's
+    textures (in a file of their own, `texture_set.file`), which the materials index."""
     cfg = config or BuildConfig()
     mesh = dag.mesh
     enc = encoded if encoded is not None else encode_vertices(dag)
@@ -422,11 +426,20 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
     meta = _asset_meta(dag, step, bounds, uv_float)
     material_sections = encode_materials(mesh.materials, mesh.textures,
                                          max_texture_size=cfg.max_texture_size,
-                                         compression=cfg.texture_compression)
-    tex = material_sections["textures"]
+                                         compression=cfg.texture_compression,
+                                         shared=texture_set)
+    if texture_set is not None:  # the textures are the scene's file's: named, and matched
+        meta["texture_file"], meta["texture_set"] = texture_set.file, texture_set.digest
+        used = np.unique(np.concatenate([material_sections["materials"][f]
+                                         for f in MATERIAL_TEXTURES]))
+        tex = texture_set.textures[used[used != NO_TEXTURE]]
+        meta["texture_bytes"] = 0  # the scene's file holds them (`texture_set_bytes`)
+        meta["texture_set_bytes"] = int(texture_set.texels.nbytes)
+    else:
+        tex = material_sections["textures"]
+        meta["texture_bytes"] = int(material_sections["texels"].nbytes) if len(tex) else 0
     meta["textures"] = [[int(w), int(h)] for w, h in zip(tex["width"], tex["height"],
                                                          strict=True)]
-    meta["texture_bytes"] = int(material_sections["texels"].nbytes) if len(tex) else 0
     meta["texture_formats"] = sorted({TEXTURE_FORMATS[int(f)][0] for f in tex["format"]})
     sections = {
         **material_sections,

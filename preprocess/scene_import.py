@@ -39,6 +39,9 @@ import numpy as np
 from preprocess.io.gltf_nodes import drawn, placements, walk
 from preprocess.mesh import Mesh, MeshError, MeshWarning
 from preprocess.tess.atomic import fsync_dir
+from preprocess.tess.container import write_tess
+from preprocess.tess.limits import TEXTURE_SET_KIND, TEXTURE_SET_NAME
+from preprocess.textures import texture_set
 from preprocess.tess.limits import MAX_WORLD
 from preprocess.tess.scene_file import (
     MAX_LIGHTS,
@@ -344,7 +347,9 @@ def _turned(light: dict, turn: np.ndarray) -> dict:
 def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
                 progress=None, verify: bool = False, up: str = "y") -> list:
     """Preprocess every mesh of `scene` into `<output stem>.<mesh>.tess` beside `output` (a
-    `.json` scene file), then write the scene file; returns the `BuildResult`s. The files appear
+    `.json` scene file), their textures once into `<output stem>.@textures.tess` (each image
+    the meshes share stored once, `preprocess.textures.texture_set`; the meshes' materials index
+    it), then write the scene file; returns the `BuildResult`s. The files appear
     together, the scene file last: each `.tess` waits complete under its temporary name
     (`build_file`'s `stage_into`) until all are, then they are renamed into place and the scene
     file written. Whatever stops it before (an error, a KeyboardInterrupt) leaves the folder as
@@ -372,13 +377,24 @@ def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
     results, files = [], {}
     renaming = False
     try:
+        # the meshes' textures once, in a file of their own that their materials index
+        shared = texture_set(scene.meshes.values(), max_texture_size=cfg.max_texture_size,
+                             compression=cfg.texture_compression)
+        if shared is not None:
+            shared.file = f"{stem}.{TEXTURE_SET_NAME}.tess"
+            tex_path = out.parent / shared.file
+            staged[tex_path] = []
+            write_tess(tex_path, meta={"kind": TEXTURE_SET_KIND, "texture_set": shared.digest,
+                                       "name": stem}, sections=shared.sections,
+                       pages=np.zeros((0, 16), np.uint8), page_flags=np.zeros(0, np.uint32),
+                       stage_into=staged[tex_path], deflate=("texels",))
         for k, (name, mesh) in enumerate(scene.meshes.items()):
             tess = out.parent / f"{stem}.{name}.tess"
             if progress is not None:
                 progress("meshes", k, len(scene.meshes))
             staged[tess] = []
             results.append(build_file(mesh, tess, cfg, progress=progress, verify=verify,
-                                      stage_into=staged[tess]))
+                                      stage_into=staged[tess], texture_set=shared))
             files[name] = tess.name
         if progress is not None:
             progress("meshes", len(scene.meshes), len(scene.meshes))

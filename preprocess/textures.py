@@ -23,8 +23,10 @@ is 21.3 MiB; BC1 and BC4 an eighth of that (2.7 MiB), BC3 and BC5 a quarter (5.3
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,8 +51,8 @@ from preprocess.tess.records import (
     chain_words,
 )
 
-__all__ = ["TEXTURE_COMPRESSIONS", "compress_mip", "encode_materials", "mip_chain",
-           "slot_format", "texture_bytes"]
+__all__ = ["TEXTURE_COMPRESSIONS", "TextureSet", "compress_mip", "encode_materials",
+           "mip_chain", "slot_format", "texture_bytes", "texture_set"]
 
 # BuildConfig.texture_compression: "bc" (block-compressed, the default) or "none" (RGBA8)
 TEXTURE_COMPRESSIONS = ("bc", "none")
@@ -228,24 +230,26 @@ def _encoder(fmt: int):
             TEXTURE_BC5_GB: lambda: BC5Encoder(1, 2)}[fmt]()
 
 
-def encode_materials(materials: list[Material], textures: list[Texture], *,
-                     max_texture_size: int = 0, compression: str = "bc"
-                     ) -> dict[str, np.ndarray]:
-    """The `materials`, `textures` and `texels` sections of an asset (`default_material()` alone
-    when `materials` is empty). Textures no material uses are left out; one a format its uses
-    ask for (`slot_format`; `compression` one of TEXTURE_COMPRESSIONS)."""
-    if compression not in TEXTURE_COMPRESSIONS:
-        raise ValueError(f"texture compression must be one of {', '.join(TEXTURE_COMPRESSIONS)}, "
-                         f"not {compression!r}")
-    materials = materials or [default_material()]
-    # a record a (texture, format) the materials' slots use, in the order first used
+def _image_key(texture: Texture, fmt: int) -> tuple:
+    """What makes two textures one in a scene's set: their pixels, sRGB flag and format."""
+    img = np.ascontiguousarray(texture.image)
+    return (img.shape, texture.srgb, fmt, hashlib.blake2b(img, digest_size=16).digest())
+
+
+def _uses(materials: list[Material], textures: list[Texture], compression: str
+          ) -> list[tuple[int, int]]:
+    """The (texture, format) pairs the materials' slots use, in the order first used."""
     keys: list[tuple[int, int]] = []
     for m in materials:
         for f in MATERIAL_TEXTURES:
             t = getattr(m, f)
             if t >= 0 and (key := (t, slot_format(f, textures[t], compression))) not in keys:
                 keys.append(key)
-    remap = {key: i for i, key in enumerate(keys)}
+    return keys
+
+
+def _material_records(materials: list[Material], index) -> np.ndarray:
+    """MATERIAL_DTYPE records, each texture field `index(texture, slot)` (NO_TEXTURE: none)."""
     recs = np.zeros(len(materials), MATERIAL_DTYPE)
     for i, m in enumerate(materials):
         r = recs[i]
@@ -258,27 +262,93 @@ def encode_materials(materials: list[Material], textures: list[Texture], *,
         r["occlusion_strength"] = m.occlusion_strength
         for f in MATERIAL_TEXTURES:
             t = getattr(m, f)
-            r[f] = NO_TEXTURE if t < 0 else remap[(t, slot_format(f, textures[t], compression))]
+            r[f] = NO_TEXTURE if t < 0 else index(t, f)
         r["flags"] = ((MATERIAL_DOUBLE_SIDED if m.double_sided else 0)
                       | (MATERIAL_ALPHA_MASK if m.alpha_mode == "MASK" else 0))
-    used = sorted({t for t, _ in keys})
-    tex = np.zeros(len(keys), TEXTURE_DTYPE)
+    return recs
+
+
+def _encode_textures(pairs: list[tuple[Texture, int]], max_texture_size: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The `textures` records and `texels` of (texture, format) pairs, in their order."""
+    tex = np.zeros(len(pairs), TEXTURE_DTYPE)
     chains = []
     offset = 0
+    images = list({id(t): t for t, _ in pairs}.values())
     # numpy releases the GIL in the averaging: the textures' chains are built side by side,
     # then each (texture, format)'s mips compressed side by side
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=max(1, min(len(keys), os.cpu_count() or 1))) as pool:
-        built = dict(zip(used, pool.map(lambda t: mip_chain(textures[t], max_texture_size), used),
-                         strict=True))
-        encoded = list(pool.map(lambda k: _compressed(built[k[0]], k[1], textures[k[0]]), keys))
-    for i, (t, _) in enumerate(keys):
-        mips = built[t]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(pairs), os.cpu_count() or 1))) as pool:
+        built = dict(zip((id(t) for t in images),
+                         pool.map(lambda t: mip_chain(t, max_texture_size), images), strict=True))
+        encoded = list(pool.map(lambda p: _compressed(built[id(p[0])], p[1], p[0]), pairs))
+    for i, (t, _) in enumerate(pairs):
+        mips = built[id(t)]
         h, w = mips[0].shape
         fmt, words = encoded[i]
-        tex[i] = (offset, w, h, len(mips), TEXTURE_SRGB if textures[t].srgb else 0, fmt, (0, 0))
+        tex[i] = (offset, w, h, len(mips), TEXTURE_SRGB if t.srgb else 0, fmt, (0, 0))
         chains += words
         offset += sum(len(x) for x in words)
     texels = np.concatenate(chains, dtype=np.uint32) if chains else np.zeros(1, np.uint32)
+    return tex, texels
+
+
+@dataclass
+class TextureSet:
+    """The textures of a scene's meshes, each once (`texture_set`): written to a file of their
+    own beside the meshes' `.tess` files, whose materials index it (`encode_materials`)."""
+
+    textures: np.ndarray  # TEXTURE_DTYPE
+    texels: np.ndarray  # (n,) uint32
+    digest: str  # of both: the meshes' files name it, the reader matches it
+    index: dict[tuple, int]  # `_image_key` -> its record
+    compression: str
+    file: str = ""  # its file's name, beside the meshes' (`preprocess.scene_import`)
+
+    @property
+    def sections(self) -> dict[str, np.ndarray]:
+        return {"textures": self.textures, "texels": self.texels}
+
+
+def texture_set(meshes, *, max_texture_size: int = 0, compression: str = "bc"
+                ) -> TextureSet | None:
+    """The textures the meshes' materials use, once each however many meshes use them (the same
+    pixels, sRGB flag and format), or None where they use none."""
+    pairs, index = [], {}
+    for mesh in meshes:
+        materials = mesh.materials or [default_material()]
+        for t, fmt in _uses(materials, mesh.textures, compression):
+            key = _image_key(mesh.textures[t], fmt)
+            if key not in index:
+                index[key] = len(pairs)
+                pairs.append((mesh.textures[t], fmt))
+    if not pairs:
+        return None
+    tex, texels = _encode_textures(pairs, max_texture_size)
+    h = hashlib.blake2b(tex.tobytes(), digest_size=16)
+    h.update(texels.tobytes())
+    return TextureSet(tex, texels, h.hexdigest(), index, compression)
+
+
+def encode_materials(materials: list[Material], textures: list[Texture], *,
+                     max_texture_size: int = 0, compression: str = "bc",
+                     shared: TextureSet | None = None) -> dict[str, np.ndarray]:
+    """The `materials`, `textures` and `texels` sections of an asset (`default_material()` alone
+    when `materials` is empty). Textures no material uses are left out; one a format its uses
+    ask for (`slot_format`; `compression` one of TEXTURE_COMPRESSIONS). `shared`: the scene's
+    set (`texture_set`, which holds every texture of these materials): the materials index it,
+    and the asset has no textures of its own (only `materials` returned)."""
+    if compression not in TEXTURE_COMPRESSIONS:
+        raise ValueError(f"texture compression must be one of {', '.join(TEXTURE_COMPRESSIONS)}, "
+                         f"not {compression!r}")
+    materials = materials or [default_material()]
+    if shared is not None:
+        return {"materials": _material_records(materials, lambda t, f: shared.index[_image_key(
+            textures[t], slot_format(f, textures[t], shared.compression))])}
+    keys = _uses(materials, textures, compression)
+    remap = {key: i for i, key in enumerate(keys)}
+    recs = _material_records(materials, lambda t, f: remap[
+        (t, slot_format(f, textures[t], compression))])
+    tex, texels = _encode_textures([(textures[t], fmt) for t, fmt in keys], max_texture_size)
     return {"materials": recs, "textures": tex, "texels": texels}

@@ -46,3 +46,8 @@ MAX_LIGHTS = 16
 # a source's up axis: what a `.tess` records in its meta ("up") and a scene file's asset may name
 # (preprocess.up_axis turns a Z-up source Y-up); Tessera's world is Y-up
 UP_AXES = ("y", "z")
+
+# a scene's textures file (`preprocess.scene_import.build_scene`): `<scene>.@textures.tess`, its
+# meta's "kind"; mesh names never hold "@", so it never shares a name with a mesh's file
+TEXTURE_SET_NAME = "@textures"
+TEXTURE_SET_KIND = "textures"

@@ -15,6 +15,7 @@ naming the file, the section or page, the record and the field.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -27,7 +28,8 @@ from preprocess.tess.checks import (
     check_positions,
     read_page_records,
 )
-from preprocess.tess.container import TessFile
+from preprocess.tess.container import TessFile, TessFormatError
+from preprocess.tess.limits import TEXTURE_SET_KIND
 
 __all__ = ["AssetFile", "read_tess"]
 
@@ -38,6 +40,7 @@ class AssetFile(TessFile):
     _context: PageContext | None = None  # what the page checks need, once the records passed
 
     def check_contents(self) -> None:
+        self._attach_texture_set()
         try:
             self._context = check_asset(self.meta, self.sections, self.pages_array(),
                                         self.page_flags)
@@ -46,6 +49,37 @@ class AssetFile(TessFile):
             # fails is the cause, and is named as such
             self.verify_all()
             self._fail(str(e))
+
+    def _attach_texture_set(self) -> None:
+        """A scene's mesh whose textures are the scene's (`meta["texture_file"]`, a file beside
+        it, `preprocess.scene_import.build_scene`): that file's `textures` and `texels` read
+        (its checksums) and taken as this asset's, where its digest is the one this file
+        names; then checked with the materials as a file's own."""
+        name = self.meta.get("texture_file")
+        if name is None:
+            return
+        if (not isinstance(name, str) or not name.endswith(".tess")
+                or Path(name).name != name):
+            self._fail(f"meta texture_file {name!r}: not a file name beside it")
+        if "textures" in self.sections or "texels" in self.sections:
+            self._fail(f"textures of its own and in {name}: one or the other")
+        try:
+            t = TessFile(self.path.parent / name)
+        except FileNotFoundError:
+            self._fail(f"its textures file {name} is missing (written beside the scene's "
+                       "meshes: build the scene again)")
+        except TessFormatError as e:
+            self._fail(f"its textures file: {e}")
+        with t:
+            if (t.meta.get("kind") != TEXTURE_SET_KIND
+                    or t.meta.get("texture_set") != self.meta.get("texture_set")):
+                self._fail(f"{name} is not the textures file it was built with (another build "
+                           "of the scene: build it again)")
+            if set(t.sections) != {"textures", "texels"}:
+                self._fail(f"{name}: sections {sorted(t.sections)}, not textures and texels")
+            # copies: the views of its mapping close with it
+            self.sections = {**self.sections, "textures": t.sections["textures"].copy(),
+                             "texels": np.array(t.sections["texels"])}
 
     def page_contents_problem(self, page: np.ndarray) -> str | None:
         if self._context is None:  # the records failed: the checksums are checked alone

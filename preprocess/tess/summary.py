@@ -40,8 +40,13 @@ def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> s
         if sizes:
             dims = ", ".join(f"{w}x{h}" for w, h in sizes[:5]) + (", ..." if len(sizes) > 5
                                                                   else "")
-            lines.insert(-2, f"  textures      {len(sizes)} ({dims}) with mips: "
-                             f"{meta.get('texture_bytes', 0) / 2**20:.1f} MiB")
+            where = (f"in {meta['texture_file']} (the scene's: "
+                     f"{meta.get('texture_set_bytes', 0) / 2**20:.1f} MiB)"
+                     if meta.get("texture_file") else
+                     f"{meta.get('texture_bytes', 0) / 2**20:.1f} MiB")
+            formats = ", ".join(meta.get("texture_formats") or [])
+            lines.insert(-2, f"  textures      {len(sizes)} ({dims}) with mips"
+                             f"{f' ({formats})' if formats else ''}: {where}")
     up = meta.get("up", "y")  # absent: Y-up, as files written before the key
     if up != "y":
         lines.append(f"  up axis       {up.upper()} in the source, turned Y-up when built")

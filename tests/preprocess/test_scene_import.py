@@ -350,3 +350,59 @@ def test_a_node_the_renderer_cannot_place_is_one_line(tmp_path, capsys, gltf_str
     assert len(err) == 1 and err[0].startswith("preprocess: error: street.glb: node "), err
     assert err[0].endswith(said), err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["street.glb"]
+
+
+def _textured_pair(path, shade: int = 90):
+    """A GLB scene of two different meshes (a box and a ball) with one textured material."""
+    import trimesh
+    from PIL import Image
+
+    y, x = np.mgrid[0:64, 0:64]
+    img = np.stack([x * 4, y * 4, np.full_like(x, shade)], -1).astype(np.uint8)
+    scene = trimesh.Scene()
+    for i, geom in enumerate((trimesh.creation.box(), trimesh.creation.icosphere(2))):
+        geom.apply_translation((3 * i, 0, 0))
+        geom.visual = trimesh.visual.TextureVisuals(
+            uv=geom.vertices[:, :2] * 0.3 + 0.5,
+            material=trimesh.visual.material.PBRMaterial(baseColorTexture=Image.fromarray(img)))
+        scene.add_geometry(geom, geom_name=f"part{i}")
+    scene.export(path)
+    return path
+
+
+def test_a_scenes_meshes_share_one_textures_file(tmp_path, capsys):
+    # two meshes with the same image: the image once, in the scene's textures file, which both
+    # meshes' materials index (none in their own files); opened with them, uploaded once. A
+    # textures file missing or from another build: one line naming it
+    from preprocess.tess import read_tess
+    from preprocess.tess.container import TessFile, TessFormatError
+    from renderer.scene import Scene, SceneError, open_asset
+
+    src = _textured_pair(tmp_path / "pair.glb")
+    assert preprocess_main([str(src), "-q"]) == 0, capsys.readouterr().err
+    doc = json.loads((tmp_path / "pair.json").read_text())
+    shared = tmp_path / "pair.@textures.tess"
+    with TessFile(shared) as t:
+        assert set(t.sections) == {"textures", "texels"} and len(t.sections["textures"]) == 1
+        digest = t.meta["texture_set"]
+    scene = Scene()
+    for name in doc["assets"].values():
+        with TessFile(tmp_path / name) as raw:  # the mesh's own file holds no textures
+            assert "textures" not in raw.sections and "texels" not in raw.sections
+            assert raw.meta["texture_file"] == shared.name and raw.meta["texture_set"] == digest
+        a = open_asset(tmp_path / name)
+        assert len(a.textures) == 1 and a.materials["base_color_texture"][0] == 0
+        scene.add_asset(a)
+    words, _ = scene.material_data(1 << 27)
+    assert int(words[3]) == 1  # one texture in the scene's buffer
+    mesh_file = tmp_path / doc["assets"]["part0"]
+    other = _textured_pair(tmp_path / "other.glb", shade=200)
+    assert preprocess_main([str(other), "-q"]) == 0
+    shared.rename(tmp_path / "kept")
+    with pytest.raises(TessFormatError, match=r"pair.part0.tess: its textures file "
+                                              r"pair.@textures.tess is missing"):
+        read_tess(mesh_file)
+    (tmp_path / "other.@textures.tess").rename(shared)
+    with pytest.raises(SceneError, match=r"pair.@textures.tess is not the textures file it was "
+                                         r"built with"):
+        open_asset(mesh_file)
