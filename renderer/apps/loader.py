@@ -224,7 +224,11 @@ class LoadJob:
             scene_path.parent.mkdir(parents=True, exist_ok=True)
             results = build_scene(scene, scene_path, BuildConfig(), progress=self._progress,
                                   up=self.up or "y")
-            self.built += [*(str(r.path) for r in results), str(scene_path)]
+            # the scene's textures file first: discarded last, after the meshes naming it
+            shared = sorted({r.packed.meta["texture_file"] for r in results
+                             if "texture_file" in r.packed.meta})
+            self.built += [*(str(scene_path.parent / n) for n in shared),
+                           *(str(r.path) for r in results), str(scene_path)]
             spec = load_scene_file(scene_path)
         self.spec = spec
         self.tess = {name: str(p) for name, p in spec.assets.items()}

@@ -208,6 +208,30 @@ def test_a_render_that_fails_leaves_no_cache(case, tmp_path, gltf_balls, capsys,
     assert signal_child.left(tmp_path) == ["balls.glb"]
 
 
+def test_a_failed_render_of_a_textured_scene_leaves_no_textures_file(tmp_path, capsys,
+                                                                       signal_child):
+    # the scene's textures file (`<scene>.@textures.tess`) goes with the cache it belongs to
+    import numpy as np
+    from PIL import Image
+
+    img = Image.fromarray(np.full((16, 16, 3), 120, np.uint8))
+    scene = trimesh.Scene()
+    for k in range(2):
+        ball = trimesh.creation.icosphere(subdivisions=1)
+        ball.apply_translation((2.0 * k, 0, 0))
+        ball.visual = trimesh.visual.TextureVisuals(
+            uv=ball.vertices[:, :2] * 0.5 + 0.5,
+            material=trimesh.visual.material.PBRMaterial(baseColorTexture=img))
+        scene.add_geometry(ball, geom_name=f"ball{k}")
+    src = tmp_path / "lit.glb"
+    scene.export(src)
+    assert tessera_cli.main(["render", str(src), "-o", str(tmp_path / "x.png"),
+                             "--size", "32x32", "--instances", "4"]) == 2  # refused: a scene
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("tessera: error: "), err
+    assert signal_child.left(tmp_path) == ["lit.glb"]
+
+
 def _signal_here() -> None:
     """SIGTERM to this process, as if it arrived here; only while a command's handler is in
     place (Python's default would end the test run)."""
