@@ -40,6 +40,9 @@ class AssetFile(TessFile):
     _context: PageContext | None = None  # what the page checks need, once the records passed
 
     def check_contents(self) -> None:
+        if self.meta.get("kind") == TEXTURE_SET_KIND:
+            self._fail("a scene's textures file, not an asset: open the scene's .json, or one "
+                       "of its meshes' .tess beside it")
         self._attach_texture_set()
         try:
             self._context = check_asset(self.meta, self.sections, self.pages_array(),

@@ -395,6 +395,9 @@ def test_a_scenes_meshes_share_one_textures_file(tmp_path, capsys):
         scene.add_asset(a)
     words, _ = scene.material_data(1 << 27)
     assert int(words[3]) == 1  # one texture in the scene's buffer
+    with pytest.raises(TessFormatError, match=r"@textures.tess: a scene's textures file, not an "
+                                              r"asset: open the scene's .json"):
+        read_tess(shared)
     mesh_file = tmp_path / doc["assets"]["part0"]
     other = _textured_pair(tmp_path / "other.glb", shade=200)
     assert preprocess_main([str(other), "-q"]) == 0

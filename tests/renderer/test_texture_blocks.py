@@ -9,7 +9,7 @@ import pytest
 import wgpu
 
 import shaders
-from preprocess.tess.color import linear_to_srgb
+from preprocess.tess.color import linear_to_srgb, srgb_to_linear
 from preprocess.tess.records import (
     TEXTURE_BC1,
     TEXTURE_BC3,
@@ -22,7 +22,6 @@ from preprocess.tess.records import (
     TEXTURE_SRGB,
     mip_words,
 )
-from preprocess.tess.color import srgb_to_linear
 from preprocess.textures import compress_mip
 from renderer.gpu import READ, STORAGE, Binding, bind_group, buffer, buffer_with, compute_pipelines
 from renderer.layout import MATERIALS_HEADER_WORDS, SRGB_TABLE_WORDS
