@@ -12,6 +12,11 @@ each, alternating, median of `--renders`.
 
     python tools/bench_textures.py                       # the shared textured assets
     python tools/bench_textures.py --renders 5 my.glb    # a file of your own
+    python tools/bench_textures.py --lantern             # a generated scene sharing textures
+
+`--lantern`: a lantern-like glTF scene (`lantern_scene`: three meshes sharing one material of
+five 2048² textures) preprocessed as a scene, its files' bytes in all, and the textures its
+scene's materials buffer holds (`Scene.material_data`: one copy of each).
 """
 
 from __future__ import annotations
@@ -47,13 +52,85 @@ def _psnr(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> float:
     return float("inf") if mse == 0 else 10 * np.log10(255 ** 2 / mse)
 
 
+def lantern_scene(path: Path) -> Path:
+    """A GLB of three meshes (a cylinder, a ball, a box) sharing one material: base colour, a
+    normal map, a packed occlusion-roughness-metallic image (used as both), emissive, each
+    2048² of smooth detail and blotchy noise (PNG: far smaller than photographs)."""
+    import trimesh
+    from PIL import Image
+
+    rng = np.random.default_rng(7)
+    n = 2048
+    y, x = np.mgrid[0:n, 0:n] / n
+    noise = np.kron(rng.normal(0, 1, (n // 8, n // 8)), np.ones((8, 8)))
+
+    def image(a: np.ndarray) -> Image.Image:
+        return Image.fromarray(np.clip(a * 255, 0, 255).astype(np.uint8))
+
+    base = np.stack([0.5 + 0.3 * np.sin(9 * x) + 0.05 * noise,
+                     0.4 + 0.2 * np.cos(7 * y) + 0.05 * noise,
+                     0.3 + 0.1 * np.sin(5 * (x + y)) + 0.03 * noise], -1)
+    nx, ny = 0.2 * np.sin(40 * x), 0.2 * np.cos(37 * y)
+    normal = np.stack([0.5 + 0.5 * nx, 0.5 + 0.5 * ny,
+                       0.5 + 0.5 * np.sqrt(1 - nx ** 2 - ny ** 2)], -1)
+    orm = np.stack([0.8 + 0.2 * np.sin(3 * x), 0.3 + 0.4 * y + 0.05 * noise, (x > 0.5) * 1.0], -1)
+    glow = np.stack([(np.hypot(x - 0.5, y - 0.5) < 0.1) * 1.0] * 3, -1)
+    mat = trimesh.visual.material.PBRMaterial(
+        baseColorTexture=image(base), normalTexture=image(normal),
+        metallicRoughnessTexture=image(orm), occlusionTexture=image(orm),
+        emissiveTexture=image(glow), emissiveFactor=(1, 0.8, 0.5))
+    scene = trimesh.Scene()
+    for i, geom in enumerate((trimesh.creation.cylinder(0.5, 2, 48),
+                              trimesh.creation.icosphere(3, 0.6),
+                              trimesh.creation.box((0.3, 1.5, 0.3)))):
+        geom.apply_translation((1.5 * i, 0, 0))
+        v = geom.vertices
+        uv = np.stack([np.arctan2(v[:, 2], v[:, 0]) / (2 * np.pi) + 0.5, v[:, 1] / 2 + 0.5], -1)
+        geom.visual = trimesh.visual.TextureVisuals(uv=uv, material=mat)
+        scene.add_geometry(geom, geom_name=f"part{i}")
+    scene.export(path)
+    return path
+
+
+def lantern(tmp: Path) -> None:
+    """The lantern-like scene preprocessed (bc), its files and its scene's textures."""
+    import warnings
+
+    from preprocess.config import BuildConfig
+    from preprocess.scene_import import build_scene, read_scene
+    from renderer.scene import Scene, SceneWarning, open_asset
+
+    src = lantern_scene(tmp / "lantern.glb")
+    t = time.perf_counter()
+    results = build_scene(read_scene(src), tmp / "lantern.json", BuildConfig())
+    built = time.perf_counter() - t
+    files = sorted(p for p in tmp.iterdir() if p.suffix == ".tess")
+    scene = Scene()
+    for r in results:
+        scene.add_asset(open_asset(r.path))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", SceneWarning)
+        words, _ = scene.material_data(1 << 27)  # lavapipe's binding
+    print(f"lantern-like scene: source {src.stat().st_size / 1e6:.2f} MB; "
+          f"{len(files)} files of {sum(p.stat().st_size for p in files) / 1e6:.2f} MB in all "
+          f"({', '.join(f'{p.name} {p.stat().st_size / 1e6:.2f}' for p in files)}); built in "
+          f"{built:.1f} s; the scene's materials buffer {words.nbytes / 2**20:.1f} MiB, "
+          f"{int(words[3])} textures; {'; '.join(str(w.message) for w in said) or 'every mip'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("sources", nargs="*", help="textured meshes (default: the shared assets)")
     p.add_argument("--builds", type=int, default=3, help="builds of each kind, median (3)")
     p.add_argument("--renders", type=int, default=5,
                    help="`tessera render` runs of each kind, alternating, median (5)")
+    p.add_argument("--lantern", action="store_true",
+                   help="instead: the generated lantern-like scene (textures shared)")
     args = p.parse_args(argv)
+    if args.lantern:
+        with tempfile.TemporaryDirectory(prefix="tessera-lantern-") as tmp:
+            lantern(Path(tmp))
+        return 0
 
     from preprocess.build import build_file
     from preprocess.config import BuildConfig
