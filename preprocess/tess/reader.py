@@ -14,6 +14,7 @@ naming the file, the section or page, the record and the field.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -66,23 +67,21 @@ class AssetFile(TessFile):
             self._fail(f"meta texture_file {name!r}: not a file name beside it")
         if "textures" in self.sections or "texels" in self.sections:
             self._fail(f"textures of its own and in {name}: one or the other")
+        path = self.path.parent / name
         try:
-            t = TessFile(self.path.parent / name)
+            st = path.stat()
+            kind, digest, sections = _texture_set(str(path.resolve()), st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
             self._fail(f"its textures file {name} is missing (written beside the scene's "
                        "meshes: build the scene again)")
         except TessFormatError as e:
             self._fail(f"its textures file: {e}")
-        with t:
-            if (t.meta.get("kind") != TEXTURE_SET_KIND
-                    or t.meta.get("texture_set") != self.meta.get("texture_set")):
-                self._fail(f"{name} is not the textures file it was built with (another build "
-                           "of the scene: build it again)")
-            if set(t.sections) != {"textures", "texels"}:
-                self._fail(f"{name}: sections {sorted(t.sections)}, not textures and texels")
-            # copies: the views of its mapping close with it
-            self.sections = {**self.sections, "textures": t.sections["textures"].copy(),
-                             "texels": np.array(t.sections["texels"])}
+        if kind != TEXTURE_SET_KIND or digest != self.meta.get("texture_set"):
+            self._fail(f"{name} is not the textures file it was built with (another build of "
+                       "the scene: build it again)")
+        if set(sections) != {"textures", "texels"}:
+            self._fail(f"{name}: sections {sorted(sections)}, not textures and texels")
+        self.sections = {**self.sections, **sections}
 
     def page_contents_problem(self, page: np.ndarray) -> str | None:
         if self._context is None:  # the records failed: the checksums are checked alone
@@ -111,6 +110,20 @@ class AssetFile(TessFile):
                 check_positions(self.page(i), self._context)
             except RecordError as e:
                 self._fail(f"page {i} {e}")
+
+
+@functools.lru_cache(maxsize=4)
+def _texture_set(path: str, mtime_ns: int, size: int) -> tuple[object, object, dict]:
+    """A scene's textures file read (its checksums) and inflated once for all its meshes,
+    while it is unchanged (path, time and size: the cache's key): (kind, digest, sections,
+    read-only copies that outlive the file's mapping)."""
+    with TessFile(path) as t:
+        sections = {}
+        for name, a in t.sections.items():
+            a = np.array(a)
+            a.flags.writeable = False
+            sections[name] = a
+        return t.meta.get("kind"), t.meta.get("texture_set"), sections
 
 
 def read_tess(path: str | os.PathLike, *, verify_pages: bool = False) -> AssetFile:
