@@ -20,6 +20,7 @@ from preprocess.lod import Bvh, LodDag
 from preprocess.mesh import Mesh
 from preprocess.tess.container import write_tess
 from preprocess.tess.limits import PAGE_ROOT
+from preprocess.tess.records import DEFLATED_SECTIONS
 from preprocess.tess.summary import summarize
 from preprocess.textures import TextureSet
 from preprocess.up_axis import to_y_up, warn_against_spec
@@ -212,6 +213,6 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     size = write_tess(output, meta=packed.meta, sections=packed.sections, pages=packed.pages,
                       page_flags=packed.page_flags, before_replace=lambda: report("write", 1, 1),
                       stage_into=stage_into,
-                      deflate=[n for n in ("texels",) if n in packed.sections])
+                      deflate=[n for n in DEFLATED_SECTIONS if n in packed.sections])
     seconds["write"] = time.perf_counter() - t
     return BuildResult(Path(output), dag, bvh, packed, size, seconds, verified)

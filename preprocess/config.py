@@ -29,6 +29,9 @@ DEFAULT_CREASE_DEGREES = 45.0
 SHADING_WEIGHT = 0.4
 TEXTURED_SHADING_WEIGHT = 0.7
 
+# BuildConfig.texture_compression: "bc" (block-compressed, the default) or "none" (RGBA8)
+TEXTURE_COMPRESSIONS = ("bc", "none")
+
 
 @dataclass(frozen=True)
 class BuildConfig:
@@ -95,8 +98,9 @@ class BuildConfig:
         if not 0 <= self.max_texture_size <= MAX_TEXTURE_SIDE:
             raise ValueError(f"max texture size must be 0 (no limit) to {MAX_TEXTURE_SIDE}, not "
                              f"{self.max_texture_size}")
-        if self.texture_compression not in ("bc", "none"):
-            raise ValueError(f"texture compression must be bc or none, not "
+        if self.texture_compression not in TEXTURE_COMPRESSIONS:
+            raise ValueError(f"texture compression must be one of "
+                             f"{', '.join(TEXTURE_COMPRESSIONS)}, not "
                              f"{self.texture_compression!r}")
         if self.up not in UP_AXES:
             raise ValueError(f"up axis must be one of {', '.join(UP_AXES)}, not {self.up!r}")

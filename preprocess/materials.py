@@ -21,6 +21,8 @@ decompression-bomb limit raised to the largest texture Tessera reads (`texture_p
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,11 +64,26 @@ alpha_modes = ("OPAQUE", "MASK", "BLEND")
 
 @dataclass
 class Texture:
-    """An RGBA8 image: (h, w, 4) uint8, row 0 at the top; `srgb` for colour data."""
+    """An RGBA8 image: (h, w, 4) uint8, row 0 at the top; `srgb` for colour data. Its image is
+    not changed once made: `digest` and `opaque` are measured once."""
 
     image: np.ndarray
     srgb: bool
     name: str = "texture"
+
+    @functools.cached_property
+    def digest(self) -> bytes:
+        """A hash of the pixels (with their shape): two textures of equal pixels are one in a
+        scene's texture set (`preprocess.textures.texture_set`)."""
+        img = np.ascontiguousarray(self.image)
+        h = hashlib.blake2b(str(img.shape).encode(), digest_size=16)
+        h.update(img)
+        return h.digest()
+
+    @functools.cached_property
+    def opaque(self) -> bool:
+        """Every texel's alpha 255."""
+        return int(self.image[..., 3].min()) == 255
 
 
 @dataclass

@@ -40,9 +40,9 @@ from preprocess.io.gltf_nodes import drawn, placements, walk
 from preprocess.mesh import Mesh, MeshError, MeshWarning
 from preprocess.tess.atomic import fsync_dir
 from preprocess.tess.container import write_tess
-from preprocess.tess.limits import TEXTURE_SET_KIND, TEXTURE_SET_NAME
+from preprocess.tess.limits import MAX_WORLD, TEXTURE_SET_KIND, TEXTURE_SET_NAME
+from preprocess.tess.records import DEFLATED_SECTIONS
 from preprocess.textures import texture_set
-from preprocess.tess.limits import MAX_WORLD
 from preprocess.tess.scene_file import (
     MAX_LIGHTS,
     box_sphere,
@@ -387,7 +387,7 @@ def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
             write_tess(tex_path, meta={"kind": TEXTURE_SET_KIND, "texture_set": shared.digest,
                                        "name": stem}, sections=shared.sections,
                        pages=np.zeros((0, 16), np.uint8), page_flags=np.zeros(0, np.uint32),
-                       stage_into=staged[tex_path], deflate=("texels",))
+                       stage_into=staged[tex_path], deflate=DEFLATED_SECTIONS)
         for k, (name, mesh) in enumerate(scene.meshes.items()):
             tess = out.parent / f"{stem}.{name}.tess"
             if progress is not None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from preprocess.config import TEXTURE_COMPRESSIONS
 from preprocess.materials import Material, Texture, default_material
 from preprocess.mesh import MeshWarning
 from preprocess.tess.color import linear_to_srgb, srgb_to_linear
@@ -51,11 +52,8 @@ from preprocess.tess.records import (
     chain_words,
 )
 
-__all__ = ["TEXTURE_COMPRESSIONS", "TextureSet", "compress_mip", "encode_materials",
+__all__ = ["TextureSet", "compress_mip", "encode_materials",
            "mip_chain", "slot_format", "texture_bytes", "texture_set"]
-
-# BuildConfig.texture_compression: "bc" (block-compressed, the default) or "none" (RGBA8)
-TEXTURE_COMPRESSIONS = ("bc", "none")
 
 _SRGB_TO_LINEAR = srgb_to_linear(np.arange(256) / 255.0).astype(np.float32)
 
@@ -176,7 +174,7 @@ def slot_format(slot: str, texture: Texture, compression: str) -> int:
     if compression == "none":
         return TEXTURE_RGBA8
     if slot == "base_color_texture":
-        return TEXTURE_BC3 if int(texture.image[..., 3].min()) < 255 else TEXTURE_BC1
+        return TEXTURE_BC1 if texture.opaque else TEXTURE_BC3
     return {"emissive_texture": TEXTURE_BC1, "normal_texture": TEXTURE_BC5_NORMAL,
             "metallic_roughness_texture": TEXTURE_BC5_GB,
             "occlusion_texture": TEXTURE_BC4}[slot]
@@ -232,8 +230,7 @@ def _encoder(fmt: int):
 
 def _image_key(texture: Texture, fmt: int) -> tuple:
     """What makes two textures one in a scene's set: their pixels, sRGB flag and format."""
-    img = np.ascontiguousarray(texture.image)
-    return (img.shape, texture.srgb, fmt, hashlib.blake2b(img, digest_size=16).digest())
+    return texture.digest, texture.srgb, fmt
 
 
 def _uses(materials: list[Material], textures: list[Texture], compression: str

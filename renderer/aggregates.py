@@ -462,10 +462,10 @@ def build(blocks: np.ndarray, bounds: np.ndarray, cells: np.ndarray, slot_sites:
     # the blocks in chunks: their (blocks, 64, ...) float64 temporaries bounded (a million
     # instances measured at once peaked at ~400 MB of them)
     used_blocks = np.flatnonzero(used)
+    sites, area = slot_sites.reshape(nb, BLOCK, 5), slot_area.reshape(nb, BLOCK)
     for a in range(0, len(used_blocks), CHUNK_BLOCKS):
         b = used_blocks[a: a + CHUNK_BLOCKS]
-        _measure_blocks(agg, b, bounds, slot_sites.reshape(nb, BLOCK, 5)[b],
-                        slot_area.reshape(nb, BLOCK)[b])
+        _measure_blocks(agg, b, bounds, sites[b], area[b])
     for lv in range(1, int(agg.level.max(initial=0)) + 1):
         _measure_nodes(agg, np.flatnonzero(agg.level == lv))
     return agg

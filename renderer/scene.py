@@ -654,6 +654,8 @@ class Scene:
         recs, texs, texels, bases = [], [], [], []
         n_mat = n_texel = 0
         seen: dict[tuple, int] = {}  # a texture's record and words -> its scene-wide index
+        hashed: dict[tuple, bytes] = {}  # (texels array, offset) -> its chain's hash: a scene's
+        # meshes hold one texels array (their textures file's), hashed once
         for a in self.assets:
             m = a.materials if a.materials is not None and len(a.materials) else \
                 default_material_record()
@@ -663,8 +665,11 @@ class Scene:
             # words: a scene's meshes built from one glTF share its images) is not added again
             index = np.zeros(len(t), np.int64)
             for i, (rec, words) in enumerate(_texture_chains(t, a.texels)):
+                at = (id(a.texels), int(rec["offset"]), len(words))
+                if at not in hashed:
+                    hashed[at] = hashlib.blake2b(words, digest_size=16).digest()
                 key = (*(int(rec[f]) for f in ("width", "height", "mips", "flags", "format")),
-                       hashlib.blake2b(words, digest_size=16).digest())
+                       hashed[at])
                 if key not in seen:
                     seen[key] = len(texs)
                     rec = rec.copy()

@@ -61,6 +61,7 @@ __all__ = [
     "DEFAULT_BASE_COLOR",
     "DEFAULT_METALLIC",
     "DEFAULT_ROUGHNESS",
+    "DEFLATED_SECTIONS",
     "GROUP_DTYPE",
     "MATERIAL_ALPHA_MASK",
     "MATERIAL_BYTE_DOUBLE_SIDED",
@@ -90,7 +91,6 @@ __all__ = [
     "TEXTURE_FORMATS",
     "TEXTURE_RGBA8",
     "TEXTURE_SRGB",
-    "chain_texels",
     "chain_words",
     "default_material_record",
     "mip_words",
@@ -199,6 +199,9 @@ TEXTURE_DTYPE = np.dtype([
     ("pad", "<u4", 2),
 ])
 TEXTURE_SRGB = 0x1  # texels are sRGB-encoded (decode before filtering)
+# the sections a file stores deflated (`write_tess`'s `deflate`), where it has them: read whole,
+# and block-compressed texels lose a further ~30% (RGBA8 ones ~70%)
+DEFLATED_SECTIONS = ("texels",)
 
 # A texture's `format`: (name, words a 4 x 4 block, what a texel reads as). RGBA8 is a word a
 # texel, row by row; the BC formats (Direct3D's block compression, read by every desktop GPU)
@@ -247,17 +250,7 @@ def chain_words(width: int, height: int, mips: int, fmt: int = TEXTURE_RGBA8) ->
                for k in range(int(mips)))
 
 
-def chain_texels(width: int, height: int, mips: int | None = None) -> int:
-    """Texels of a texture's mip chain: mip i is max(1, width >> i) x max(1, height >> i), for
-    `mips` mips (None: down to 1 x 1), one after the other in `texels`."""
-    n, w, h, k = 0, int(width), int(height), 0
-    while mips is None or k < mips:
-        n += w * h
-        k += 1
-        if mips is None and w == 1 and h == 1:
-            break
-        w, h = max(1, w // 2), max(1, h // 2)
-    return n
+
 assert NODE_DTYPE.itemsize == 96 and GROUP_DTYPE.itemsize == 48
 assert CLUSTER_DTYPE.itemsize == 92 and PAGE_HEADER_DTYPE.itemsize == 16
 assert MATERIAL_DTYPE.itemsize == 80 and TEXTURE_DTYPE.itemsize == 32

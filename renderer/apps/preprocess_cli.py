@@ -95,7 +95,13 @@ def whole(lo: int, hi: int | None = None):
 
 def add_build_options(p: argparse.ArgumentParser) -> None:
     """The options shared by `preprocess` and `tessera preprocess`."""
-    from preprocess.config import SHADING_WEIGHT, TEXTURED_SHADING_WEIGHT, UP_AXES, BuildConfig
+    from preprocess.config import (
+        SHADING_WEIGHT,
+        TEXTURE_COMPRESSIONS,
+        TEXTURED_SHADING_WEIGHT,
+        UP_AXES,
+        BuildConfig,
+    )
     from preprocess.tess.limits import PAGE_SIZE
 
     d = BuildConfig()
@@ -144,7 +150,7 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                         "first that fits (0: no limit; default: "
                         f"{d.max_texture_size}); a 2048 texture with mips is 2.7 to 5.3 MiB "
                         "block-compressed, 21 MiB uncompressed")
-    p.add_argument("--texture-compression", choices=("bc", "none"),
+    p.add_argument("--texture-compression", choices=TEXTURE_COMPRESSIONS,
                    default=d.texture_compression,
                    help="bc: textures block-compressed in the format their use asks for (BC1 "
                         "colour, BC3 colour with alpha, BC5 normal maps and metallic-roughness, "

@@ -18,7 +18,6 @@ from preprocess.tess.records import (
     NO_TEXTURE,
     TEXTURE_BC1,
     TEXTURE_DTYPE,
-    chain_texels,
     chain_words,
 )
 
@@ -105,8 +104,8 @@ def test_material_tables_rebase_and_shrink_to_fit(tmp_path):
     _, texs2, texels2 = tables(words2)
     assert [(int(t["width"]), int(t["mips"])) for t in texs2] == [(64, 7), (64, 7)]
     for t, shade in zip(texs2, (40, 200), strict=True):
-        chain = texels2[int(t["offset"]): int(t["offset"]) + chain_texels(64, 64, 7)]
-        assert len(chain) == chain_texels(64, 64, 7) and np.all(chain & 0xFF == shade)
+        chain = texels2[int(t["offset"]): int(t["offset"]) + chain_words(64, 64, 7)]
+        assert len(chain) == chain_words(64, 64, 7) and np.all(chain & 0xFF == shade)
     # an asset without materials draws with the default material: grey, no texture
     trimesh.creation.icosphere().export(tmp_path / "plain.ply")
     build_file(tmp_path / "plain.ply", tmp_path / "plain.tess")
