@@ -47,9 +47,11 @@ def _source_bytes(path: Path) -> int:
 
 
 def _psnr(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> float:
-    d = a[..., :3].astype(np.float64) - b[..., :3]
-    mse = float((d[mask] ** 2).mean()) if mask.any() else 0.0
-    return float("inf") if mse == 0 else 10 * np.log10(255 ** 2 / mse)
+    """PSNR of the RGB of two images over the pixels of `mask`."""
+    from renderer.bench.quality import psnr_from
+
+    d = (a[..., :3].astype(np.float64) - b[..., :3])[mask]
+    return psnr_from(float((d * d).sum()), d.size)
 
 
 def lantern_scene(path: Path) -> Path:
