@@ -36,6 +36,7 @@ from renderer.layout import ARGS_WORDS, FRAME_DTYPE, STATE, STATE_WORDS, STAT_NA
 from renderer.lights import Light, faces_wanted
 from renderer.limits import (
     MAX_LOCAL_FACES,
+    TEXTURE_TILE_WORDS,
     DEFAULT_BINDING_LIMIT,
     FLAG_OCCLUSION,
     IMAGE_BUFFER_BYTES,
@@ -50,6 +51,7 @@ from renderer.limits import (
 )
 from renderer.options import RenderOptions
 from renderer.page_pool import PagePool
+from renderer.texture_pool import TexturePool
 from renderer.passes.accumulate import Accumulate
 from renderer.passes.cull import Cull
 from renderer.passes.depth_targets import DepthTargets
@@ -188,6 +190,7 @@ class Frame:
         self._agg_table = np.zeros((1, 8), np.uint32)  # the node table as last written
         self._moving = False  # this frame's camera or an instance moved (else velocity is 0)
         self.pool: PagePool | None = None  # the scene's pages on the GPU
+        self.textures: TexturePool | None = None  # the scene's textures on the GPU
         self._frozen_last = False
         d = self.device
         self.block_cull = BlockCull(d)
@@ -354,14 +357,21 @@ class Frame:
         root pages, with the residency and effective tables the culling pass reads."""
         f, o = self.resources, self.options
         self._motion_epoch += 1  # a new scene: no camera motion into its first frame
-        f.buffers.update(s.upload_geometry(self.device, binding_limit(self.device)[0],
-                                           boxes=o.aggregates))
+        pool_bytes = None if o.texture_pool_mb is None else int(o.texture_pool_mb * 2**20)
+        budget = max(1, int(o.texture_upload_mb * 2**20) // (4 * TEXTURE_TILE_WORDS))
+        self.textures, bufs = s.upload_geometry(self.device, binding_limit(self.device)[0],
+                                                boxes=o.aggregates,
+                                                texture_pool_bytes=pool_bytes,
+                                                texture_budget=budget)
+        f.buffers.update(bufs)
         self.pool = PagePool(self.device, s, o, self.ctx.limits)
         f.buffers.update(self.pool.buffers)
         f.slots = self.pool.slots
         streaming = self.pool.streamer is not None
         self.ring.configure(RingLayout(request_capacity=o.request_capacity if streaming else 0,
-                                       slots=self.pool.slots if streaming else 0))
+                                       slots=self.pool.slots if streaming else 0,
+                                       tiles=self.textures.entries if self.textures.streaming
+                                       else 0))
 
     def _sync_scene(self, s: Scene) -> None:
         """What changed in the scene since the last frame, uploaded: its assets, its instances,
@@ -679,6 +689,9 @@ class Frame:
             enc.copy_buffer_to_buffer(f.buffers["requests"], 0, ring, lay.requests,
                                       8 * lay.request_capacity)
             enc.copy_buffer_to_buffer(f.buffers["slot_used"], 0, ring, lay.slot_used, 4 * lay.slots)
+        if lay.tiles:  # the texture tiles the BasePass wanted
+            enc.copy_buffer_to_buffer(f.buffers["materials"], 4 * self.textures.stamp_at, ring,
+                                      lay.tile_stamps_at, 4 * lay.tiles)
         buf = enc.finish()
         encode_ms = (time.perf_counter() - started) * 1e3  # the frame's Python and encoding work
         d.queue.submit([buf])
@@ -686,7 +699,7 @@ class Frame:
         cpu_ms = (time.perf_counter() - started) * 1e3
         self.ring.submitted(InFlight(self.frame_index, ring, promise, list(f.labels), cpu_ms,
                                      frozen, encode_ms, self.shadows, shadows_ran,
-                                     tuple(f.encoded)))
+                                     tuple(f.encoded), self.textures))
         self.frame_index += 1
         return self.frame_index - 1
 
@@ -800,8 +813,22 @@ class Frame:
                 # the cut changed: shadow pages drawn from the old one are stale (the next
                 # frame draws every page again; a still, loaded view caches them)
                 self.shadow_map.redraw_all()
+        if lay.tiles and item.textures is self.textures and len(raw) * 4 == lay.size:
+            stats.textures = self._serve_textures(item.index, lay.tile_stamps(raw))
         if self.latest is None or stats.frame > self.latest.frame:
             self.latest = stats
+
+    def _serve_textures(self, index: int, stamps: np.ndarray) -> dict:
+        """Frame `index`'s texture tile stamps served (`TexturePool.serve`): the missing tiles
+        it wanted written into their slots, then the tile table; its statistics."""
+        t = self.textures
+        uploads, stats = t.serve(stamps, index + 1, index)
+        if uploads:
+            q, buf = self.device.queue, self.resources.buffers["materials"]
+            for slot, entry in uploads:
+                q.write_buffer(buf, 4 * t.slot_word(slot), t.tile_words(entry))
+            q.write_buffer(buf, 4 * t.table_at, t.table_words())
+        return stats
 
     def stats(self, *, wait_for: int | None = None) -> FrameStats | None:
         """The newest frame statistics read back so far (every frame up to `wait_for` waited

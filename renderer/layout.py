@@ -33,7 +33,6 @@ from preprocess.tess.records import (
     MODE_MATERIAL_SHIFT,
     MODE_POSITION_MASK,
     NO_TEXTURE,
-    TEXTURE_DTYPE,
     TEXTURE_FORMATS,
     TEXTURE_SRGB,
     NO_GROUP,
@@ -43,14 +42,36 @@ from preprocess.tess.records import (
 )
 from renderer.limits import BVH_FANOUT, HZB_MAX_MIPS, WGSL_CONSTANTS
 
-# the scene's `materials` buffer (renderer.scene.Scene.material_data, shaders/material.wgsl):
-# a header of MATERIALS_HEADER_WORDS words (first word of the texture table, first word of the
-# texels, material count, texture count, then SRGB_TABLE_WORDS f32: the linear value of each
-# 8-bit sRGB code, a lookup instead of three pow() a texel), every asset's MATERIAL_DTYPE
-# records, the TEXTURE_DTYPE records (offsets counted from the first texel), the texels
+# the scene's `materials` buffer (renderer/texture_pool.py lays it out, shaders/material.wgsl
+# reads it): a header of MATERIALS_HEADER_WORDS words (the MATERIALS_* words below, then
+# SRGB_TABLE_WORDS f32: the linear value of each 8-bit sRGB code, a lookup instead of three
+# pow() a texel), every asset's MATERIAL_DTYPE records, a GPU_TEXTURE_DTYPE record a texture,
+# the tile table (a word a tile of a mip above the tail: its first word in the pool, or
+# TILE_MISSING), the tile stamps (a word a tile: the last frame whose BasePass sampled it + 1),
+# every texture's mip tail, then the pool's tile slots (TEXTURE_TILE_WORDS words each)
+MATERIALS_TEXTURES = 0  # first word of the texture records
+MATERIALS_POOL = 1  # first word of the pool
+MATERIALS_COUNT = 2  # materials
+MATERIALS_TEXTURE_COUNT = 3  # textures
+MATERIALS_STAMP_DELTA = 4  # a tile's stamp word less its table word
+MATERIALS_STREAMING = 5  # 1: the BasePass stamps the tiles it samples (textures stream)
 SRGB_TABLE_WORDS = 256
-SRGB_TABLE = 4  # its first word
+SRGB_TABLE = 8  # its first word
 MATERIALS_HEADER_WORDS = SRGB_TABLE + SRGB_TABLE_WORDS
+
+# A texture as the GPU reads it (renderer/texture_pool.py): its mips above the tail in tiles of
+# TEXTURE_TILE_WORDS words (`texture_pool.tile_shift`), the tail (the mips that fit one tile)
+# whole, a mip after another as in the file
+GPU_TEXTURE_DTYPE = np.dtype([
+    ("tail", "<u4"),  # the word of the tail's first mip in the buffer
+    ("width", "<u4"),  # mip 0
+    ("height", "<u4"),
+    ("mips", "<u4"),
+    ("flags", "<u4"),  # TEXTURE_SRGB
+    ("format", "<u4"),  # TEXTURE_FORMATS
+    ("tail_mip", "<u4"),  # the first mip of the tail
+    ("table", "<u4"),  # the word of mip 0's first tile in the tile table
+])
 
 FRAME_DTYPE = np.dtype([
     ("view_proj", "<f4", 16),  # world -> clip, column-major
@@ -321,7 +342,7 @@ def generated_includes() -> dict[str, str]:
         f"const NO_GROUP: u32 = {NO_GROUP:#x}u;",
         f"const MODE_POSITION_MASK: u32 = {MODE_POSITION_MASK:#x}u;",
         wgsl_offsets("MATERIAL", MATERIAL_DTYPE),
-        wgsl_offsets("TEXTURE", TEXTURE_DTYPE),
+        wgsl_offsets("TEXTURE", GPU_TEXTURE_DTYPE),
         "\n".join(wgsl_const(n, v) for n, v in (
             ("MODE_HAS_UV", MODE_HAS_UV), ("MODE_HAS_COLOR", MODE_HAS_COLOR),
             ("MODE_HAS_MATERIAL", MODE_HAS_MATERIAL), ("MODE_MATERIAL_SHIFT", MODE_MATERIAL_SHIFT),
@@ -331,7 +352,9 @@ def generated_includes() -> dict[str, str]:
             ("MATERIAL_DOUBLE_SIDED", MATERIAL_DOUBLE_SIDED),
             ("MATERIAL_ALPHA_MASK", MATERIAL_ALPHA_MASK), ("NO_TEXTURE", NO_TEXTURE),
             ("TEXTURE_SRGB", TEXTURE_SRGB), ("MATERIALS_HEADER_WORDS", MATERIALS_HEADER_WORDS),
-            ("SRGB_TABLE", SRGB_TABLE))),
+            ("SRGB_TABLE", SRGB_TABLE), ("MATERIALS_TEXTURES", MATERIALS_TEXTURES),
+            ("MATERIALS_POOL", MATERIALS_POOL), ("MATERIALS_STAMP_DELTA", MATERIALS_STAMP_DELTA),
+            ("MATERIALS_STREAMING", MATERIALS_STREAMING))),
         # TEXTURE_FORMAT_BC1 ...: a texture record's `format` (preprocess/tess/records.py)
         "\n".join(wgsl_const("TEXTURE_FORMAT_" + name.upper().replace("-", "_"), code)
                   for code, (name, _, _) in TEXTURE_FORMATS.items()),

@@ -44,6 +44,8 @@ __all__ = [
     "ROOT_ERROR",
     "SLOT_BITS",
     "SLOT_MASK",
+    "TEXTURE_TILE_WORDS",
+    "TILE_MISSING",
     "TRIANGLE_BITS",
     "WGSL_CONSTANTS",
     "WORKGROUP",
@@ -59,6 +61,11 @@ SLOT_MASK = (1 << SLOT_BITS) - 1
 MAX_PAGES = 1 << (32 - SLOT_BITS)  # pages (or pool slots) one scene addresses: 4,194,304
 # the residency table's entry for a page in no pool slot (streaming)
 NOT_RESIDENT = 0xFFFFFFFF
+# -- texture tiles (renderer/texture_pool.py): a texture's mips above its tail live in tiles of
+# TEXTURE_TILE_WORDS words (16 KiB: 64 x 64 RGBA8 texels, 128 x 128 in 16-byte blocks, 256 x 128
+# in 8-byte ones), each in a slot of the pool or none (TILE_MISSING in the tile table)
+TEXTURE_TILE_WORDS = 4096
+TILE_MISSING = 0xFFFFFFFF
 # the visibility buffer's payload is `visible index << TRIANGLE_BITS | triangle`: 7 bits hold
 # MAX_CLUSTER_TRIANGLES triangles and leave 25 bits (32M) of visible clusters a frame
 TRIANGLE_BITS = 7
@@ -189,6 +196,8 @@ DEBUG_VIEWS = ("lit", "cluster", "triangle", "group", "level", "raster", "instan
 WGSL_CONSTANTS = {
     "SLOT_BITS": SLOT_BITS,
     "NOT_RESIDENT": NOT_RESIDENT,
+    "TEXTURE_TILE_WORDS": TEXTURE_TILE_WORDS,
+    "TILE_MISSING": TILE_MISSING,
     "TRIANGLE_BITS": TRIANGLE_BITS,
     "ID_EMPTY": ID_EMPTY,
     "HZB_MAX_MIPS": HZB_MAX_MIPS,

@@ -67,6 +67,12 @@ class RenderOptions:
     pool_pages: int | None = None  # overrides pool_mb (tests)
     upload_mb: float = 16.0  # page uploads per frame, at most
     request_capacity: int = 1 << 14  # page requests read back per frame
+    # textures (renderer/texture_pool.py): their tiles in a GPU pool of `texture_pool_mb`
+    # (records, tables and every mip tail included); None: every tile while the textures fit one
+    # binding (nothing streams), else as many as fit, at most 1 GiB. A pool smaller than the
+    # textures need streams the tiles the BasePass samples, at most `texture_upload_mb` a frame
+    texture_pool_mb: float | None = None
+    texture_upload_mb: float = 16.0
     # virtual shadow maps (docs/ARCHITECTURE.md "Shadows"); the lights light the lit view
     # whether or not they cast shadows
     shadows: bool = True
@@ -87,9 +93,10 @@ class RenderOptions:
 
     def __post_init__(self) -> None:
         """ValueError naming the field for a value no frame can use (nan, inf, <= 0, ...)."""
-        for name in ("tau", "upload_mb", "pool_mb", "shadow_pool_mb", "shadow_tau"):
+        for name in ("tau", "upload_mb", "pool_mb", "shadow_pool_mb", "shadow_tau",
+                     "texture_pool_mb", "texture_upload_mb"):
             v = getattr(self, name)
-            if v is None and name == "pool_mb":
+            if v is None and name in ("pool_mb", "texture_pool_mb"):
                 continue
             if not (_real(v) and math.isfinite(v) and v > 0):
                 raise ValueError(f"RenderOptions.{name} must be a finite number > 0, not {v!r}")

@@ -1,9 +1,10 @@
 """Reading a frame's results back without stalling: a small ring of mappable buffers.
 
 Each frame copies into one buffer of the ring, at the offsets of `RingLayout`: the `state` words
-(counters, overflow flags), the pass timestamps, and while streaming the page requests and the
-slot stamps. The buffer is mapped right after submission; `ReadbackRing.collect` hands every
-mapping that has completed to the renderer (a few frames late), or waits for a given frame.
+(counters, overflow flags), the pass timestamps, while streaming the page requests and the slot
+stamps, and while textures stream their tiles' stamps. The buffer is mapped right after
+submission; `ReadbackRing.collect` hands every mapping that has completed to the renderer (a few
+frames late), or waits for a given frame.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class RingLayout:
 
     request_capacity: int = 0  # page request entries (8 bytes each); 0 when nothing streams
     slots: int = 0  # pool slots stamped (4 bytes each); 0 when nothing streams
+    tiles: int = 0  # texture tile stamps (4 bytes each); 0 when no texture streams
 
     STATE = 0  # the state words (at most 64 of them)
     TIMESTAMPS = 256  # MAX_TIMESTAMPS u64 timestamps, two per pass
@@ -50,8 +52,16 @@ class RingLayout:
         return self.shadow_state + 4 * len(STATE_WORDS)
 
     @property
-    def size(self) -> int:
+    def tile_stamps_at(self) -> int:  # the texture tiles' stamps
         return self.shadow_pool + 16
+
+    @property
+    def size(self) -> int:
+        return self.tile_stamps_at + 4 * self.tiles
+
+    def tile_stamps(self, raw: np.ndarray) -> np.ndarray:
+        """(tiles,) uint32: the frame (+ 1) whose BasePass last wanted each texture tile."""
+        return raw[self.tile_stamps_at // 4 : self.tile_stamps_at // 4 + self.tiles]
 
     def shadow_words(self, raw: np.ndarray) -> np.ndarray:
         return raw[self.shadow_state // 4 : self.shadow_state // 4 + len(STATE_WORDS)]
@@ -90,6 +100,7 @@ class InFlight:
     shadows: bool = False  # the frame shaded with the shadow map
     shadows_ran: bool = False  # and ran its passes (a still frame reuses the last run's pages)
     passes: tuple[str, ...] = ()  # every pass encoded, timed or not
+    textures: object = None  # the frame's TexturePool (its stamps are that pool's tiles)
 
 
 class ReadbackRing:

@@ -131,6 +131,12 @@ class Renderer:
         """The `renderer.streaming.PageStreamer` while the scene streams, else None."""
         return self.frame.streamer
 
+    @property
+    def texture_pool(self):
+        """The scene's textures on the GPU (`renderer.texture_pool.TexturePool`: tiles resident,
+        streaming or not), once a frame has been drawn; else None."""
+        return self.frame.textures
+
     def set_occlusion(self, enabled: bool) -> None:
         """Switch two-pass occlusion culling on or off (on: from the next frame, once an HZB
         has been built)."""
@@ -486,7 +492,7 @@ class Renderer:
         kw["tau"] = self._ssaa_tau(kw.get("tau"), n)
         with self._supersampled(n):
             res = None
-            if self.streamer is not None or not frames:
+            if self._streams() or not frames:
                 res = self._streamed(camera, max_frames, kw)
             self.frame.restart_accumulation()  # a history of this still alone
             for k in range(frames):
@@ -499,12 +505,18 @@ class Renderer:
         """Frames until streaming is steady (`render_converged`)."""
         res = self.render(camera, **kw)
         first = res.stats.frame
-        while self.streamer is not None and res.stats.frame - first < max_frames:
-            st = res.stats.streaming
-            if st is not None and st["uploaded"] == 0 and res.stats.frame > first:
+        while self._streams() and res.stats.frame - first < max_frames:
+            uploaded = [st["uploaded"] for st in (res.stats.streaming, res.stats.textures)
+                        if st is not None]
+            if uploaded and not any(uploaded) and res.stats.frame > first:
                 break
             res = self.render(camera, **kw)
         return res
+
+    def _streams(self) -> bool:
+        """Whether pages or texture tiles stream."""
+        t = self.frame.textures
+        return self.streamer is not None or (t is not None and t.streaming)
 
     def read_hzb(self) -> list[np.ndarray]:
         """The HZB of the last submitted frame (waits): one (h, w) uint32 array per mip, reversed-Z

@@ -28,6 +28,10 @@ class FrameStats:
     gpu_ms: dict[str, float] = field(default_factory=dict)  # per pass
     cpu_ms: float = 0.0  # encoding and submission (lavapipe runs the work inside submission)
     streaming: dict | None = None  # pool use, pages resident/requested/uploaded/evicted, MB
+    # texture tiles (None while none stream): wanted by the frame, missing among them, uploaded,
+    # evicted, short (missing and not uploaded: drawn from coarser mips), resident, pool slots,
+    # the pool's MiB (renderer/texture_pool.py `TexturePool.serve`)
+    textures: dict | None = None
     encode_ms: float = 0.0  # the frame's CPU work before submission: Python, encoding
     # the sun's shadow map (None without shadows): table entries marked by the frame's pixels,
     # given a page, cached, drawn, left without one (pool spent: a coarser level serves their

@@ -25,11 +25,9 @@ from preprocess.tess.records import (
     NO_TEXTURE,
     TEXTURE_DTYPE,
     chain_words,
-    mip_words,
     default_material_record,
 )
 from preprocess.tess.limits import ROOT_ERROR
-from preprocess.tess.color import srgb_to_linear
 from preprocess.tess.container import TessFile
 from preprocess.tess.reader import read_tess
 from preprocess.tess.scene_file import box_sphere
@@ -43,8 +41,9 @@ from renderer.instances import (
     max_scales,
     axis_scales,
 )
-from renderer.layout import ASSET_DTYPE, MATERIALS_HEADER_WORDS, SRGB_TABLE_WORDS
+from renderer.layout import ASSET_DTYPE
 from renderer.limits import NO_NODE
+from renderer.texture_pool import TexturePool
 
 class SceneError(ValueError):
     """An asset or instance the renderer cannot take (clear, one-line message)."""
@@ -365,25 +364,6 @@ class SceneWarning(UserWarning):
     adapter); one line, and the frame goes on."""
 
 
-def _shrink_to_fit(textures: np.ndarray, budget_words: int) -> tuple[np.ndarray, int]:
-    """Drop the top mip of the largest texture until every chain fits `budget_words` (texture
-    records with offsets still into the original texels, and the texel words kept)."""
-    tex = textures.copy()
-    total = sum(chain_words(t["width"], t["height"], t["mips"], t["format"]) for t in tex)
-    while total > budget_words and len(tex) and tex["mips"].max() > 1:
-        i = int(np.argmax(tex["width"].astype(np.int64) * tex["height"]))
-        t = tex[i]
-        if int(t["mips"]) <= 1:
-            break
-        top = mip_words(t["width"], t["height"], t["format"])
-        total -= top
-        t["offset"] += top
-        t["width"], t["height"] = max(1, int(t["width"]) // 2), max(1, int(t["height"]) // 2)
-        t["mips"] -= 1
-        tex[i] = t
-    return tex, total
-
-
 def _texture_chains(textures: np.ndarray, texels: np.ndarray | None):
     """(record, its chain's words) of each texture of an asset, the words a read-only view."""
     for rec in textures:
@@ -644,15 +624,15 @@ class Scene:
                                                   else 0)
         return out
 
-    def material_data(self, limit_bytes: int) -> tuple[np.ndarray, np.ndarray]:
-        """The scene's `materials` buffer as (n,) uint32 words (`layout.MATERIALS_HEADER_WORDS`
-        says the layout) and each asset's first material. Texture indices are made scene-wide
-        and texel offsets relative to the first texel; a texture several assets hold (the same
-        record and words) is in it once. Textures that would not fit one binding
-        of `limit_bytes` lose their largest mips, the largest texture first (a `SceneWarning`
-        says how many)."""
-        recs, texs, texels, bases = [], [], [], []
-        n_mat = n_texel = 0
+    def material_data(self, limit_bytes: int, pool_bytes: int | None = None,
+                      budget: int = 1024) -> tuple[TexturePool, np.ndarray]:
+        """The scene's `materials` buffer (`TexturePool.words`; `renderer/texture_pool.py` lays
+        it out and streams its textures' tiles) and each asset's first material. Texture
+        indices are made scene-wide; a texture several assets hold (the same record and words)
+        is in it once. `limit_bytes`: what the adapter binds in one buffer; `pool_bytes`,
+        `budget`: the texture pool's (`TexturePool`)."""
+        recs, texs, chains, bases = [], [], [], []
+        n_mat = 0
         seen: dict[tuple, int] = {}  # a texture's record and words -> its scene-wide index
         hashed: dict[tuple, bytes] = {}  # (texels array, offset) -> its chain's hash: a scene's
         # meshes hold one texels array (their textures file's), hashed once
@@ -672,11 +652,8 @@ class Scene:
                        hashed[at])
                 if key not in seen:
                     seen[key] = len(texs)
-                    rec = rec.copy()
-                    rec["offset"] = n_texel
                     texs.append(rec)
-                    texels.append(words)
-                    n_texel += len(words)
+                    chains.append(words)
                 index[i] = seen[key]
             for f in MATERIAL_TEXTURES:  # (the reader checked the indices: below len(t))
                 if len(t):
@@ -685,31 +662,9 @@ class Scene:
             bases.append(n_mat)
             recs.append(m)
             n_mat += len(m)
-        mat = np.concatenate(recs)
         tex = np.array(texs, TEXTURE_DTYPE) if texs else np.zeros(0, TEXTURE_DTYPE)
-        all_texels = np.concatenate(texels) if texels else np.zeros(0, np.uint32)
-        head_words = MATERIALS_HEADER_WORDS + mat.nbytes // 4 + tex.nbytes // 4
-        budget = limit_bytes // 4 - head_words
-        fitted, kept = _shrink_to_fit(tex, budget)
-        if kept < len(all_texels):  # gather the mips that stay
-            dropped = int((tex["mips"] - fitted["mips"]).sum())
-            warnings.warn(f"textures need {all_texels.nbytes / 2**20:,.0f} MiB, more than this "
-                          f"adapter binds ({limit_bytes / 2**20:,.0f} MiB): {dropped} top mips "
-                          f"left out", SceneWarning, stacklevel=3)
-            sizes = [chain_words(t["width"], t["height"], t["mips"], t["format"])
-                     for t in fitted]
-            all_texels = np.concatenate(
-                [all_texels[int(t["offset"]) : int(t["offset"]) + n]
-                 for t, n in zip(fitted, sizes, strict=True)] or [np.zeros(0, np.uint32)])
-            fitted["offset"] = np.cumsum([0, *sizes])[:-1]
-        table = srgb_to_linear(np.arange(SRGB_TABLE_WORDS) / 255.0)
-        head = np.concatenate([
-            np.array([head_words - tex.nbytes // 4, head_words, len(mat), len(tex)], np.uint32),
-            table.astype(np.float32).view(np.uint32)])
-        words = np.concatenate([head, mat.view(np.uint32).reshape(-1),
-                                fitted.view(np.uint32).reshape(-1), all_texels,
-                                np.zeros(1, np.uint32)])
-        return words, np.array(bases, np.uint32)
+        pool = TexturePool(np.concatenate(recs), tex, chains, limit_bytes, pool_bytes, budget)
+        return pool, np.array(bases, np.uint32)
 
     def page_data(self) -> np.ndarray:
         """Every page of every asset, in scene page order, as one (n,) uint32 array."""
@@ -724,7 +679,9 @@ class Scene:
         return data
 
     def upload_geometry(self, device: wgpu.GPUDevice, binding_limit: int = 1 << 27,
-                        boxes: bool = False) -> dict[str, wgpu.GPUBuffer]:
+                        boxes: bool = False, texture_pool_bytes: int | None = None,
+                        texture_budget: int = 1024
+                        ) -> tuple[TexturePool, dict[str, wgpu.GPUBuffer]]:
         """The scene's hierarchy buffers: assets (`boxes`: with their boxes, `asset_table`),
         nodes, groups, parts, and the materials with their textures (the pages are
         `renderer.page_pool`'s)."""
@@ -734,10 +691,11 @@ class Scene:
         if len(sizes) != 1:
             raise SceneError(f"assets with different page sizes {sorted(sizes)} in one scene")
         usage = wgpu.BufferUsage.STORAGE
-        materials, bases = self.material_data(binding_limit)
+        pool, bases = self.material_data(binding_limit, texture_pool_bytes, texture_budget)
         gpu = self.gpu_assets
-        return {
-            "materials": buffer_with(device, materials, "scene.materials", usage),
+        return pool, {
+            "materials": buffer_with(device, pool.words, "scene.materials",
+                                     usage | wgpu.BufferUsage.COPY_SRC),
             "assets": buffer_with(device, self.asset_table(bases, boxes), "scene.assets", usage),
             "nodes": buffer_with(device, np.concatenate([a.nodes for a in gpu]),
                                  "scene.nodes", usage),

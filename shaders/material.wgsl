@@ -1,14 +1,18 @@
-// Materials and textures, read from the scene's `materials` buffer (renderer.scene.material_data:
-// a header, MATERIAL records, TEXTURE records, texels; layout in preprocess/tess/records.py).
-// Textures are sampled by hand from the buffer, trilinear, repeating, with the mip chosen from
-// the uv derivatives across one pixel: WebGPU has no bindless textures, and one storage buffer
-// holds every texture of every asset whatever their sizes. sRGB texels are decoded before they
-// are filtered, as a GPU's sRGB formats do. A texture's words are RGBA8 texels or Direct3D's
-// BC1/BC3/BC4/BC5 blocks (`TEXTURE_FORMATS` in preprocess/tess/records.py), each texel decoded
-// from its block as the texture unit of a GPU with `texture-compression-bc` does (one
-// difference: a BC1 sRGB texel's interpolated codes are rounded to whole codes before the sRGB
-// table). Needs the binding `materials: array<u32>` and shading.wgsl (colour conversions)
-// included before it.
+// Materials and textures, read from the scene's `materials` buffer (laid out by
+// renderer/texture_pool.py: a header, MATERIAL records, GPU_TEXTURE records, the tile table and
+// stamps, the mip tails, the tile pool; renderer/layout.py says the header). Textures are sampled
+// by hand from the buffer, trilinear, repeating, with the mip chosen from the uv derivatives
+// across one pixel: WebGPU has no bindless textures, and one storage buffer holds every texture
+// of every asset whatever their sizes. A mip above a texture's tail is read through its tiles
+// (16 KiB each, in the pool where resident); a mip whose tiles under a sample are not all
+// resident gives way to the finest coarser one whose are (the tail at worst). sRGB texels are
+// decoded before they are filtered, as a GPU's sRGB formats do. A texture's words are RGBA8
+// texels or Direct3D's BC1/BC3/BC4/BC5 blocks (`TEXTURE_FORMATS` in preprocess/tess/records.py),
+// each texel decoded from its block as the texture unit of a GPU with `texture-compression-bc`
+// does (one difference: a BC1 sRGB texel's interpolated codes are rounded to whole codes before
+// the sRGB table). Needs the binding `materials: array<u32>` (read-write, and the `frame`
+// uniform, with TEXTURE_FEEDBACK: the BasePass stamps the tiles it wants) and shading.wgsl
+// (colour conversions) included before it.
 
 struct MaterialInfo {
     base_color: vec4<f32>,
@@ -41,23 +45,29 @@ fn material_info(m: u32) -> MaterialInfo {
 }
 
 struct TextureInfo {
-    offset: u32,  // first word of mip 0, in the whole buffer
+    tail: u32,  // the word of the tail's first mip in the buffer
     size: vec2<u32>,
     mips: u32,
     srgb: bool,
     format: u32,  // TEXTURE_FORMAT_*
     block_words: u32,  // words a 4 x 4 block (0: RGBA8, a word a texel)
+    tail_mip: u32,  // the first mip of the tail (whole, always resident)
+    table: u32,  // the word of mip 0's first tile in the tile table
+    shift: vec2<u32>,  // log2 of a tile's width and height in texels (texture_pool.tile_shift)
 }
 
 fn texture_info(t: u32) -> TextureInfo {
-    let base = materials[0] + t * TEXTURE_WORDS;
+    let base = materials[MATERIALS_TEXTURES] + t * TEXTURE_WORDS;
     let format = materials[base + TEXTURE_FORMAT];
     let small = format == TEXTURE_FORMAT_BC1 || format == TEXTURE_FORMAT_BC4;  // 8-byte blocks
-    return TextureInfo(materials[1] + materials[base + TEXTURE_OFFSET],
+    let rgba8 = format == TEXTURE_FORMAT_RGBA8;
+    return TextureInfo(materials[base + TEXTURE_TAIL],
                        vec2<u32>(materials[base + TEXTURE_WIDTH], materials[base + TEXTURE_HEIGHT]),
                        materials[base + TEXTURE_MIPS],
                        (materials[base + TEXTURE_FLAGS] & TEXTURE_SRGB) != 0u, format,
-                       select(select(4u, 2u, small), 0u, format == TEXTURE_FORMAT_RGBA8));
+                       select(select(4u, 2u, small), 0u, rgba8),
+                       materials[base + TEXTURE_TAIL_MIP], materials[base + TEXTURE_TABLE],
+                       select(vec2<u32>(select(7u, 8u, small), 7u), vec2<u32>(6u), rgba8));
 }
 
 // words of one mip of `size` texels
@@ -73,12 +83,13 @@ fn srgb_code(code: u32) -> f32 {
     return bitcast<f32>(materials[SRGB_TABLE + code]);
 }
 
-// texel (x, y) of the mip whose words start at `first` (x, y wrapped already), linear
-fn texel(tex: TextureInfo, first: u32, size: vec2<u32>, x: u32, y: u32) -> vec4<f32> {
+// texel (x, y) of the texels whose words start at `first`, `row` texels a row (a tile's width,
+// or a tail mip's), linear
+fn texel(tex: TextureInfo, first: u32, row: u32, x: u32, y: u32) -> vec4<f32> {
     if tex.block_words != 0u {
-        return block_texel(tex, first, size, x, y);
+        return block_texel(tex, first, row, x, y);
     }
-    let w = materials[first + y * size.x + x];
+    let w = materials[first + y * row + x];
     if tex.srgb {
         return vec4<f32>(srgb_code(w & 0xffu), srgb_code((w >> 8u) & 0xffu),
                          srgb_code((w >> 16u) & 0xffu), f32(w >> 24u) / 255.0);
@@ -128,9 +139,9 @@ fn bc4_texel(w0: u32, w1: u32, i: u32) -> f32 {
     return v;
 }
 
-// texel (x, y) of a block-compressed mip starting at word `first`, linear
-fn block_texel(tex: TextureInfo, first: u32, size: vec2<u32>, x: u32, y: u32) -> vec4<f32> {
-    let b = first + ((y >> 2u) * ((size.x + 3u) >> 2u) + (x >> 2u)) * tex.block_words;
+// texel (x, y) of block-compressed texels starting at word `first`, `row` texels a row, linear
+fn block_texel(tex: TextureInfo, first: u32, row: u32, x: u32, y: u32) -> vec4<f32> {
+    let b = first + ((y >> 2u) * ((row + 3u) >> 2u) + (x >> 2u)) * tex.block_words;
     let i = ((y & 3u) << 2u) | (x & 3u);
     let w0 = materials[b];
     let w1 = materials[b + 1u];
@@ -158,32 +169,114 @@ fn block_texel(tex: TextureInfo, first: u32, size: vec2<u32>, x: u32, y: u32) ->
     return vec4<f32>(0.0, r, g, 1.0);  // BC5_GB: a metallic-roughness texture's G and B
 }
 
-// bilinear sample of one mip at uv (repeat); uv's origin is the lower left (v up, as trimesh
-// and OpenGL have it), the texels' row 0 the top
-fn sample_mip(tex: TextureInfo, lvl: u32, uv: vec2<f32>) -> vec4<f32> {
-    var first = tex.offset;
-    var size = tex.size;
+// Where the texels of mip `lvl` of a texture are: a tail mip's first word (`words.x`, and
+// `row`, its width), or the first words of the tiles of a bilinear footprint's four texels
+// (x0 y0, x1 y0, x0 y1, x1 y1; TILE_MISSING where not resident), `row` a tile's width
+struct MipWords {
+    words: vec4<u32>,
+    row: u32,
+    tiled: bool,
+}
+
+fn mip_size(tex: TextureInfo, lvl: u32) -> vec2<u32> {
+    return max(tex.size >> vec2<u32>(lvl), vec2<u32>(1u));
+}
+
+// mip lvl's (< tex.tail_mip) first tile-table word and tiles a row
+fn level_tiles(tex: TextureInfo, lvl: u32) -> vec2<u32> {
+    var e = tex.table;
+    let round = (vec2<u32>(1u) << tex.shift) - 1u;
     for (var i = 0u; i < lvl; i++) {
-        first += mip_words(tex, size);
-        size = max(size / 2u, vec2<u32>(1u));
+        let n = (mip_size(tex, i) + round) >> tex.shift;
+        e += n.x * n.y;
     }
+    return vec2<u32>(e, (mip_size(tex, lvl).x + round.x) >> tex.shift.x);
+}
+
+// the words of texels x (x0, x1) by y (y0, y1) of mip lvl. `stamp`: (streaming) the BasePass
+// marks the tiles as wanted by this frame (TEXTURE_FEEDBACK; renderer/texture_pool.py)
+fn mip_words_at(tex: TextureInfo, lvl: u32, x: vec2<u32>, y: vec2<u32>, stamp: bool
+                ) -> MipWords {
+    if lvl >= tex.tail_mip {
+        var first = tex.tail;
+        for (var i = tex.tail_mip; i < lvl; i++) {
+            first += mip_words(tex, mip_size(tex, i));
+        }
+        return MipWords(vec4<u32>(first), mip_size(tex, lvl).x, false);
+    }
+    let tx = x >> vec2<u32>(tex.shift.x);
+    let ty = y >> vec2<u32>(tex.shift.y);
+    let lt = level_tiles(tex, lvl);
+    let r0 = lt.x + ty.x * lt.y;
+    let r1 = lt.x + ty.y * lt.y;
+    let e = vec4<u32>(r0 + tx.x, r0 + tx.y, r1 + tx.x, r1 + tx.y);
+#ifdef TEXTURE_FEEDBACK
+    if stamp && materials[MATERIALS_STREAMING] != 0u {
+        let delta = materials[MATERIALS_STAMP_DELTA];
+        let tag = frame.frame_index + 1u;
+        materials[e.x + delta] = tag;
+        if e.y != e.x {
+            materials[e.y + delta] = tag;
+        }
+        if e.z != e.x {
+            materials[e.z + delta] = tag;
+            materials[e.w + delta] = tag;  // (e.z again where e.y is e.x)
+        }
+    }
+#endif
+    return MipWords(vec4<u32>(materials[e.x], materials[e.y], materials[e.z], materials[e.w]),
+                    1u << tex.shift.x, true);
+}
+
+// A bilinear footprint in mip `lvl`: its texels x (x0, x1) by y (y0, y1), the filter's weights
+// toward x1 and y1, and where their words are (`mip_words_at`)
+struct Footprint {
+    m: MipWords,
+    x: vec2<u32>,
+    y: vec2<u32>,
+    f: vec2<f32>,
+    lvl: u32,
+}
+
+// texel `tap` of a footprint (0: x0 y0, 1: x1 y0, 2: x0 y1, 3: x1 y1), linear
+fn tap_texel(tex: TextureInfo, fp: Footprint, tap: u32) -> vec4<f32> {
+    let x = select(fp.x.x, fp.x.y, (tap & 1u) != 0u);
+    let y = select(fp.y.x, fp.y.y, (tap & 2u) != 0u);
+    if !fp.m.tiled {
+        return texel(tex, fp.m.words.x, fp.m.row, x, y);
+    }
+    let mask = (vec2<u32>(1u) << tex.shift) - 1u;
+    return texel(tex, fp.m.words[tap], fp.m.row, x & mask.x, y & mask.y);
+}
+
+// the footprint at uv (repeat) in mip lvl; uv's origin is the lower left (v up, as trimesh and
+// OpenGL have it), the texels' row 0 the top
+fn footprint(tex: TextureInfo, lvl: u32, uv: vec2<f32>, stamp: bool) -> Footprint {
+    let size = mip_size(tex, lvl);
     let n = vec2<f32>(size);
     let st = vec2<f32>(uv.x, 1.0 - uv.y) * n - 0.5;
-    let f = fract(st);
     // wrapped with float arithmetic: integer division is slow on CPU adapters
     let i0 = floor(st);
     let w0 = vec2<u32>(clamp(i0 - n * floor(i0 / n), vec2<f32>(0.0), n - 1.0));
-    let x0 = w0.x;
-    let y0 = w0.y;
-    let x1 = select(x0 + 1u, 0u, x0 + 1u >= size.x);
-    let y1 = select(y0 + 1u, 0u, y0 + 1u >= size.y);
-    let a = mix(texel(tex, first, size, x0, y0), texel(tex, first, size, x1, y0), f.x);
-    let b = mix(texel(tex, first, size, x0, y1), texel(tex, first, size, x1, y1), f.x);
-    return mix(a, b, f.y);
+    let x = vec2<u32>(w0.x, select(w0.x + 1u, 0u, w0.x + 1u >= size.x));
+    let y = vec2<u32>(w0.y, select(w0.y + 1u, 0u, w0.y + 1u >= size.y));
+    return Footprint(mip_words_at(tex, lvl, x, y, stamp), x, y, fract(st), lvl);
+}
+
+// the footprint in the finest mip from `lvl` whose tiles under it are all resident (the tail's
+// always are), stamping the tiles of the mips up to `wanted` (the BasePass asks for those)
+fn resident_footprint(tex: TextureInfo, lvl: u32, uv: vec2<f32>, wanted: u32) -> Footprint {
+    var fp = footprint(tex, lvl, uv, true);
+    for (var k = lvl + 1u; k < tex.mips && any(fp.m.words == vec4<u32>(TILE_MISSING)); k++) {
+        fp = footprint(tex, k, uv, k <= wanted);
+    }
+    return fp;
 }
 
 // trilinear sample: the mip from the larger of the two uv footprints across one pixel, as a
-// GPU's texture unit chooses it (isotropic)
+// GPU's texture unit chooses it (isotropic); where a wanted tile is not resident, the finest
+// coarser mip whose tiles are (bilinear, no blend). One texel fetch in a loop over the eight
+// taps, not eight inlined: a CPU adapter (lavapipe) pays for the code's size on every pixel
 fn sample_texture(t: u32, uv: vec2<f32>, duv_dx: vec2<f32>, duv_dy: vec2<f32>) -> vec4<f32> {
     let tex = texture_info(t);
     let sz = vec2<f32>(tex.size);
@@ -191,11 +284,28 @@ fn sample_texture(t: u32, uv: vec2<f32>, duv_dx: vec2<f32>, duv_dy: vec2<f32>) -
     let lod = clamp(0.5 * log2(max(rho2, 1e-12)), 0.0, f32(tex.mips - 1u));
     let l0 = u32(floor(lod));
     let l1 = min(l0 + 1u, tex.mips - 1u);
-    let a = sample_mip(tex, l0, uv);
-    if l1 == l0 {
-        return a;
+    let a = resident_footprint(tex, l0, uv, l1);
+    var b = a;
+    var blend = 0.0;
+    var taps = 4u;
+    if l1 != l0 && a.lvl == l0 {
+        b = resident_footprint(tex, l1, uv, l1);
+        blend = lod - f32(l0);
+        taps = 8u;
     }
-    return mix(a, sample_mip(tex, l1, uv), lod - f32(l0));
+    var sum = vec4<f32>(0.0);
+    for (var i = 0u; i < taps; i++) {
+        var fp = a;
+        var w = 1.0 - blend;
+        if i >= 4u {
+            fp = b;
+            w = blend;
+        }
+        let tap = i & 3u;
+        let f = select(1.0 - fp.f, fp.f, vec2<bool>((tap & 1u) != 0u, (tap & 2u) != 0u));
+        sum += w * f.x * f.y * tap_texel(tex, fp, tap);
+    }
+    return sum;
 }
 
 // the textures of material m at uv, in the order of the record's texture fields (base colour,

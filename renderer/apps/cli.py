@@ -143,11 +143,11 @@ def _runtime_errors():
 
 
 def _stream_options(args: argparse.Namespace) -> dict:
-    """RenderOptions for --pool-mb / --upload-mb: a pool given means streaming; and the sun's
-    (--sun, --no-shadows, --shadow-pool-mb)."""
+    """RenderOptions for --pool-mb / --upload-mb: a pool given means streaming; the sun's
+    (--sun, --no-shadows, --shadow-pool-mb); the textures' pool (--texture-pool-mb)."""
     return {"streaming": True if args.pool_mb else None, "pool_mb": args.pool_mb,
             "upload_mb": args.upload_mb, "shadows": not args.no_shadows, "sun": args.sun,
-            "shadow_pool_mb": args.shadow_pool_mb}
+            "shadow_pool_mb": args.shadow_pool_mb, "texture_pool_mb": args.texture_pool_mb}
 
 
 def _sun(text: str) -> tuple[float, float] | None:
@@ -436,6 +436,14 @@ def _print_render_stats(args: argparse.Namespace, r, res) -> None:
         print(f"  streaming   {res.stats.frame + 1} frames to load the view: "
               f"{st.resident_count} of {st.page_count} pages resident in a pool of {st.slots} "
               f"({st.totals.bytes_uploaded / 2**20:.1f} MB uploaded)")
+    tp = r.texture_pool
+    if tp is not None and tp.entries:
+        how = (f"streamed, {tp.resident:,} of {tp.entries:,} tiles resident in {tp.slots:,} "
+               f"slots" if tp.streaming else f"all {tp.entries:,} tiles resident")
+        short = (s.textures or {}).get("short", 0)
+        print(f"  textures    {len(tp.textures)} on the GPU in {tp.texture_bytes / 2**20:,.1f} "
+              f"MiB: {how}" + (f"; {short:,} wanted tiles drawn from coarser mips (pool full)"
+                               if short else ""))
     print(f"  culling     {c['nodes_visited']:,} BVH nodes, {c['groups_tested']:,} groups, "
           f"{c['clusters_tested']:,} clusters tested")
     print(f"  drawn       {s.clusters:,} clusters, {s.triangles:,} triangles (software "
@@ -640,6 +648,11 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                                    "against fully resident" if bench else ""))
     p.add_argument("--upload-mb", type=_POSITIVE, default=16.0,
                    help="streaming: MB of pages uploaded per frame at most (16)")
+    p.add_argument("--texture-pool-mb", type=_POSITIVE,
+                   help="stream the textures' tiles through a GPU pool of this size in MB (their "
+                        "tables and coarsest mips included; default: every tile while the "
+                        "textures fit what the adapter binds, else as many as fit, 1 GiB at "
+                        "most); a tile not resident is drawn from a coarser mip")
     p.add_argument("--sun", type=_sun, default=DEFAULT_SUN, metavar="AZIMUTH,ELEVATION",
                    help="the sun, in degrees: azimuth 0 towards +Z (behind the iso and front "
                         "views), 90 towards +X; elevation above the horizon, 0 < e <= 90 "

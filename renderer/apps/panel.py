@@ -115,8 +115,8 @@ def _statistics(imgui, app: ViewerApp) -> None:
 
 
 def _pages(imgui, app: ViewerApp, s) -> None:
-    """The streaming pool and the shadow pages (`s`: the frame's statistics), the lights, and
-    what a frame cut short."""
+    """The streaming pool, the texture tiles while they stream, and the shadow pages (`s`: the
+    frame's statistics), the lights, and what a frame cut short."""
     r = app.renderer
     st = s.streaming
     if r.streamer is not None:  # three lines while streaming (stats arrive a frame late)
@@ -130,6 +130,14 @@ def _pages(imgui, app: ViewerApp, s) -> None:
         else:
             imgui.text("pages      -")
             imgui.text("uploaded   -")
+    tp, ts = r.texture_pool, s.textures
+    if tp is not None and tp.streaming:  # the texture tiles while they stream
+        imgui.text(f"textures   {tp.resident:,} / {tp.slots:,} tiles "
+                   f"({tp.texture_bytes / 2**20:.0f} MB)")
+        if ts is not None:
+            imgui.text(f"tiles      {ts['wanted']:,} wanted  {ts['uploaded']:,} up  "
+                       f"{ts['evicted']:,} out" + (f"  {ts['short']:,} short"
+                                                    if ts["short"] else ""))
     sh = s.shadow
     if sh is not None:  # the sun's and the lights' pages while shadows are on
         imgui.text(f"shadow     {sh['drawn']:,} drawn  {sh['cached']:,} cached  pool "

@@ -16,7 +16,8 @@ class Resolve(PixelPass):
         self.bindings = (
             *cluster_reader_bindings(),
             *vis_bindings(vis64, write=False),
-            Binding("materials", READ, "array<u32>"),
+            # read-write: the BasePass stamps the texture tiles it wants (TEXTURE_FEEDBACK)
+            Binding("materials", STORAGE, "array<u32>"),
             Binding("color", STORAGE, "array<u32>"),
             Binding("depth_out", STORAGE, "array<f32>"),
             # split: no image buffer holds more than 8 bytes a pixel (limits.IMAGE_BUFFER_BYTES)
@@ -48,7 +49,8 @@ class Resolve(PixelPass):
         if key not in self.pipelines:
             self.bgl, pipes = compute_pipelines(self.device, "resolve.wgsl", self.bindings,
                                                 ["cs_main"],
-                                                defines=["VIS64"] if self.vis64 else [],
+                                                defines=["TEXTURE_FEEDBACK",
+                                                         *(["VIS64"] if self.vis64 else [])],
                                                 constants={"SHADOWS": key[0], "LIGHTS": key[1]},
                                                 label=self.label)
             self.pipelines[key] = pipes["cs_main"]

@@ -393,8 +393,8 @@ def test_a_scenes_meshes_share_one_textures_file(tmp_path, capsys):
         a = open_asset(tmp_path / name)
         assert len(a.textures) == 1 and a.materials["base_color_texture"][0] == 0
         scene.add_asset(a)
-    words, _ = scene.material_data(1 << 27)
-    assert int(words[3]) == 1  # one texture in the scene's buffer
+    pool, _ = scene.material_data(1 << 27)
+    assert len(pool.textures) == 1  # one texture in the scene's buffer
     with pytest.raises(TessFormatError, match=r"@textures.tess: a scene's textures file, not an "
                                               r"asset: open the scene's .json"):
         read_tess(shared)

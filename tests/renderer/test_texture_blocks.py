@@ -9,8 +9,9 @@ import pytest
 import wgpu
 
 import shaders
-from preprocess.tess.color import linear_to_srgb, srgb_to_linear
+from preprocess.tess.color import linear_to_srgb
 from preprocess.tess.records import (
+    MATERIAL_DTYPE,
     TEXTURE_BC1,
     TEXTURE_BC3,
     TEXTURE_BC4,
@@ -24,14 +25,16 @@ from preprocess.tess.records import (
 )
 from preprocess.textures import compress_mip
 from renderer.gpu import READ, STORAGE, Binding, bind_group, buffer, buffer_with, compute_pipelines
-from renderer.layout import MATERIALS_HEADER_WORDS, SRGB_TABLE_WORDS
+from renderer.texture_pool import TexturePool
 
 # (texture record format, sRGB, the GPU format whose texture unit decodes the same blocks)
 CASES = [(TEXTURE_BC1, False, "bc1-rgba-unorm"), (TEXTURE_BC1, True, "bc1-rgba-unorm-srgb"),
          (TEXTURE_BC3, False, "bc3-rgba-unorm"), (TEXTURE_BC3, True, "bc3-rgba-unorm-srgb"),
          (TEXTURE_BC4, False, "bc4-r-unorm"), (TEXTURE_BC5_NORMAL, False, "bc5-rg-unorm"),
          (TEXTURE_BC5_GB, False, "bc5-rg-unorm")]
-SIZE = (20, 12)  # mips 20 x 12, 10 x 6, 5 x 3: edge blocks part-used
+# mips 300 x 140, 150 x 70, 75 x 35: edge blocks part-used; tiles of 256 x 128 (BC1, BC4) or
+# 128 x 128 texels above the tail, edge tiles part-used
+SIZE = (300, 140)
 MIPS = 3
 
 
@@ -48,18 +51,13 @@ def _device(gpu) -> wgpu.GPUDevice:
 
 def _ours(d: wgpu.GPUDevice, textures: list[tuple[int, bool, np.ndarray]], tmp_path):
     """Every texel of every mip of `textures` ((format, srgb, words)) through material.wgsl's
-    `texel`: (texture, mip) -> (h, w, 4) float32."""
+    tiles and tails (`mip_words_at`, `tap_texel`): (texture, mip) -> (h, w, 4) float32."""
     recs = np.zeros(len(textures), TEXTURE_DTYPE)
-    chains, offset = [], 0
-    for i, (fmt, srgb, words) in enumerate(textures):
-        recs[i] = (offset, SIZE[0], SIZE[1], MIPS, TEXTURE_SRGB if srgb else 0, fmt, (0, 0))
-        chains.append(words)
-        offset += len(words)
-    tex_at = MATERIALS_HEADER_WORDS
-    table = srgb_to_linear(np.arange(SRGB_TABLE_WORDS) / 255.0).astype(np.float32)
-    head = np.concatenate([np.array([tex_at, tex_at + recs.nbytes // 4, 0, len(recs)], np.uint32),
-                           table.view(np.uint32)])
-    words = np.concatenate([head, recs.view(np.uint32), *chains, np.zeros(1, np.uint32)])
+    for i, (fmt, srgb, _) in enumerate(textures):
+        recs[i] = (0, SIZE[0], SIZE[1], MIPS, TEXTURE_SRGB if srgb else 0, fmt, (0, 0))
+    # the renderer's own buffer: the mips above the tail in tiles, every tile resident
+    words = TexturePool(np.zeros(1, MATERIAL_DTYPE), recs, [w for _, _, w in textures],
+                        1 << 27).words
     queries = np.array([(t, k, x, y) for t in range(len(textures))
                         for k, (w, h) in enumerate(_mips(*SIZE))
                         for y in range(h) for x in range(w)], np.uint32)
@@ -74,13 +72,10 @@ fn cs_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let q = queries[gid.x];
     let tex = texture_info(q.x);
-    var first = tex.offset;
-    var size = tex.size;
-    for (var i = 0u; i < q.y; i++) {
-        first += mip_words(tex, size);
-        size = max(size / 2u, vec2<u32>(1u));
-    }
-    out[gid.x] = texel(tex, first, size, q.z, q.w);
+    let x = vec2<u32>(q.z);
+    let y = vec2<u32>(q.w);
+    let fp = Footprint(mip_words_at(tex, q.y, x, y, false), x, y, vec2<f32>(0.0), q.y);
+    out[gid.x] = tap_texel(tex, fp, 0u);
 }
 """)
     bindings = (Binding("materials", READ, "array<u32>"),
