@@ -38,6 +38,8 @@ class GpuContext:
     backend: str
     adapter_type: str  # "DiscreteGPU", "IntegratedGPU", "CPU", ...
     limits: dict = field(default_factory=dict)
+    # texture-compression-bc: texture tiles in the texture unit's BC formats (texture_pool.py)
+    bc_textures: bool = False
 
     @property
     def description(self) -> str:
@@ -111,6 +113,9 @@ def create_context(*, force_fallback32: bool = False, power_preference: str = "h
     subgroups = "subgroup" in features
     if subgroups:
         want.append("subgroup")
+    bc = "texture-compression-bc" in features
+    if bc:
+        want.append("texture-compression-bc")
     lim = adapter.limits
     limits = {
         "max-storage-buffer-binding-size": lim["max-storage-buffer-binding-size"],
@@ -122,6 +127,7 @@ def create_context(*, force_fallback32: bool = False, power_preference: str = "h
         "max-compute-workgroup-size-x": lim["max-compute-workgroup-size-x"],
         # the image size the frame allows (Renderer.check_image)
         "max-texture-dimension-2d": lim["max-texture-dimension-2d"],
+        "max-texture-array-layers": lim["max-texture-array-layers"],  # texture tile pools
         "max-compute-workgroups-per-dimension": lim["max-compute-workgroups-per-dimension"],
     }
     if limits["max-storage-buffers-per-shader-stage"] < STORAGE_BUFFERS_NEEDED:
@@ -140,7 +146,8 @@ def create_context(*, force_fallback32: bool = False, power_preference: str = "h
         raise DeviceError(f"adapter {name} ({backend}) refused a device with {want}: {why}") from e
     ctx = GpuContext(adapter=adapter, device=device, int64_atomics=int64, timestamps=timestamps,
                      subgroups=subgroups, adapter_name=name, backend=backend,
-                     adapter_type=str(info.get("adapter_type", "?")), limits=limits)
+                     adapter_type=str(info.get("adapter_type", "?")), limits=limits,
+                     bc_textures=bc)
     if shared:
         _CACHE[key] = ctx
     return ctx

@@ -27,7 +27,7 @@ import wgpu
 
 from renderer.antialias import jitter
 from renderer.camera import Camera, frustum_planes
-from renderer.device import GpuContext
+from renderer.device import DeviceError, GpuContext
 from renderer.gpu import buffer, buffer_with
 from renderer.aggregates import Aggregates, slot_data
 from renderer.aggregates import build_for_layout as build_aggregates
@@ -51,7 +51,7 @@ from renderer.limits import (
 )
 from renderer.options import RenderOptions
 from renderer.page_pool import PagePool
-from renderer.texture_pool import TexturePool
+from renderer.texture_pool import HW_BINDINGS, HW_FORMATS, LAYER_COLUMNS, TexturePool
 from renderer.passes.accumulate import Accumulate
 from renderer.passes.cull import Cull
 from renderer.passes.depth_targets import DepthTargets
@@ -207,9 +207,16 @@ class Frame:
                          workgroups=self.options.persistent_workgroups,
                          level_workgroups=self.options.level_workgroups or (16 if cpu else 1024),
                          sw_per_workgroup=self.raster_sw.clusters_per_workgroup)
-        self.raster_hw = RasterHW(d, vis64=self.vis64)
+        # texture tiles in pool textures read by the texture unit, or in the materials buffer
+        ts = self.options.texture_sampling
+        if ts == "hardware" and not self.ctx.bc_textures:
+            raise DeviceError(f"texture_sampling 'hardware' needs texture-compression-bc, which "
+                              f"{self.ctx.adapter_name} ({self.ctx.backend}) lacks: use 'shader'"
+                              f" or 'auto'")
+        self.hw_tiles = self.ctx.bc_textures and (ts == "hardware" or (ts == "auto" and not cpu))
+        self.raster_hw = RasterHW(d, vis64=self.vis64, hw_tiles=self.hw_tiles)
         self.depth_targets = DepthTargets(d, vis64=self.vis64)
-        self.resolve = Resolve(d, vis64=self.vis64)
+        self.resolve = Resolve(d, vis64=self.vis64, hw_tiles=self.hw_tiles)
         self.accumulate = Accumulate(d)
         # the last accumulated frame: (resources generation, its look (`_accumulation`), frame
         # index, its place in the jitter sequence); a frame that does not follow it starts a
@@ -227,7 +234,8 @@ class Frame:
                                 shadow=True)
         self.shadow_raster_sw = RasterSW(d, vis64=self.vis64, lanes=self.raster_sw.lanes,
                                          rounds=self.raster_sw.rounds, shadow=True)
-        self.shadow_raster_hw = RasterHW(d, vis64=self.vis64, shadow=True)
+        self.shadow_raster_hw = RasterHW(d, vis64=self.vis64, shadow=True,
+                                         hw_tiles=self.hw_tiles)
         self.shadow_map: ShadowMap | None = None
         # (azimuth, elevation) degrees, or None: set_sun; spot and point lights: set_lights
         self.sun = None if self.options.sun is None else tuple(self.options.sun)
@@ -362,8 +370,10 @@ class Frame:
         self.textures, bufs = s.upload_geometry(self.device, binding_limit(self.device)[0],
                                                 boxes=o.aggregates,
                                                 texture_pool_bytes=pool_bytes,
-                                                texture_budget=budget)
+                                                texture_budget=budget, hardware=self.hw_tiles)
         f.buffers.update(bufs)
+        if self.hw_tiles:
+            f.buffers.update(self._tile_textures())
         self.pool = PagePool(self.device, s, o, self.ctx.limits)
         f.buffers.update(self.pool.buffers)
         f.slots = self.pool.slots
@@ -824,11 +834,41 @@ class Frame:
         t = self.textures
         uploads, stats = t.serve(stamps, index + 1, index)
         if uploads:
-            q, buf = self.device.queue, self.resources.buffers["materials"]
-            for slot, entry in uploads:
-                q.write_buffer(buf, 4 * t.slot_word(slot), t.tile_words(entry))
-            q.write_buffer(buf, 4 * t.table_at, t.table_words())
+            self._write_tiles(uploads)
+            self.device.queue.write_buffer(self.resources.buffers["materials"], 4 * t.table_at,
+                                           t.table_words())
         return stats
+
+    def _write_tiles(self, uploads) -> None:
+        """Tiles (slot, entry) written into their slots: the materials buffer's, or (hardware
+        sampling) their format's pool texture."""
+        t, q = self.textures, self.device.queue
+        buf = self.resources.buffers["materials"]
+        for slot, entry in uploads:
+            if not self.hw_tiles:
+                q.write_buffer(buf, 4 * t.slot_word(slot), t.tile_words(entry))
+                continue
+            c, origin, layout, size = t.hw_copy(slot)
+            q.write_texture({"texture": self._tile_pools[c], "origin": origin},
+                            t.tile_words(entry), layout, size)
+
+    def _tile_textures(self) -> dict:
+        """The pool textures of hardware sampling (texture_pool.HW_FORMATS), their views by
+        binding name; every tile written where nothing streams."""
+        t = self.textures
+        self._tile_pools = []
+        views = {}
+        for c, (fmt, name) in enumerate(zip(HW_FORMATS, HW_BINDINGS, strict=True)):
+            rows, layers, (tw, th) = t.hw_layout(c)
+            tex = self.device.create_texture(
+                size=(LAYER_COLUMNS * tw, rows * th, layers), format=fmt,
+                usage=wgpu.TextureUsage.TEXTURE_BINDING | wgpu.TextureUsage.COPY_DST,
+                label=f"textures.{name}")
+            self._tile_pools.append(tex)
+            views[name] = tex.create_view(dimension="2d-array")
+        if not t.streaming:
+            self._write_tiles([(int(s), int(e)) for s, e in enumerate(t.entry_of) if e >= 0])
+        return views
 
     def stats(self, *, wait_for: int | None = None) -> FrameStats | None:
         """The newest frame statistics read back so far (every frame up to `wait_for` waited

@@ -16,11 +16,13 @@ from renderer.layout import generated_includes
 STORAGE = "storage"  # read_write storage buffer
 READ = "read"  # read-only storage buffer
 UNIFORM = "uniform"
+TEXTURE = "texture"  # a texture read with textureLoad (wgsl_type e.g. "texture_2d_array<f32>")
 
 _KIND = {
     STORAGE: (wgpu.BufferBindingType.storage, "var<storage, read_write>"),
     READ: (wgpu.BufferBindingType.read_only_storage, "var<storage, read>"),
     UNIFORM: (wgpu.BufferBindingType.uniform, "var<uniform>"),
+    TEXTURE: (None, "var"),
 }
 
 
@@ -29,7 +31,7 @@ class Binding:
     """One buffer binding of a pass: its WGSL name and type and how the pass uses it."""
 
     name: str  # the WGSL variable and the resource key
-    kind: str  # STORAGE, READ or UNIFORM
+    kind: str  # STORAGE, READ, UNIFORM or TEXTURE
     wgsl_type: str  # e.g. "array<u32>"
     stages: int = wgpu.ShaderStage.COMPUTE
 
@@ -50,7 +52,10 @@ def shader_module(device: wgpu.GPUDevice, name: str, bindings: Sequence[Binding]
 
 def bind_group_layout(device: wgpu.GPUDevice, bindings: Sequence[Binding], label: str
                       ) -> wgpu.GPUBindGroupLayout:
-    entries = [{"binding": i, "visibility": b.stages, "buffer": {"type": _KIND[b.kind][0]}}
+    entries = [{"binding": i, "visibility": b.stages,
+                **({"texture": {"sample_type": wgpu.TextureSampleType.unfilterable_float,
+                                "view_dimension": wgpu.TextureViewDimension.d2_array}}
+                   if b.kind == TEXTURE else {"buffer": {"type": _KIND[b.kind][0]}})}
                for i, b in enumerate(bindings)]
     return device.create_bind_group_layout(entries=entries, label=label)
 
@@ -60,10 +65,13 @@ def bind_group(device: wgpu.GPUDevice, layout: wgpu.GPUBindGroupLayout,
                resources: Mapping[str, wgpu.GPUBuffer | tuple[wgpu.GPUBuffer, int, int]],
                label: str) -> wgpu.GPUBindGroup:
     """A bind group for `bindings` from resources by binding name: a whole buffer, or
-    (buffer, offset, size) for a range of one."""
+    (buffer, offset, size) for a range of one, or a texture view (TEXTURE)."""
     entries = []
     for i, b in enumerate(bindings):
         res = resources[b.name]
+        if b.kind == TEXTURE:
+            entries.append({"binding": i, "resource": res})
+            continue
         buf, offset, size = res if isinstance(res, tuple) else (res, 0, res.size)
         entries.append({"binding": i, "resource": {"buffer": buf, "offset": offset,
                                                    "size": size}})

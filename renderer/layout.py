@@ -55,8 +55,11 @@ MATERIALS_COUNT = 2  # materials
 MATERIALS_TEXTURE_COUNT = 3  # textures
 MATERIALS_STAMP_DELTA = 4  # a tile's stamp word less its table word
 MATERIALS_STREAMING = 5  # 1: the BasePass stamps the tiles it samples (textures stream)
+# hardware sampling: log2 of the rows of tiles a layer of each pool texture holds (5 words,
+# texture_pool.HW_FORMATS order)
+MATERIALS_TILE_ROWS = 8
 SRGB_TABLE_WORDS = 256
-SRGB_TABLE = 8  # its first word
+SRGB_TABLE = 16  # its first word
 MATERIALS_HEADER_WORDS = SRGB_TABLE + SRGB_TABLE_WORDS
 
 # A texture as the GPU reads it (renderer/texture_pool.py): its mips above the tail in tiles of
@@ -354,7 +357,8 @@ def generated_includes() -> dict[str, str]:
             ("TEXTURE_SRGB", TEXTURE_SRGB), ("MATERIALS_HEADER_WORDS", MATERIALS_HEADER_WORDS),
             ("SRGB_TABLE", SRGB_TABLE), ("MATERIALS_TEXTURES", MATERIALS_TEXTURES),
             ("MATERIALS_POOL", MATERIALS_POOL), ("MATERIALS_STAMP_DELTA", MATERIALS_STAMP_DELTA),
-            ("MATERIALS_STREAMING", MATERIALS_STREAMING))),
+            ("MATERIALS_STREAMING", MATERIALS_STREAMING),
+            ("MATERIALS_TILE_ROWS", MATERIALS_TILE_ROWS))),
         # TEXTURE_FORMAT_BC1 ...: a texture record's `format` (preprocess/tess/records.py)
         "\n".join(wgsl_const("TEXTURE_FORMAT_" + name.upper().replace("-", "_"), code)
                   for code, (name, _, _) in TEXTURE_FORMATS.items()),

@@ -19,6 +19,10 @@ DEFAULT_SUN = (60.0, 40.0)
 
 # BVH traversal by name -> RenderOptions.persistent
 TRAVERSALS = {"auto": None, "persistent": True, "level": False}
+# RenderOptions.texture_sampling's values; "auto": hardware where the adapter has
+# texture-compression-bc and is a GPU (lavapipe's texture unit is software: the shader's
+# decoder is as fast there, and "shader" keeps CI on the path every adapter has)
+TEXTURE_SAMPLINGS = ("auto", "hardware", "shader")
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,10 @@ class RenderOptions:
     # textures need streams the tiles the BasePass samples, at most `texture_upload_mb` a frame
     texture_pool_mb: float | None = None
     texture_upload_mb: float = 16.0
+    # where the tiles are read from: "hardware" (pool textures in the texture unit's formats,
+    # BC decoded by it: adapters with texture-compression-bc), "shader" (the materials buffer,
+    # BC decoded by material.wgsl: every adapter), "auto" (TEXTURE_SAMPLING_AUTO)
+    texture_sampling: str = "auto"
     # virtual shadow maps (docs/ARCHITECTURE.md "Shadows"); the lights light the lit view
     # whether or not they cast shadows
     shadows: bool = True
@@ -100,6 +108,9 @@ class RenderOptions:
                 continue
             if not (_real(v) and math.isfinite(v) and v > 0):
                 raise ValueError(f"RenderOptions.{name} must be a finite number > 0, not {v!r}")
+        if self.texture_sampling not in TEXTURE_SAMPLINGS:
+            raise ValueError(f"RenderOptions.texture_sampling must be one of "
+                             f"{', '.join(TEXTURE_SAMPLINGS)}, not {self.texture_sampling!r}")
         if self.sun is not None:
             check_sun(self.sun, "RenderOptions.sun")
         check_lights(self.lights)

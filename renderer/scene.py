@@ -625,12 +625,13 @@ class Scene:
         return out
 
     def material_data(self, limit_bytes: int, pool_bytes: int | None = None,
-                      budget: int = 1024) -> tuple[TexturePool, np.ndarray]:
+                      budget: int = 1024, *, hardware: bool = False
+                      ) -> tuple[TexturePool, np.ndarray]:
         """The scene's `materials` buffer (`TexturePool.words`; `renderer/texture_pool.py` lays
         it out and streams its textures' tiles) and each asset's first material. Texture
         indices are made scene-wide; a texture several assets hold (the same record and words)
         is in it once. `limit_bytes`: what the adapter binds in one buffer; `pool_bytes`,
-        `budget`: the texture pool's (`TexturePool`)."""
+        `budget`, `hardware`: the texture pool's (`TexturePool`)."""
         recs, texs, chains, bases = [], [], [], []
         n_mat = 0
         seen: dict[tuple, int] = {}  # a texture's record and words -> its scene-wide index
@@ -663,7 +664,8 @@ class Scene:
             recs.append(m)
             n_mat += len(m)
         tex = np.array(texs, TEXTURE_DTYPE) if texs else np.zeros(0, TEXTURE_DTYPE)
-        pool = TexturePool(np.concatenate(recs), tex, chains, limit_bytes, pool_bytes, budget)
+        pool = TexturePool(np.concatenate(recs), tex, chains, limit_bytes, pool_bytes, budget,
+                           hardware=hardware)
         return pool, np.array(bases, np.uint32)
 
     def page_data(self) -> np.ndarray:
@@ -680,7 +682,7 @@ class Scene:
 
     def upload_geometry(self, device: wgpu.GPUDevice, binding_limit: int = 1 << 27,
                         boxes: bool = False, texture_pool_bytes: int | None = None,
-                        texture_budget: int = 1024
+                        texture_budget: int = 1024, hardware: bool = False
                         ) -> tuple[TexturePool, dict[str, wgpu.GPUBuffer]]:
         """The scene's hierarchy buffers: assets (`boxes`: with their boxes, `asset_table`),
         nodes, groups, parts, and the materials with their textures (the pages are
@@ -691,7 +693,8 @@ class Scene:
         if len(sizes) != 1:
             raise SceneError(f"assets with different page sizes {sorted(sizes)} in one scene")
         usage = wgpu.BufferUsage.STORAGE
-        pool, bases = self.material_data(binding_limit, texture_pool_bytes, texture_budget)
+        pool, bases = self.material_data(binding_limit, texture_pool_bytes, texture_budget,
+                                         hardware=hardware)
         gpu = self.gpu_assets
         return pool, {
             "materials": buffer_with(device, pool.words, "scene.materials",

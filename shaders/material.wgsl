@@ -238,6 +238,54 @@ struct Footprint {
     lvl: u32,
 }
 
+#ifdef HW_TILES
+// Texel (x, y) of the tile in `slot` of its format's pool texture (texture_pool.hw_place),
+// decoded by the texture unit (textureLoad of BC blocks: `texture-compression-bc`), then read
+// as the buffer's decoder reads it (`block_texel`: sRGB codes through the table, BC4 as grey,
+// BC5's normal z or metallic-roughness G and B). Needs the bindings tiles_rgba8, tiles_bc1,
+// tiles_bc3, tiles_bc4, tiles_bc5 (texture_2d_array<f32>).
+fn hw_texel(tex: TextureInfo, slot: u32, x: u32, y: u32) -> vec4<f32> {
+    let f = tex.format;
+    var c = 0u;
+    if f == TEXTURE_FORMAT_BC1 {
+        c = 1u;
+    } else if f == TEXTURE_FORMAT_BC3 {
+        c = 2u;
+    } else if f == TEXTURE_FORMAT_BC4 {
+        c = 3u;
+    } else if f == TEXTURE_FORMAT_BC5_NORMAL || f == TEXTURE_FORMAT_BC5_GB {
+        c = 4u;
+    }
+    let rows = materials[MATERIALS_TILE_ROWS + c];  // log2
+    let layer = i32(slot >> (rows + 4u));
+    let at = slot & ((16u << rows) - 1u);
+    let p = vec2<i32>(vec2<u32>(((at & 15u) << tex.shift.x) | x, ((at >> 4u) << tex.shift.y) | y));
+    var v = vec4<f32>(0.0);
+    switch c {
+        case 0u: { v = textureLoad(tiles_rgba8, p, layer, 0); }
+        case 1u: { v = textureLoad(tiles_bc1, p, layer, 0); }
+        case 2u: { v = textureLoad(tiles_bc3, p, layer, 0); }
+        case 3u: { v = textureLoad(tiles_bc4, p, layer, 0); }
+        default: { v = textureLoad(tiles_bc5, p, layer, 0); }
+    }
+    if c == 3u {
+        return vec4<f32>(v.rrr, 1.0);
+    }
+    if f == TEXTURE_FORMAT_BC5_NORMAL {
+        let n = v.rg * 2.0 - 1.0;
+        return vec4<f32>(v.rg, 0.5 + 0.5 * sqrt(max(1.0 - dot(n, n), 0.0)), 1.0);
+    }
+    if f == TEXTURE_FORMAT_BC5_GB {
+        return vec4<f32>(0.0, v.rg, 1.0);
+    }
+    if tex.srgb {
+        let code = vec3<u32>(round(v.rgb * 255.0));
+        return vec4<f32>(srgb_code(code.x), srgb_code(code.y), srgb_code(code.z), v.a);
+    }
+    return v;
+}
+#endif
+
 // texel `tap` of a footprint (0: x0 y0, 1: x1 y0, 2: x0 y1, 3: x1 y1), linear
 fn tap_texel(tex: TextureInfo, fp: Footprint, tap: u32) -> vec4<f32> {
     let x = select(fp.x.x, fp.x.y, (tap & 1u) != 0u);
@@ -246,7 +294,11 @@ fn tap_texel(tex: TextureInfo, fp: Footprint, tap: u32) -> vec4<f32> {
         return texel(tex, fp.m.words.x, fp.m.row, x, y);
     }
     let mask = (vec2<u32>(1u) << tex.shift) - 1u;
+#ifdef HW_TILES
+    return hw_texel(tex, fp.m.words[tap], x & mask.x, y & mask.y);
+#else
     return texel(tex, fp.m.words[tap], fp.m.row, x & mask.x, y & mask.y);
+#endif
 }
 
 // the footprint at uv (repeat) in mip lvl; uv's origin is the lower left (v up, as trimesh and

@@ -6,7 +6,9 @@ taken (lavapipe's timestamps around this pass read near zero, and a whole frame 
 culling and rasterization). Scenes: the built-in terrain (200,000 triangles, filling most of the
 view) with its 1024 x 1024 base-colour texture block-compressed (BC1, the default) and as
 RGBA8 (`--texture-compression none`), and with the default material, measured alternately in
-one run; optionally a .tess of your own (its materials as built).
+one run; where the adapter has texture-compression-bc, the two textured ones again with their
+tiles read by the texture unit (`texture_sampling="hardware"`); optionally a .tess of your own
+(its materials as built).
 
     python tools/bench_basepass.py [--sizes 512 1024] [--repeats 9] [extra.tess ...]
 """
@@ -32,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     from assets.rock import make_terrain
     from preprocess.build import build_file
     from preprocess.config import BuildConfig
-    from renderer import Camera, Renderer
+    from renderer import Camera, Renderer, RenderOptions
+    from renderer.device import create_context
     from renderer.bench.measure import pass_alone_ms
 
     with tempfile.TemporaryDirectory(prefix="tessera-basepass-") as tmp:
@@ -48,8 +51,12 @@ def main(argv: list[str] | None = None) -> int:
             files[Path(extra).name] = Path(extra)
         for size in args.sizes:
             scenes = []
-            for name, path in files.items():
-                r = Renderer(size, size)
+            runs = [(name, path, "auto") for name, path in files.items()]
+            if create_context().bc_textures:  # the texture unit's BC decoding too
+                runs += [(f"{name} (texture unit)", path, "hardware")
+                         for name, path in files.items() if "texture" in name]
+            for name, path, sampling in runs:
+                r = Renderer(size, size, options=RenderOptions(texture_sampling=sampling))
                 r.add_instance(r.load(path))
                 cam = Camera.framing(*r.bounds(), direction=(0.2, 0.9, 0.4), fill=1.8)
                 img = r.render(cam)
@@ -59,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                     ms.append(pass_alone_ms(r, r.frame.resolve.encode, args.repeats))
             for name, r, covered, ms in scenes:
                 m = statistics.median(ms)
-                print(f"{size}x{size} {name:<28} resolve {m:7.2f} ms: "
+                print(f"{size}x{size} {name:<43} resolve {m:7.2f} ms: "
                       f"{1e6 * m / (size * size):6.1f} ns a pixel, "
                       f"{1e6 * m / max(covered, 1):6.1f} ns a covered pixel "
                       f"({covered:,} covered; {r.ctx.description})")

@@ -2,17 +2,19 @@
 of several sizes, side by side in one run.
 
 For a textured source (DamagedHelmet by default; `--lantern`: the generated lantern-like scene of
-three meshes sharing five 2048² textures, built uncompressed so that its 320 MiB of texels
-exceed what lavapipe binds), drawn at `--size` from `--views` views (an orbit at three
-distances, shadows off, tau 1): for each pool (every tile resident where that fits; then each
+three meshes sharing five 2048² textures, built uncompressed: 85 MiB; `--many N`: N sheets
+side by side, each with a 2048² texture of its own, uncompressed, past what lavapipe binds from
+N = 6 on), drawn at `--size` from `--views` views (an orbit at three distances, shadows off,
+tau 1): for each pool (every tile resident where that fits; then each
 `--pools` size in MiB; then the tails and tables alone) and each view, `render_converged`'s
 frames, the tiles the frame wanted, resident, uploaded (MiB) and short (wanted, not resident:
 drawn from a coarser mip), the PSNR of the picture against the first pool's, and the BasePass
 (resolve) GPU time of the settled view, median of `--frames` frames.
 
     python tools/bench_texture_streaming.py                    # DamagedHelmet, 768 x 768
-    python tools/bench_texture_streaming.py --lantern          # a scene past the binding
+    python tools/bench_texture_streaming.py --lantern          # three meshes, shared textures
     python tools/bench_texture_streaming.py my.glb --pools 8 2
+    python tools/bench_texture_streaming.py --many 24          # 512 MiB of textures
 """
 
 from __future__ import annotations
@@ -49,6 +51,27 @@ def _scene_files(args, tmp: Path) -> list[Path]:
     from preprocess.build import build_file
     from preprocess.config import BuildConfig
 
+    if args.many:  # sheets with a texture of their own each, uncompressed
+        import trimesh
+        from PIL import Image
+
+        from assets.shapes import grid_square
+
+        out = []
+        rng = np.random.default_rng(5)
+        v, faces = grid_square(4)
+        for i in range(args.many):
+            cells = rng.integers(30, 230, (256, 256, 3), dtype=np.uint8)
+            img = np.repeat(np.repeat(cells, 8, 0), 8, 1)  # 2048², cells of 8 texels
+            mesh = trimesh.Trimesh(v, faces, process=False)
+            mesh.visual = trimesh.visual.TextureVisuals(
+                uv=(v[:, :2] + 1) / 2, material=trimesh.visual.material.PBRMaterial(
+                    baseColorTexture=Image.fromarray(img), metallicFactor=0.0))
+            mesh.export(tmp / f"sheet{i}.glb")
+            build_file(tmp / f"sheet{i}.glb", tmp / f"sheet{i}.tess",
+                       BuildConfig(texture_compression="none"))
+            out.append(tmp / f"sheet{i}.tess")
+        return out
     if args.lantern:
         from preprocess.scene_import import build_scene, read_scene
         from tools.bench_textures import lantern_scene
@@ -63,12 +86,16 @@ def _scene_files(args, tmp: Path) -> list[Path]:
     return [out]
 
 
-def _renderer(files, size, pool_mb):
+def _renderer(files, size, pool_mb, grid: bool):
     from renderer import Renderer, RenderOptions
 
     r = Renderer(size, size, options=RenderOptions(shadows=False, texture_pool_mb=pool_mb))
+    side = int(np.ceil(np.sqrt(len(files))))
     for i, f in enumerate(files):
-        r.add_instance(r.load(f), np.eye(4) if i == 0 else None)
+        world = np.eye(4)
+        if grid:  # the sheets side by side, facing +z
+            world[:2, 3] = 2.1 * (i % side), 2.1 * (i // side)
+        r.add_instance(r.load(f), world)
     return r
 
 
@@ -77,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("source", nargs="?", help="a textured mesh (default: DamagedHelmet)")
     p.add_argument("--lantern", action="store_true",
                    help="instead: the generated lantern-like scene, uncompressed (320 MiB)")
+    p.add_argument("--many", type=int, default=0, metavar="N",
+                   help="instead: N sheets side by side, each with a 2048² texture of its own, "
+                        "uncompressed (21.3 MiB each with mips: 6 or more exceed lavapipe's "
+                        "128 MiB binding)")
     p.add_argument("--size", type=int, default=768, help="image side (768)")
     p.add_argument("--views", type=int, default=6, help="views of the orbit (6)")
     p.add_argument("--pools", type=float, nargs="*", default=[8.0, 4.0],
@@ -88,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="tessera-tstream-") as tmp:
         files = _scene_files(args, Path(tmp))
-        first = _renderer(files, args.size, None)
+        first = _renderer(files, args.size, None, bool(args.many))
         center, radius = first.bounds()
         views = _views(center, radius, args.views)
         reference = []
@@ -100,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 tp = first.texture_pool
                 pool = tp.fixed_bytes / 2**20
             if r is None:
-                r = _renderer(files, args.size, pool)
+                r = _renderer(files, args.size, pool, bool(args.many))
             last = -1  # the renderer's last frame
             for v, cam in enumerate(views):
                 up = r.texture_pool.uploaded if r.texture_pool else 0

@@ -147,7 +147,8 @@ def _stream_options(args: argparse.Namespace) -> dict:
     (--sun, --no-shadows, --shadow-pool-mb); the textures' pool (--texture-pool-mb)."""
     return {"streaming": True if args.pool_mb else None, "pool_mb": args.pool_mb,
             "upload_mb": args.upload_mb, "shadows": not args.no_shadows, "sun": args.sun,
-            "shadow_pool_mb": args.shadow_pool_mb, "texture_pool_mb": args.texture_pool_mb}
+            "shadow_pool_mb": args.shadow_pool_mb, "texture_pool_mb": args.texture_pool_mb,
+            "texture_sampling": args.texture_sampling}
 
 
 def _sun(text: str) -> tuple[float, float] | None:
@@ -606,7 +607,7 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                         render: bool = False, bench: bool = False) -> None:
     from preprocess.config import UP_AXES
     from renderer.limits import MIN_SHADOW_PAGES, SHADOW_PAGE_BYTES
-    from renderer.options import DEFAULT_SUN, TRAVERSALS
+    from renderer.options import DEFAULT_SUN, TEXTURE_SAMPLINGS, TRAVERSALS
 
     # the least shadow pool: the coarsest level's pages (renderer.limits.MIN_SHADOW_PAGES)
     shadow_pool = _real(MIN_SHADOW_PAGES * SHADOW_PAGE_BYTES / 2**20, lo_open=False, unit=" MiB")
@@ -653,6 +654,12 @@ def _add_render_options(p: argparse.ArgumentParser, *, view: bool = False,
                         "tables and coarsest mips included; default: every tile while the "
                         "textures fit what the adapter binds, else as many as fit, 1 GiB at "
                         "most); a tile not resident is drawn from a coarser mip")
+    p.add_argument("--texture-sampling", choices=TEXTURE_SAMPLINGS, default="auto",
+                   help="where the texture tiles are read from: 'hardware' (pool textures, "
+                        "block-compressed ones decoded by the texture unit: adapters with "
+                        "texture-compression-bc), 'shader' (a storage buffer, decoded by the "
+                        "shader: every adapter), 'auto' (hardware on GPUs that have it; the "
+                        "shader on CPU adapters, where it is faster)")
     p.add_argument("--sun", type=_sun, default=DEFAULT_SUN, metavar="AZIMUTH,ELEVATION",
                    help="the sun, in degrees: azimuth 0 towards +Z (behind the iso and front "
                         "views), 90 towards +X; elevation above the horizon, 0 < e <= 90 "

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import wgpu
 
-from renderer.gpu import READ, Binding, bind_group_layout, cached, shader_module
+from renderer.gpu import READ, TEXTURE, Binding, bind_group_layout, cached, shader_module
 from renderer.layout import ARGS
 from renderer.passes import Pass, cluster_reader_bindings, vis_bindings
 from renderer.passes.raster_sw import shadow_raster_bindings
+from renderer.texture_pool import HW_BINDINGS
 
 VF = wgpu.ShaderStage.VERTEX | wgpu.ShaderStage.FRAGMENT
 
@@ -15,8 +16,12 @@ VF = wgpu.ShaderStage.VERTEX | wgpu.ShaderStage.FRAGMENT
 class RasterHW(Pass):
     label = "raster_hw"
 
-    def __init__(self, device, *, vis64: bool, shadow: bool = False) -> None:
+    def __init__(self, device, *, vis64: bool, shadow: bool = False,
+                 hw_tiles: bool = False) -> None:
         super().__init__()
+        # alpha cut-outs read the texture tiles from their pool textures (texture_pool.py)
+        tiles = tuple(Binding(n, TEXTURE, "texture_2d_array<f32>", wgpu.ShaderStage.FRAGMENT)
+                      for n in HW_BINDINGS) if hw_tiles else ()
         if shadow:  # the shadow views' (cluster, page) items into the shadow map
             self.label = "shadow_raster_hw"
             self.bindings = (
@@ -24,6 +29,7 @@ class RasterHW(Pass):
                                         VF, wgpu.ShaderStage.FRAGMENT),
                 Binding("state", READ, "array<u32>", wgpu.ShaderStage.VERTEX),
                 Binding("materials", READ, "array<u32>", VF),
+                *tiles,
             )
             vis64 = True  # one variant
         else:
@@ -33,12 +39,14 @@ class RasterHW(Pass):
                 *vis_bindings(vis64, write=True, stages=wgpu.ShaderStage.FRAGMENT),
                 # alpha cut-outs (glTF MASK): the fragment shader samples the base colour's alpha
                 Binding("materials", READ, "array<u32>", VF),
+                *tiles,
             )
-        self.bgl, self.pipelines = cached(device, ("raster_hw", shadow, vis64),
-                                          lambda: self._build(device, shadow, vis64))
+        self.bgl, self.pipelines = cached(device, ("raster_hw", shadow, vis64, hw_tiles),
+                                          lambda: self._build(device, shadow, vis64, hw_tiles))
 
-    def _build(self, device, shadow: bool, vis64: bool) -> tuple:
-        defines = ["SHADOW"] if shadow else (["VIS64"] if vis64 else [])
+    def _build(self, device, shadow: bool, vis64: bool, hw_tiles: bool) -> tuple:
+        defines = (["SHADOW"] if shadow else (["VIS64"] if vis64 else [])) + (
+            ["HW_TILES"] if hw_tiles else [])
         module = shader_module(device, "raster_hw.wgsl", self.bindings, defines=defines,
                                label=f"{self.label}.shader")
         bgl = bind_group_layout(device, self.bindings, f"{self.label}.bind_group_layout")

@@ -3,15 +3,16 @@ normal and ids (shaders/resolve.wgsl)."""
 
 from __future__ import annotations
 
-from renderer.gpu import READ, STORAGE, UNIFORM, Binding, compute_pipelines
+from renderer.gpu import READ, STORAGE, TEXTURE, UNIFORM, Binding, compute_pipelines
 from renderer.limits import MAX_LIGHTS, SHADOW_VIEWS
 from renderer.passes import PixelPass, cluster_reader_bindings, vis_bindings
+from renderer.texture_pool import HW_BINDINGS
 
 
 class Resolve(PixelPass):
     label = "resolve"
 
-    def __init__(self, device, *, vis64: bool) -> None:
+    def __init__(self, device, *, vis64: bool, hw_tiles: bool = False) -> None:
         super().__init__()
         self.bindings = (
             *cluster_reader_bindings(),
@@ -33,11 +34,13 @@ class Resolve(PixelPass):
             Binding("shadow_views", UNIFORM, f"array<ShadowView, {SHADOW_VIEWS}>"),
             Binding("shadow_map", READ, "array<u32>"),
             Binding("lights", UNIFORM, f"array<Light, {MAX_LIGHTS}>"),  # spot and point lights
+            # hardware sampling: the texture tiles' pool textures (texture_pool.py)
+            *(Binding(n, TEXTURE, "texture_2d_array<f32>") for n in HW_BINDINGS if hw_tiles),
         )
         # with the shadow maps sampled or not (RenderOptions.shadows), with spot and point
         # lights or not (their loop, never run, cost lavapipe 8% of the pass): built when first
         # wanted
-        self.device, self.vis64 = device, vis64
+        self.device, self.vis64, self.hw_tiles = device, vis64, hw_tiles
         self.pipelines = {}
         self.shadows = self.lights = False
         self.configure(True, False)
@@ -50,7 +53,9 @@ class Resolve(PixelPass):
             self.bgl, pipes = compute_pipelines(self.device, "resolve.wgsl", self.bindings,
                                                 ["cs_main"],
                                                 defines=["TEXTURE_FEEDBACK",
-                                                         *(["VIS64"] if self.vis64 else [])],
+                                                         *(["VIS64"] if self.vis64 else []),
+                                                         *(["HW_TILES"] if self.hw_tiles
+                                                           else [])],
                                                 constants={"SHADOWS": key[0], "LIGHTS": key[1]},
                                                 label=self.label)
             self.pipelines[key] = pipes["cs_main"]

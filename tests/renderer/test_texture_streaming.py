@@ -139,19 +139,24 @@ def test_serve_uploads_coarse_first_within_budget_and_evicts_the_least_recently_
     assert st["uploaded"] == 0 and st["short"] == 30 and PROTECT_FRAMES >= 1
 
 
-def sheet(path, *, size=1024, compression="none"):
+def sheet(path, *, size=1024, compression="none", holes=False):
     """A 2 x 2 sheet with a size² base-colour texture: colour cells of 8 texels with a thin
-    grid, fine enough that each mip looks different."""
+    grid, fine enough that each mip looks different. `holes`: a quarter of the cells
+    transparent, an alpha cut-out (glTF MASK: the hardware rasterizer samples the alpha)."""
     v, faces = grid_square(8)
     uv = (v[:, :2] + 1) / 2
     rng = np.random.default_rng(3)
-    cells = rng.integers(40, 230, (size // 8, size // 8, 3), dtype=np.uint8)
+    cells = rng.integers(40, 230, (size // 8, size // 8, 4), dtype=np.uint8)
+    cells[..., 3] = np.where(rng.random((size // 8, size // 8)) < 0.25, 0, 255)
     img = np.repeat(np.repeat(cells, 8, 0), 8, 1)
-    img[::8] = 20
-    img[:, ::8] = 20
+    img[::8, :, :3] = 20
+    img[:, ::8, :3] = 20
+    if not holes:
+        img = img[..., :3]
     mesh = trimesh.Trimesh(v, faces, process=False)
     mesh.visual = trimesh.visual.TextureVisuals(uv=uv, material=trimesh.visual.material.PBRMaterial(
-        baseColorTexture=Image.fromarray(img), metallicFactor=0.0))
+        baseColorTexture=Image.fromarray(img), metallicFactor=0.0, doubleSided=holes,
+        alphaMode="MASK" if holes else None, alphaCutoff=0.5 if holes else None))
     glb = path.with_suffix(".glb")
     mesh.export(glb)
     build_file(glb, path, BuildConfig(texture_compression=compression))
@@ -165,14 +170,24 @@ def _render(tess, gpu, camera=TILTED, **opts):
     return r, res
 
 
-def test_a_small_pool_streams_the_tiles_the_view_samples(tmp_path, gpu):
+def _sampling(gpu, sampling):
+    if sampling == "hardware" and not gpu.bc_textures:  # pragma: no cover - lavapipe has it
+        pytest.skip("the adapter has no texture-compression-bc: no texture unit to read BC")
+    return sampling
+
+
+@pytest.mark.parametrize("sampling", ["shader", "hardware"])
+def test_a_small_pool_streams_the_tiles_the_view_samples(tmp_path, gpu, sampling):
     # a pool of a third of the tiles: the frames stream in the tiles the view samples and end
     # with the picture every tile resident gives, bit for bit; then a view of the other end of
     # the sheet evicts some and streams its own, and the first view comes back exactly
+    # (the texture unit reads the tiles from pool textures, the shader from the buffer)
+    ts = _sampling(gpu, sampling)
     tess = sheet(tmp_path / "sheet.tess")
-    _, full = _render(tess, gpu)
+    _, full = _render(tess, gpu, texture_sampling=ts)
     assert full.stats.textures is None  # everything fits: nothing streams
-    r, res = _render(tess, gpu, texture_pool_mb=2.5)
+    r, res = _render(tess, gpu, texture_pool_mb=2.5, texture_sampling=ts)
+    assert r.frame.hw_tiles == (ts == "hardware")
     tp = r.texture_pool
     assert tp.streaming and tp.entries == 340 and tp.slots < tp.entries // 2
     st = res.stats.textures
@@ -180,12 +195,31 @@ def test_a_small_pool_streams_the_tiles_the_view_samples(tmp_path, gpu):
     assert np.array_equal(res.color, full.color)
     assert tp.texture_bytes <= 2.5 * 2**20
     other = Camera(eye=(0.0, 1.0, 0.45), target=(0.0, -0.1, 0.0), up=(0.0, 0.0, 1.0), fov_y=50.0)
-    _, full_other = _render(tess, gpu, camera=other)
+    _, full_other = _render(tess, gpu, camera=other, texture_sampling=ts)
     moved = r.render_converged(other, debug_view="base_color", tau=1.0)
     assert np.array_equal(moved.color, full_other.color)
     back = r.render_converged(TILTED, debug_view="base_color", tau=1.0)
     assert np.array_equal(back.color, full.color)
     assert r.texture_pool.resident <= tp.slots
+
+
+@pytest.mark.parametrize("compression,codes", [("none", 0), ("bc", 1)])
+def test_the_texture_unit_reads_the_tiles_as_the_shader_does(tmp_path, gpu, compression, codes):
+    # the same tiles read by textureLoad from the pool textures (decoded by the texture unit)
+    # and by material.wgsl from the buffer: RGBA8 bit for bit; BC3 (colour and the cut-out's
+    # alpha) within a code, the rounding its interpolation leaves to implementations
+    # (tests/renderer/test_texture_blocks.py); the same cut-out holes, drawn by the hardware
+    # rasterizer from the same alpha
+    _sampling(gpu, "hardware")
+    tess = sheet(tmp_path / "holes.tess", compression=compression, holes=True)
+    near = Camera(eye=(0.3, 0.2, 0.6), target=(0.3, 0.2, 0.0), fov_y=40.0)
+    for cam in (TILTED, near):
+        _, shader = _render(tess, gpu, camera=cam, texture_sampling="shader")
+        _, unit = _render(tess, gpu, camera=cam, texture_sampling="hardware")
+        assert 0.5 < (shader.depth > 0).mean() < 0.95  # holes: the background shows through
+        assert np.array_equal(shader.depth > 0, unit.depth > 0)
+        diff = np.abs(shader.color.astype(int) - unit.color.astype(int))
+        assert diff.max() <= codes, diff.max()
 
 
 def test_missing_tiles_fall_back_to_the_tail_never_garbage(tmp_path, gpu):
