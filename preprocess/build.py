@@ -170,7 +170,8 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
                verify: bool = False, load_seconds: float | None = None,
                texture: str | os.PathLike | None = None,
                stage_into: list[Path] | None = None,
-               texture_set: TextureSet | None = None) -> BuildResult:
+               texture_set: TextureSet | None = None,
+               source_key: str | None = None) -> BuildResult:
     """Load (unless given a Mesh), build, verify if asked, and write a `.tess` file atomically.
     `config.up` turns the mesh Y-up (`build_asset`); a glTF file with an up axis other than Y,
     its specification's, gives a `MeshWarning` and is rotated all the same.
@@ -183,7 +184,9 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     stage_into: the file is left complete at a temporary name beside `output`, appended to this
     list (`write_tess`), for the caller to rename with the files that go with it (a scene's).
     texture_set: the scene's textures (`preprocess.textures.texture_set`, its file named by
-    `texture_set.file`): the file's materials index them and it holds none of its own."""
+    `texture_set.file`): the file's materials index them and it holds none of its own.
+    source_key: what it was built from, kept in the meta (`preprocess.batch.source_key`: a
+    batch's outputs up to date are not built again)."""
     from preprocess.load import load_mesh
 
     seconds: dict[str, float] = {}
@@ -209,6 +212,8 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
         report("verify", 1, 1)
     t = time.perf_counter()
     packed.meta["seconds"] = {k: round(v, 4) for k, v in seconds.items()}
+    if source_key is not None:
+        packed.meta["source_key"] = source_key
     report("write", 0, 1)
     size = write_tess(output, meta=packed.meta, sections=packed.sections, pages=packed.pages,
                       page_flags=packed.page_flags, before_replace=lambda: report("write", 1, 1),

@@ -345,7 +345,8 @@ def _turned(light: dict, turn: np.ndarray) -> dict:
 
 
 def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
-                progress=None, verify: bool = False, up: str = "y") -> list:
+                progress=None, verify: bool = False, up: str = "y",
+                source_key: str | None = None) -> list:
     """Preprocess every mesh of `scene` into `<output stem>.<mesh>.tess` beside `output` (a
     `.json` scene file), their textures once into `<output stem>.@textures.tess` (each image
     the meshes share stored once, `preprocess.textures.texture_set`; the meshes' materials index
@@ -358,7 +359,8 @@ def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
     are turned Y-up (the meshes stay in their own space).
     progress(stage, done, total): each mesh's build stages as `build_file` reports them (where a
     caller cancels), and ("meshes", k, n) as the meshes are done: ("meshes", n, n) once every
-    `.tess` is complete, just before they are renamed into place, the last moment to cancel."""
+    `.tess` is complete, just before they are renamed into place, the last moment to cancel.
+    source_key: kept in every mesh's meta (`build_file`'s)."""
     from preprocess.build import build_file
     from preprocess.config import BuildConfig
     from preprocess.up_axis import Z_UP_TO_Y_UP
@@ -394,7 +396,8 @@ def build_scene(scene: SceneMeshes, output: str | os.PathLike, config=None, *,
                 progress("meshes", k, len(scene.meshes))
             staged[tess] = []
             results.append(build_file(mesh, tess, cfg, progress=progress, verify=verify,
-                                      stage_into=staged[tess], texture_set=shared))
+                                      stage_into=staged[tess], texture_set=shared,
+                                      source_key=source_key))
             files[name] = tess.name
         if progress is not None:
             progress("meshes", len(scene.meshes), len(scene.meshes))

@@ -19,7 +19,14 @@ import time
 from typing import TYPE_CHECKING, NoReturn
 
 from assets import BUILTIN
-from renderer.apps.signals import StopSignals, run_stoppable, stoppable
+from renderer.apps.signals import (
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    StopSignals,
+    run_stoppable,
+    stoppable,
+    stopped,
+)
 
 # triangle ids are 32-bit: the most a --builtin asset may ask for
 MAX_TRIANGLES = 2**31 - 1
@@ -105,7 +112,10 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
     from preprocess.tess.limits import PAGE_SIZE
 
     d = BuildConfig()
-    p.add_argument("mesh", nargs="?", help="input mesh: .obj .ply .stl .off .gltf .glb")
+    p.add_argument("mesh", nargs="*", metavar="INPUT",
+                   help="input mesh: .obj .ply .stl .off .gltf .glb. Several inputs, a folder "
+                        "(its mesh files, recursively), a glob pattern or @LIST (a file naming "
+                        "inputs, a line each) build a batch: see -O")
     p.add_argument("-o", "--output", help="output .tess (default: beside the input); a glTF "
                    "of several meshes or nodes: a scene file NAME.json and a .tess per mesh "
                    "beside it (the default), or NAME.tess merged")
@@ -171,6 +181,21 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                    help="check the DAG invariants (limits, errors, crack-free cuts) before "
                         "writing; a failure writes nothing")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or summary")
+    b = p.add_argument_group("batch", "many inputs in one command: their outputs in one "
+                             "folder, a manifest line each (JSON: input, output, status built | "
+                             "skipped | failed, triangles, levels, seconds, error, warnings); "
+                             "an output up to date with its input and options is skipped; one "
+                             "failure does not stop the rest (exit 2 at the end)")
+    b.add_argument("-O", "--out-dir", metavar="DIR",
+                   help="the batch's output folder (made if missing; a folder's files keep "
+                        "their places under it; default: beside each input)")
+    b.add_argument("--manifest", metavar="FILE",
+                   help="the manifest, appended to (default: DIR/manifest.jsonl, or "
+                        "./manifest.jsonl without -O)")
+    b.add_argument("--jobs", type=int, default=0,
+                   help="builds at once, each in a worker process (default: 0, one a core)")
+    b.add_argument("--force", action="store_true",
+                   help="build every input, up to date or not")
 
 
 def run_build(args: argparse.Namespace, *, stop: StopSignals | None = None,
@@ -178,20 +203,125 @@ def run_build(args: argparse.Namespace, *, stop: StopSignals | None = None,
     """Build from parsed options; returns the exit status. SIGINT and SIGTERM end it with one
     line and nothing written (see the module docstring); `stop`: the caller's, already active;
     else its own, and `ending` as `main`'s."""
+    work = _build
+    if isinstance(args.mesh, list):  # the command line's inputs: one build, or a batch
+        if _is_batch(args):
+            work = _batch
+        else:
+            args.mesh = args.mesh[0] if args.mesh else None
     if stop is None:
-        return run_stoppable("preprocess", lambda own: _build(args, own), ending)
-    return stoppable(stop, lambda: _build(args, stop))
+        return run_stoppable("preprocess", lambda own: work(args, own), ending)
+    return stoppable(stop, lambda: work(args, stop))
+
+
+def _is_batch(args: argparse.Namespace) -> bool:
+    """Several inputs, a folder, a pattern, a list, or an output folder: a batch."""
+    from pathlib import Path
+
+    names = args.mesh
+    return (len(names) > 1 or args.out_dir is not None or args.manifest is not None
+            or any(n.startswith("@") or any(c in n for c in "*?[") or Path(n).is_dir()
+                   for n in names))
+
+
+def _batch(args: argparse.Namespace, stop: StopSignals) -> int:
+    """Many inputs (`preprocess.batch`): the tasks, the output folder and the manifest checked
+    first, then the builds in worker processes, a line each in the manifest; a bar and each
+    failure's line unless -q; exit 2 when any failed."""
+    from pathlib import Path
+
+    from preprocess.batch import BatchError, build_many, expand_inputs
+    from preprocess.tess.atomic import check_writable
+
+    for flag, given in (("--builtin", args.builtin), ("-o", args.output),
+                        ("--texture", args.texture), ("--merge", args.merge),
+                        ("--instances", args.instances is not None)):
+        if given:
+            return fail(f"{flag} applies to one input, not to a batch")
+    if args.jobs < 0:
+        return fail(f"--jobs must be 0 or more, not {args.jobs}")
+    args.mesh, names = None, args.mesh
+    args.builtin = None
+    try:
+        config = _config(args, batch=True)
+        out_dir = Path(args.out_dir) if args.out_dir else None
+        tasks = expand_inputs(names, out_dir)
+        if out_dir is not None:
+            if out_dir.exists() and not out_dir.is_dir():
+                raise _RefusedError(f"{out_dir}: not a folder")
+            try:
+                out_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise _RefusedError(f"{out_dir}: cannot make the output folder: "
+                                    f"{e.strerror or e}") from None
+        manifest = Path(args.manifest) if args.manifest else (out_dir or Path(".")) / \
+            "manifest.jsonl"
+        _check_output(manifest)
+        for t in tasks:
+            if out_dir is None and t.problem is None:
+                check_writable(t.output)
+    except (BatchError, _RefusedError) as e:
+        return fail(str(e))
+    except OSError as e:
+        return fail(f"{e.filename}: cannot write: {e.strerror or e}")
+    stop.check()
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(tasks), unit="mesh", desc="preprocess", leave=False,
+                   file=sys.stderr)
+
+    finished = [0]
+
+    def report(line: dict) -> None:
+        finished[0] += 1
+        if line["status"] == "failed":
+            name = Path(line["input"]).name
+            what = line["error"] if name in line["error"] else f"{line['input']}: {line['error']}"
+            text = f"preprocess: error: {what}"
+            (bar.write(text, file=sys.stderr) if bar is not None else
+             print(text, file=sys.stderr))
+        if bar is not None:
+            bar.update(1)
+
+    t0 = time.perf_counter()
+    try:
+        lines = build_many(tasks, config, manifest, jobs=args.jobs, verify=args.verify,
+                           force=args.force, report=report, check=stop.check)
+    except KeyboardInterrupt:  # the outputs done stay (whole), the rest are not built
+        stop.hold()
+        if bar is not None:
+            bar.close()
+        word, status = (("terminated", EXIT_SIGTERM) if stop.signum == signal.SIGTERM
+                        else ("interrupted", EXIT_SIGINT))
+        return stopped(f"preprocess: {word}; {finished[0]} of {len(tasks)} inputs done, each "
+                       f"output whole, the rest not built (manifest {manifest})", status)
+    finally:
+        if bar is not None:
+            bar.close()
+    counts = {k: sum(1 for x in lines if x["status"] == k) for k in ("built", "skipped",
+                                                                      "failed")}
+    if not args.quiet:
+        print(f"{len(lines)} inputs in {time.perf_counter() - t0:.1f} s: {counts['built']} "
+              f"built, {counts['skipped']} up to date, {counts['failed']} failed; manifest "
+              f"{manifest}")
+    if counts["failed"]:
+        return fail(f"{counts['failed']} of {len(lines)} inputs failed (their lines in "
+                    f"{manifest})")
+    return 0
 
 
 class _RefusedError(Exception):
     """What `_build` refuses before it builds anything: one line (`fail`)."""
 
 
-def _config(args: argparse.Namespace) -> BuildConfig:
-    """The build configuration the options ask for, after the checks of what goes with what."""
+def _config(args: argparse.Namespace, batch: bool = False) -> BuildConfig:
+    """The build configuration the options ask for, after the checks of what goes with what
+    (`batch`: for many inputs, named elsewhere)."""
     from preprocess.config import BuildConfig
 
-    if (args.mesh is None) == (args.builtin is None):
+    if not batch and (args.mesh is None) == (args.builtin is None):
         raise _RefusedError("give a mesh file or --builtin NAME (one of them)")
     if args.texture and args.builtin:
         raise _RefusedError("--texture applies to a mesh file, not to --builtin")

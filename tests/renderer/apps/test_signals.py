@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import trimesh
 
+from preprocess.tess.reader import read_tess
 from renderer.apps import cli as tessera_cli
 from renderer.apps.loader import load_now
 
@@ -300,3 +301,35 @@ def test_destructors_of_what_an_interrupt_left_half_built_say_nothing(quiet) -> 
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[3]).stderr
     assert ("Exception ignored" in err) != quiet, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_mid_batch_leaves_whole_outputs_and_says_so(sig, tmp_path, signal_child):
+    """`preprocess FOLDER -O OUT` (issue 36): the builds done stay, whole, in the manifest; the
+    workers stop at their builds' next report; one line says so."""
+    (tmp_path / "lib").mkdir()
+    for i in range(12):
+        trimesh.creation.icosphere(1 + i % 2).export(tmp_path / "lib" / f"m{i}.ply")
+    out = tmp_path / "out"
+    proc = signal_child.start("renderer.apps.preprocess_cli",
+                              [str(tmp_path / "lib"), "-O", str(out), "-q", "--jobs", "2"])
+    signal_child.wait_for(proc, tmp_path, lambda p: (out / "manifest.jsonl").is_file()
+                          and (out / "manifest.jsonl").stat().st_size > 0, "the first line")
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == (130 if sig == "SIGINT" else 143), err
+    lines = signal_child.lines(err)
+    word = "interrupted" if sig == "SIGINT" else "terminated"
+    assert len(lines) == 1 and lines[0].startswith(f"preprocess: {word}; ") and \
+        "each output whole, the rest not built" in lines[0], err
+    done = [json.loads(x) for x in (out / "manifest.jsonl").read_text().splitlines()]
+    assert 1 <= len(done) < 12
+    files = sorted(p for p in out.iterdir())
+    for p in files:  # no temporary file; every output whole (a build that ended as the
+        assert not p.name.endswith(".tmp") and not p.name.startswith("."), p  # signal came
+        if p.suffix == ".tess":  # may have no line: its file is whole all the same)
+            with read_tess(p):
+                pass
+    assert len(files) >= len(done) + 1
+
