@@ -36,6 +36,7 @@ from renderer.layout import ARGS_WORDS, FRAME_DTYPE, STATE, STATE_WORDS, STAT_NA
 from renderer.lights import Light, faces_wanted
 from renderer.limits import (
     MAX_LOCAL_FACES,
+    READBACK_RING,
     TEXTURE_TILE_WORDS,
     DEFAULT_BINDING_LIMIT,
     FLAG_OCCLUSION,
@@ -174,6 +175,7 @@ class Frame:
         self._asset_version = self._instance_version = -1
         self.ring = ReadbackRing(self.device, self._read_back)
         self.latest: FrameStats | None = None  # the newest frame read back
+        self.recent: dict[int, FrameStats] = {}  # the last frames read back, by index
         self._culled_gen = -1  # resources generation of the last culled frame (freeze_culling)
         self._uniform_key: tuple | None = None  # what _uniform_static was made for
         self._uniform_static = np.zeros(1, FRAME_DTYPE)
@@ -827,6 +829,9 @@ class Frame:
             stats.textures = self._serve_textures(item.index, lay.tile_stamps(raw))
         if self.latest is None or stats.frame > self.latest.frame:
             self.latest = stats
+        self.recent[stats.frame] = stats  # `stats_of`: the last few frames', by index
+        for k in [k for k in self.recent if k < stats.frame - 2 * READBACK_RING]:
+            del self.recent[k]
 
     def _serve_textures(self, index: int, stamps: np.ndarray) -> dict:
         """Frame `index`'s texture tile stamps served (`TexturePool.serve`): the missing tiles
@@ -869,6 +874,12 @@ class Frame:
         if not t.streaming:
             self._write_tiles([(int(s), int(e)) for s, e in enumerate(t.entry_of) if e >= 0])
         return views
+
+    def stats_of(self, index: int) -> FrameStats | None:
+        """Frame `index`'s statistics (waits for its readback); None where it is older than
+        the last few frames read back."""
+        self.ring.collect(wait_for=index)
+        return self.recent.get(index)
 
     def stats(self, *, wait_for: int | None = None) -> FrameStats | None:
         """The newest frame statistics read back so far (every frame up to `wait_for` waited

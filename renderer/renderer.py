@@ -18,9 +18,12 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections import deque
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
+import wgpu
 
 from preprocess.tess.pages import octahedral_decode
 from renderer.aggregates import node_count
@@ -50,6 +53,9 @@ from renderer.scene import Scene, SceneError, grid_offsets, open_asset
 __all__ = ["Renderer"]
 
 _MIB = 1 << 20
+# the buffers a frame's images are read from (`read_images`, `render_many`'s copies)
+_IMAGE_BUFFERS = ("color", "depth_out", "normal_xy", "normal_z", "ids_a", "ids_b", "gbuffer_a",
+                  "gbuffer_b", "velocity")
 
 
 def _mib(nbytes: int, beside: int | None = None) -> str:
@@ -379,22 +385,26 @@ class Renderer:
         """The resolve and depth-target outputs of the last submitted frame (waits for the
         GPU)."""
         f = self.frame.resources
-        h, w = f.height, f.width
         q = self.device.queue
+        return self._decode_images({k: np.frombuffer(q.read_buffer(f.buffers[k]), np.uint8)
+                                    for k in _IMAGE_BUFFERS}, f.width, f.height)
+
+    def _decode_images(self, raw: dict[str, np.ndarray], w: int, h: int
+                       ) -> dict[str, np.ndarray]:
+        """The images of a frame from its image buffers' bytes (`_IMAGE_BUFFERS`)."""
         n = w * h
-        color = np.frombuffer(q.read_buffer(f.buffers["color"]), np.uint8)[: 4 * n]
-        depth = np.frombuffer(q.read_buffer(f.buffers["depth_out"]), np.float32)[:n]
-        normal = np.concatenate([
-            np.frombuffer(q.read_buffer(f.buffers["normal_xy"]), np.float32)[: 2 * n]
-            .reshape(h, w, 2),
-            np.frombuffer(q.read_buffer(f.buffers["normal_z"]), np.float32)[:n].reshape(h, w, 1)],
-            axis=2)
+
+        def words(k: str, dtype, per: int) -> np.ndarray:
+            return raw[k][: 4 * per * n].view(dtype)
+
+        color = words("color", np.uint8, 1)
+        depth = words("depth_out", np.float32, 1)
+        normal = np.concatenate([words("normal_xy", np.float32, 2).reshape(h, w, 2),
+                                 words("normal_z", np.float32, 1).reshape(h, w, 1)], axis=2)
         ids = np.concatenate([  # instance, cluster | triangle, level << 1 | hw
-            np.frombuffer(q.read_buffer(f.buffers[k]), np.uint32)[: 2 * n].reshape(h, w, 2)
-            for k in ("ids_a", "ids_b")], axis=2)
+            words(k, np.uint32, 2).reshape(h, w, 2) for k in ("ids_a", "ids_b")], axis=2)
         empty = ids[..., 0] == ID_EMPTY
-        ga, gb = (np.frombuffer(q.read_buffer(f.buffers[k]), np.uint32)[: 2 * n].reshape(h, w, 2)
-                  for k in ("gbuffer_a", "gbuffer_b"))
+        ga, gb = (words(k, np.uint32, 2).reshape(h, w, 2) for k in ("gbuffer_a", "gbuffer_b"))
 
         def col(k: int) -> np.ndarray:
             return np.where(empty, -1, ids[..., k].astype(np.int64))
@@ -402,7 +412,7 @@ class Renderer:
         def bytes4(words: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(words).view(np.uint8).reshape(h, w, 4)
 
-        velocity = np.frombuffer(q.read_buffer(f.buffers["velocity"]), np.float32)[: 2 * n]
+        velocity = words("velocity", np.float32, 2)
         return {
             "color": color.reshape(h, w, 4).copy(),
             "depth": depth.reshape(h, w).copy(),
@@ -446,6 +456,66 @@ class Renderer:
             index = self.submit(camera, tau=self._ssaa_tau(tau, n), debug_view=debug_view,
                                 freeze_culling=freeze_culling, accumulate=accumulate)
             return downsample(self._result(camera, index), n)
+
+    def render_many(self, cameras: Iterable[Camera], *, tau: float | None = None,
+                    debug_view: str | int = "lit", in_flight: int = 2
+                    ) -> Iterator[RenderResult]:
+        """`render` for each camera in turn, with up to `in_flight` frames submitted ahead of
+        the one being read back: each frame's images are copied into a mappable buffer of its
+        own right after it (a ring of `in_flight` + 1), so the GPU draws the next frames while
+        the CPU decodes this one. The images are those `render` gives for the same camera,
+        velocity aside (it is the motion since the camera before, a dataset's flow); streamed
+        pages or texture tiles arrive as they do over any sequence of frames."""
+        if not (isinstance(in_flight, int) and in_flight >= 0):
+            raise ValueError(f"in_flight must be a whole number >= 0, not {in_flight!r}")
+        pending: deque = deque()
+        free: list = []
+        for cam in cameras:
+            index = self.submit(cam, tau=tau, debug_view=debug_view)
+            pending.append((cam, index, self._stage_images(free)))
+            while len(pending) > in_flight:
+                yield self._staged_result(*pending.popleft(), free)
+        while pending:
+            yield self._staged_result(*pending.popleft(), free)
+
+    def _stage_images(self, free: list) -> tuple:
+        """The last submitted frame's image buffers copied into a mappable buffer (one of
+        `free`, or a new one): (the buffer, {name: (offset, size)}, width, height)."""
+        f = self.frame.resources
+        sizes = {k: f.buffers[k].size for k in _IMAGE_BUFFERS}
+        total = sum(sizes.values())
+        buf = next((b for b in free if b.size == total), None)
+        if buf is None:
+            buf = self.device.create_buffer(size=total, label="render_many.staging",
+                                            usage=wgpu.BufferUsage.MAP_READ
+                                            | wgpu.BufferUsage.COPY_DST)
+        else:
+            free.remove(buf)
+        enc = self.device.create_command_encoder(label="render_many.copy")
+        at, where = 0, {}
+        for k, size in sizes.items():
+            enc.copy_buffer_to_buffer(f.buffers[k], 0, buf, at, size)
+            where[k] = (at, size)
+            at += size
+        self.device.queue.submit([enc.finish()])
+        return buf, where, f.width, f.height
+
+    def _staged_result(self, camera: Camera, index: int, staged: tuple, free: list
+                       ) -> RenderResult:
+        """Frame `index`'s RenderResult from its staged copy (waits for it); the buffer back to
+        `free`."""
+        buf, where, w, h = staged
+        buf.map_sync(wgpu.MapMode.READ)
+        try:
+            data = np.frombuffer(buf.read_mapped(), np.uint8)
+            images = self._decode_images({k: data[o: o + n] for k, (o, n) in where.items()},
+                                         w, h)
+        finally:
+            buf.unmap()
+        free.append(buf)
+        stats = self.frame.stats_of(index)
+        assert stats is not None and stats.frame == index
+        return RenderResult(**images, stats=stats, near=camera.near)
 
     def _result(self, camera: Camera, index: int) -> RenderResult:
         """The images and statistics of frame `index`, the last submitted (waits)."""

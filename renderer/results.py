@@ -103,6 +103,12 @@ class RenderResult:
 
 def write_png(path: str | os.PathLike, rgba: np.ndarray) -> None:
     """(h, w, 4) uint8 -> PNG file."""
+    with open(path, "wb") as f:
+        f.write(png_bytes(rgba))
+
+
+def png_bytes(rgba: np.ndarray) -> bytes:
+    """(h, w, 4) uint8 -> the bytes of a PNG file."""
     h, w = rgba.shape[:2]
     raw = np.concatenate([np.zeros((h, 1), np.uint8), rgba.reshape(h, w * 4)], axis=1)
 
@@ -110,7 +116,5 @@ def write_png(path: str | os.PathLike, rgba: np.ndarray) -> None:
         return (struct.pack(">I", len(data)) + tag + data
                 + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
 
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)) + chunk(b"IEND", b""))
-    with open(path, "wb") as f:
-        f.write(png)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)) + chunk(b"IEND", b""))

@@ -291,45 +291,57 @@ def cmd_render(args: argparse.Namespace, stop: StopSignals) -> int:
     return status
 
 
-def _render(args: argparse.Namespace, job: LoadJob | None, stop: StopSignals) -> int:
-    """`render` once its arguments are checked: the asset or scene (`job` resolves a mesh or
-    scene file to .tess files in this thread), the GPU, the frame; then the PNG and the stats."""
+def _open_scene(args: argparse.Namespace, job: LoadJob | None, stop: StopSignals):
+    """The renderer of `render` and `dataset` with its scene (`job` resolves a mesh or scene
+    file to .tess files in this thread), the ground where asked: (renderer, the scene file's
+    spec or None, the scene's centre and radius), or the one line of what went wrong."""
     from renderer.options import TRAVERSALS, RenderOptions
+
+    opts = RenderOptions(tau=1.0 if args.tau is None else args.tau,
+                         persistent=TRAVERSALS[args.traversal],
+                         fallback32=args.fallback32, occlusion=not args.no_occlusion,
+                         aggregates=not args.no_aggregates, **_stream_options(args))
+    spec = None
+    if job is None:
+        from renderer.scene import open_asset
+
+        open_asset(args.file)  # its header and hierarchy, before the GPU
+        tess = args.file
+    else:
+        job.run()
+        stop.check()  # a signal its build swallowed: its error, if any, is the signal's
+        if job.error:
+            return job.error
+        spec, tess = job.spec, next(iter(job.tess.values()))
+        if spec is not None and args.instances != 1:
+            return "--instances applies to one asset, not to a scene file"
+    from renderer.renderer import Renderer
+
+    r = Renderer(*args.size, options=opts)  # the GPU: checks the size against the adapter
+    if spec is not None:
+        spec.apply(r, job.tess)
+    elif args.instances == 1:
+        r.add_instance(r.load(tess))
+    else:
+        r.add_grid(r.load(tess), args.instances)  # checks the count first
+    center, radius = r.bounds()
+    if getattr(args, "ground", False):
+        from assets.ground import ground_tess, ground_transform
+
+        r.add_instance(r.load(ground_tess()), ground_transform(r.scene, center, radius))
+    return r, spec, center, radius
+
+
+def _render(args: argparse.Namespace, job: LoadJob | None, stop: StopSignals) -> int:
+    """`render` once its arguments are checked: the asset or scene (`_open_scene`), the GPU,
+    the frame; then the PNG and the stats."""
     from renderer.results import INCOMPLETE
 
     try:
-        opts = RenderOptions(tau=1.0 if args.tau is None else args.tau,
-                             persistent=TRAVERSALS[args.traversal],
-                             fallback32=args.fallback32, occlusion=not args.no_occlusion,
-                             aggregates=not args.no_aggregates, **_stream_options(args))
-        spec = None
-        if job is None:
-            from renderer.scene import open_asset
-
-            open_asset(args.file)  # its header and hierarchy, before the GPU
-            tess = args.file
-        else:
-            job.run()
-            stop.check()  # a signal its build swallowed: its error, if any, is the signal's
-            if job.error:
-                return _error(job.error)
-            spec, tess = job.spec, next(iter(job.tess.values()))
-            if spec is not None and args.instances != 1:
-                return _error("--instances applies to one asset, not to a scene file")
-        from renderer.renderer import Renderer
-
-        r = Renderer(*args.size, options=opts)  # the GPU: checks the size against the adapter
-        if spec is not None:
-            spec.apply(r, job.tess)
-        elif args.instances == 1:
-            r.add_instance(r.load(tess))
-        else:
-            r.add_grid(r.load(tess), args.instances)  # checks the count first
-        center, radius = r.bounds()
-        if args.ground:
-            from assets.ground import ground_tess, ground_transform
-
-            r.add_instance(r.load(ground_tess()), ground_transform(r.scene, center, radius))
+        opened = _open_scene(args, job, stop)
+        if isinstance(opened, str):
+            return _error(opened)
+        r, spec, center, radius = opened
         cam = _render_camera(args, spec, center, radius)
         why = _precision_error(cam, args.size[1], center, radius)
         if why:
@@ -709,8 +721,8 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
     """A command that takes its signals from `stop`."""
     if args.func is run_build:
         return run_build(args, stop=stop)
-    if args.func is cmd_render:
-        return cmd_render(args, stop)
+    if args.func in (cmd_render, cmd_dataset):
+        return args.func(args, stop)
     return args.func(args)
 
 
@@ -728,9 +740,112 @@ def _parser() -> argparse.ArgumentParser:
                    help="also check every page: checksums, streams, positions decoded")
     p.set_defaults(func=cmd_info)
     _add_render_command(sub)
+    _add_dataset_command(sub)
     _add_view_command(sub)
     _add_bench_command(sub)
     return parser
+
+
+def cmd_dataset(args: argparse.Namespace, stop: StopSignals) -> int:
+    """Render a scene from many cameras into a dataset folder (renderer/apps/dataset.py): a PNG
+    and the arrays asked for a frame, the cameras' OpenCV and NeRF files. What needs no GPU is
+    checked first; frames are written whole as they come (`Renderer.render_many`); a failure
+    or a signal leaves the frames done, whole, and no camera files."""
+    from renderer.apps.dataset import OUTPUTS
+
+    why = _input_error(args.file) or _up_error(args.file, args.up)
+    outputs = tuple(x for x in (args.outputs or "").split(",") if x)
+    bad = [x for x in outputs if x not in OUTPUTS]
+    if bad:
+        why = why or f"--outputs {bad[0]}: one of {', '.join(OUTPUTS)}"
+    out = Path(args.out_dir)
+    if out.exists() and not out.is_dir():
+        why = why or f"{out}: not a folder"
+    if why:
+        return _error(why)
+    job = None
+    if Path(args.file).suffix.lower() != ".tess":
+        from renderer.apps.loader import LoadJob
+
+        job = LoadJob(args.file, args.up, check=stop.check)
+    try:
+        status = _dataset(args, job, stop, outputs)
+        if status:
+            stop.check()
+    except BaseException:
+        stop.hold()
+        if job is not None:
+            job.discard()
+        raise
+    if status and job is not None:
+        job.discard()
+    return status
+
+
+def _dataset(args: argparse.Namespace, job, stop: StopSignals, outputs: tuple[str, ...]) -> int:
+    import json
+    import time
+
+    from preprocess.tess.atomic import write_atomically
+    from renderer.apps.dataset import camera_set, cameras_json, transforms_json, write_frame
+    from renderer.results import INCOMPLETE
+
+    out = Path(args.out_dir)
+    try:
+        opened = _open_scene(args, job, stop)
+        if isinstance(opened, str):
+            return _error(opened)
+        r, _, center, radius = opened
+        cams = camera_set(args.cameras, center, radius, args.fov)
+        for i, cam in enumerate(cams):
+            why = _precision_error(cam, args.size[1], center, radius)
+            if why:
+                return _error(f"camera {i}: {why}")
+        for sub in ("images", *(["arrays"] if outputs else [])):
+            (out / sub).mkdir(parents=True, exist_ok=True)
+        stop.check()
+        names = [f"{i:05d}" for i in range(len(cams))]
+        t0 = time.perf_counter()
+        w, h = args.size
+        for i, res in enumerate(r.render_many(cams, tau=args.tau)):
+            if res.stats.overflow & INCOMPLETE:
+                return _error(f"frame {i}: the culling traversal stopped with work left (this "
+                              f"adapter cut a shader loop short)")
+            write_frame(out, names[i], res, outputs)
+            stop.check()
+        seconds = time.perf_counter() - t0
+        files = [f"images/{n}.png" for n in names]
+        for name, doc in (("cameras.json", cameras_json(cams, w, h, files)),
+                          ("transforms.json", transforms_json(cams, w, h, files))):
+            text = json.dumps(doc, indent=1).encode()
+            write_atomically(out / name, lambda f, text=text: f.write(text))
+    except (*_runtime_errors(), ValueError) as e:
+        return _error(str(e))
+    except OSError as e:
+        return _error(f"{e.filename or out}: cannot write: {e.strerror or e}")
+    print(f"wrote {len(cams)} frames ({w}x{h}{', ' + ', '.join(outputs) if outputs else ''}) "
+          f"to {out} in {seconds:.1f} s ({len(cams) / seconds:.2f} frames a second) on "
+          f"{r.ctx.description}; cameras in cameras.json (OpenCV) and transforms.json (NeRF)")
+    return 0
+
+
+def _add_dataset_command(sub) -> None:
+    p = sub.add_parser("dataset", help="render a scene from many cameras: a PNG and the arrays "
+                       "asked for a frame, the cameras' OpenCV and NeRF files")
+    _add_render_options(p, render=True)
+    p.add_argument("-O", "--out-dir", required=True, metavar="DIR",
+                   help="the dataset's folder (images/, arrays/, cameras.json, "
+                        "transforms.json; made if missing)")
+    p.add_argument("--cameras", default="orbit:100",
+                   help="orbit:N (around the scene, 25 degrees up), random:N[:SEED] (directions "
+                        "over the sphere, distances varied), or a JSON file: a list of {eye, "
+                        "target, up?, fov?} (default: orbit:100)")
+    p.add_argument("--outputs", default="",
+                   help="arrays a frame besides the PNG, comma-separated: depth (distance "
+                        "along the view axis), normal (world), ids (instance, material), "
+                        "velocity (pixels since the frame before)")
+    _add_fov(p)
+    p.set_defaults(func=cmd_dataset)
 
 
 def _add_render_command(sub) -> None:
