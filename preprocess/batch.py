@@ -38,7 +38,7 @@ from pathlib import Path
 from preprocess.config import BuildConfig
 from preprocess.load import SUPPORTED_SUFFIXES
 
-__all__ = ["BatchError", "Task", "build_many", "expand_inputs", "source_key"]
+__all__ = ["BatchError", "Task", "build_many", "check_ray", "expand_inputs", "source_key"]
 
 # bump when what a build writes changes without its options changing: every output rebuilt
 KEY_VERSION = 1
@@ -279,16 +279,100 @@ def _stop_check(stage: str, done: int, total: int) -> None:
         raise KeyboardInterrupt
 
 
+def check_ray(address: str) -> None:
+    """BatchError unless Ray is installed and `address` ("local", "auto", host:port,
+    ray://host:port) can be reached: a TCP connection within 5 seconds (Ray's own attempt waits
+    minutes on an address that does not answer)."""
+    import importlib.util
+    import socket
+
+    if importlib.util.find_spec("ray") is None:
+        raise BatchError("--ray needs Ray: pip install 'tessera[ray]' (make setup installs it)")
+    if address in ("local", "auto"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise BatchError(f"--ray {address}: not host:port, ray://host:port, auto or local")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as e:
+        raise BatchError(f"--ray {address}: cannot reach the Ray cluster: "
+                         f"{e.strerror or e}") from None
+
+
+def _ray_build(task: Task, config: BuildConfig, verify: bool, key: str) -> dict:
+    """`_build_one` in a Ray worker (one CPU: numba's threads one)."""
+    import numba
+
+    numba.set_num_threads(1)
+    return _build_one(task, config, verify, key)
+
+
+def _on_ray(todo: list[tuple[Task, str]], config: BuildConfig, verify: bool, address: str,
+            jobs: int, done: Callable[[Task, dict], None],
+            check: Callable[[], None] | None) -> None:
+    """The builds as Ray tasks (one CPU each) on the cluster at `address` ("auto": the one
+    this machine belongs to; "local": a cluster of `jobs` CPUs, 0 = every core, started
+    here), each writing its outputs where the batch says (storage every node sees), retried
+    by Ray where its worker dies (MAX_TRIES in all); the lines written here as they end."""
+    check_ray(address)
+    import ray
+
+    started = not ray.is_initialized()
+    if started:
+        try:
+            if address == "local":
+                ray.init(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False,
+                         log_to_driver=False, configure_logging=False)
+            else:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+        except Exception as e:  # ConnectionError, a bad address, a cluster that is gone
+            raise BatchError(f"--ray {address}: cannot reach the Ray cluster: "
+                             f"{' '.join(str(e).split())}") from None
+    build = ray.remote(num_cpus=1, max_retries=MAX_TRIES - 1)(_ray_build)
+    cfg = dataclasses.replace(config, threads=1)
+    refs = {build.remote(task, cfg, verify, key): task for task, key in todo}
+    try:
+        while refs:
+            ready, _ = ray.wait(list(refs), num_returns=1, timeout=0.25)
+            if check is not None:
+                check()
+            for ref in ready:
+                task = refs.pop(ref)
+                try:
+                    fields = ray.get(ref)
+                except ray.exceptions.RayError as e:  # its worker died every time
+                    fields = {"status": "failed", "seconds": 0.0,
+                              "error": f"the Ray worker building it failed {MAX_TRIES} times "
+                                       f"({type(e).__name__})"}
+                done(task, fields)
+    except BaseException:
+        for ref in refs:  # KeyboardInterrupt in the running builds: their files removed
+            ray.cancel(ref)
+        for ref in refs:
+            try:
+                ray.get(ref, timeout=60)
+            except Exception:
+                pass
+        raise
+    finally:
+        if started:
+            ray.shutdown()
+
+
 def build_many(tasks: list[Task], config: BuildConfig, manifest: Path, *, jobs: int = 0,
                verify: bool = False, force: bool = False,
                report: Callable[[dict], None] | None = None,
-               check: Callable[[], None] | None = None) -> list[dict]:
+               check: Callable[[], None] | None = None,
+               ray_address: str | None = None) -> list[dict]:
     """Build `tasks`, skipping those up to date (`force`: none), in `jobs` worker processes
     (0: one a core, at most the tasks), appending each task's line to `manifest` (JSON lines)
     as it ends and calling `report(line)`; returns the lines in the order they ended.
     `check()` is called every quarter second while builds run (a command's signals raise
     there). Whatever raises (KeyboardInterrupt) stops the workers at their builds' next
-    report and goes on up: every output written is whole, none half-written."""
+    report and goes on up: every output written is whole, none half-written. `ray_address`:
+    the builds as tasks on a Ray cluster instead (`_on_ray`; "local" starts one of `jobs`
+    CPUs here)."""
     lines: list[dict] = []
 
     def done(task: Task, fields: dict) -> None:
@@ -321,6 +405,9 @@ def build_many(tasks: list[Task], config: BuildConfig, manifest: Path, *, jobs: 
             continue
         todo.append((task, key))
     if not todo:
+        return lines
+    if ray_address is not None:
+        _on_ray(todo, config, verify, ray_address, jobs, done, check)
         return lines
     cores = os.cpu_count() or 1
     jobs = max(1, min(jobs or cores, len(todo)))

@@ -5,7 +5,8 @@ The library: the shared scans (`../shared/assets/*.obj`) and generated small mes
 boxes, cylinders, tori and bumpy spheres of 80 to 20,000 triangles, as PLY, OBJ, STL and OFF),
 `--count` in all (200). Timed: `preprocess FILE -o OUT -q` once per mesh (the sum, or with
 `--sample K` every K-th mesh's time times K), then `preprocess LIBRARY -O OUT -q` (worker
-processes, one a core), then the same again with every output up to date.
+processes, one a core), then the same again with every output up to date; with `--ray`, the
+batch again on a local Ray cluster (`--ray local`).
 
     python tools/bench_batch.py                 # 200 meshes
     python tools/bench_batch.py --sample 5      # one command per mesh for every 5th only
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample", type=int, default=1,
                    help="one command per mesh for every K-th mesh only, its time times K (1)")
     p.add_argument("--jobs", type=int, default=0, help="the batch's --jobs (0: one a core)")
+    p.add_argument("--ray", action="store_true",
+                   help="also the batch on a local Ray cluster of --jobs CPUs (the 'ray' extra)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tessera-batch-") as tmp:
         lib = Path(tmp) / "library"
@@ -92,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(tmp) / "out"
         batch = _run([str(lib), "-O", str(out), "-q", "--jobs", str(args.jobs)])
         again = _run([str(lib), "-O", str(out), "-q", "--jobs", str(args.jobs)])
+        on_ray = None
+        if args.ray:
+            on_ray = _run([str(lib), "-O", str(Path(tmp) / "ray"), "-q", "--ray", "local",
+                           "--jobs", str(args.jobs or 2)])
         lines = [json.loads(x) for x in (out / "manifest.jsonl").read_text().splitlines()]
         first = lines[: len(files)]
         tris = sum(x.get("triangles", 0) for x in first)
@@ -103,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
               + f", median {np.median(each):.2f} s a command")
         print(f"  one batch command      {batch:7.1f} s  ({batch / one_each:.2f}x)")
         print(f"  again, all up to date  {again:7.1f} s")
+        if on_ray is not None:
+            print(f"  on a local Ray cluster {on_ray:7.1f} s  ({on_ray / batch:.2f}x the batch in "
+                  f"one process; Ray's start included)")
     return 0
 
 

@@ -108,11 +108,10 @@ def camera_set(spec: str, center: np.ndarray, radius: float, fov: float) -> list
         f = c.get("fov", fov)
         if not (isinstance(f, (int, float)) and not isinstance(f, bool) and math.isfinite(f)):
             raise ValueError(f"{path}: camera {i}: fov must be a number of degrees, not {f!r}")
-        dist = float(np.linalg.norm(vals["eye"] - vals["target"]))
-        try:
+        try:  # the near plane `tessera render --eye` gives: its frame and this one alike
             out.append(Camera(eye=vals["eye"], target=vals["target"],
                               up=vals.get("up", np.array([0.0, 1.0, 0.0])), fov_y=float(f),
-                              near=max(dist, radius) * 1e-3))
+                              near=radius * 1e-3))
         except ValueError as e:
             raise ValueError(f"{path}: camera {i}: {e}") from None
     return out

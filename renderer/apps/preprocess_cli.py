@@ -196,6 +196,11 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                    help="builds at once, each in a worker process (default: 0, one a core)")
     b.add_argument("--force", action="store_true",
                    help="build every input, up to date or not")
+    b.add_argument("--ray", metavar="ADDRESS",
+                   help="build on a Ray cluster (the 'ray' extra): its address (host:port, "
+                        "ray://host:10001), 'auto' (the cluster this machine belongs to) or "
+                        "'local' (one of --jobs CPUs started here); the inputs and the output "
+                        "folder on storage every node sees (docs/BATCH.md)")
 
 
 def run_build(args: argparse.Namespace, *, stop: StopSignals | None = None,
@@ -220,6 +225,7 @@ def _is_batch(args: argparse.Namespace) -> bool:
 
     names = args.mesh
     return (len(names) > 1 or args.out_dir is not None or args.manifest is not None
+            or args.ray is not None
             or any(n.startswith("@") or any(c in n for c in "*?[") or Path(n).is_dir()
                    for n in names))
 
@@ -230,7 +236,7 @@ def _batch(args: argparse.Namespace, stop: StopSignals) -> int:
     failure's line unless -q; exit 2 when any failed."""
     from pathlib import Path
 
-    from preprocess.batch import BatchError, build_many, expand_inputs
+    from preprocess.batch import BatchError, build_many, check_ray, expand_inputs
     from preprocess.tess.atomic import check_writable
 
     for flag, given in (("--builtin", args.builtin), ("-o", args.output),
@@ -246,6 +252,8 @@ def _batch(args: argparse.Namespace, stop: StopSignals) -> int:
         config = _config(args, batch=True)
         out_dir = Path(args.out_dir) if args.out_dir else None
         tasks = expand_inputs(names, out_dir)
+        if args.ray is not None:
+            check_ray(args.ray)
         if out_dir is not None:
             if out_dir.exists() and not out_dir.is_dir():
                 raise _RefusedError(f"{out_dir}: not a folder")
@@ -288,7 +296,12 @@ def _batch(args: argparse.Namespace, stop: StopSignals) -> int:
     t0 = time.perf_counter()
     try:
         lines = build_many(tasks, config, manifest, jobs=args.jobs, verify=args.verify,
-                           force=args.force, report=report, check=stop.check)
+                           force=args.force, report=report, check=stop.check,
+                           ray_address=args.ray)
+    except BatchError as e:  # --ray: no Ray, or its cluster unreachable
+        if bar is not None:
+            bar.close()
+        return fail(str(e))
     except KeyboardInterrupt:  # the outputs done stay (whole), the rest are not built
         stop.hold()
         if bar is not None:

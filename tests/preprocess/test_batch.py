@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,80 @@ def test_a_worker_killed_mid_batch_has_its_builds_retried(tmp_path):
     assert all(x["status"] == "built" for x in lines), lines
     assert lines_of(out / "manifest.jsonl") == lines
     assert len(whole(out)) == 7
+
+
+def _ray_builds() -> list[int]:
+    """The processes of Ray workers running a build (their title `ray::_ray_build`)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "cmdline").read_bytes().startswith(b"ray::_ray_build"):
+                    pids.append(int(d.name))
+            except OSError:
+                pass
+    return pids
+
+
+@pytest.fixture
+def ray_local():
+    ray = pytest.importorskip("ray", reason="the 'ray' extra (make setup installs it)")
+    yield ray
+    if ray.is_initialized():  # pragma: no cover - build_many shuts down what it started
+        ray.shutdown()
+
+
+def test_a_batch_on_a_local_ray_cluster_builds_as_the_one_in_process(tmp_path, ray_local):
+    # a local cluster of 2 CPUs (`--ray local --jobs 2`): the same outputs, a line each
+    lib = library(tmp_path / "lib")
+    assert main([str(tmp_path / "lib"), "-O", str(tmp_path / "here"), "-q"]) == 0
+    assert main([str(tmp_path / "lib"), "-O", str(tmp_path / "ray"), "-q", "--ray", "local",
+                 "--jobs", "2"]) == 0
+    here = {Path(x["input"]).name: x for x in lines_of(tmp_path / "here" / "manifest.jsonl")}
+    there = {Path(x["input"]).name: x for x in lines_of(tmp_path / "ray" / "manifest.jsonl")}
+    assert sorted(there) == sorted(p.name for p in lib)
+    for name, x in there.items():
+        assert x["status"] == "built" and (x["triangles"], x["levels"]) == (
+            here[name]["triangles"], here[name]["levels"])
+    assert whole(tmp_path / "ray") == whole(tmp_path / "here")
+    # up to date on the cluster too
+    assert main([str(tmp_path / "lib"), "-O", str(tmp_path / "ray"), "-q", "--ray",
+                 "local"]) == 0
+    again = lines_of(tmp_path / "ray" / "manifest.jsonl")[len(there):]
+    assert [x["status"] for x in again] == ["skipped"] * len(lib)
+
+
+def test_a_ray_worker_killed_mid_batch_has_its_build_retried(tmp_path, ray_local):
+    # builds of a second or so each on 2 CPUs; once the first line is in, a worker running a
+    # build is killed (SIGKILL): Ray runs that build again; every input once, built, whole
+    (tmp_path / "lib").mkdir()
+    for i in range(6):
+        trimesh.creation.icosphere(5, 1.0 + 0.1 * i).export(tmp_path / "lib" / f"b{i}.ply")
+    out = tmp_path / "out"
+    killed = []
+
+    def report(line: dict) -> None:
+        deadline = time.monotonic() + 20
+        while not killed and time.monotonic() < deadline:
+            running = _ray_builds()
+            if running:
+                os.kill(running[0], signal.SIGKILL)
+                killed.append(running[0])
+            time.sleep(0.01)
+
+    lines = build_many(expand_inputs([str(tmp_path / "lib")], out), BuildConfig(),
+                       out / "manifest.jsonl", jobs=2, report=report, ray_address="local")
+    assert killed
+    assert sorted(Path(x["input"]).name for x in lines) == [f"b{i}.ply" for i in range(6)]
+    assert all(x["status"] == "built" for x in lines), lines
+    assert len(whole(out)) == 7
+
+
+def test_an_unreachable_ray_cluster_is_one_line_before_anything(tmp_path, capsys, ray_local):
+    library(tmp_path / "lib", 2)
+    assert main([str(tmp_path / "lib"), "-O", str(tmp_path / "out"), "--ray",
+                 "127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["preprocess: error: --ray 127.0.0.1:1: cannot reach the Ray cluster: "
+                   "Connection refused"]
+    assert not (tmp_path / "out").exists()
