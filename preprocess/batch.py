@@ -38,7 +38,8 @@ from pathlib import Path
 from preprocess.config import BuildConfig
 from preprocess.load import SUPPORTED_SUFFIXES
 
-__all__ = ["BatchError", "Task", "build_many", "check_ray", "expand_inputs", "source_key"]
+__all__ = ["BatchError", "Task", "build_many", "check_ray", "expand_inputs", "ray_init",
+           "source_key"]
 
 # bump when what a build writes changes without its options changing: every output rebuilt
 KEY_VERSION = 1
@@ -300,6 +301,27 @@ def check_ray(address: str) -> None:
                          f"{e.strerror or e}") from None
 
 
+def ray_init(address: str, jobs: int):
+    """(the ray module, whether this call started it): Ray connected to the cluster at
+    `address` (`check_ray`), or a local one of `jobs` CPUs (0: every core) for "local".
+    BatchError: not installed, not reached."""
+    check_ray(address)
+    import ray
+
+    if ray.is_initialized():
+        return ray, False
+    try:
+        if address == "local":
+            ray.init(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
+        else:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except Exception as e:  # ConnectionError, a bad address, a cluster that is gone
+        raise BatchError(f"--ray {address}: cannot reach the Ray cluster: "
+                         f"{' '.join(str(e).split())}") from None
+    return ray, True
+
+
 def _ray_build(task: Task, config: BuildConfig, verify: bool, key: str) -> dict:
     """`_build_one` in a Ray worker (one CPU: numba's threads one)."""
     import numba
@@ -315,20 +337,7 @@ def _on_ray(todo: list[tuple[Task, str]], config: BuildConfig, verify: bool, add
     this machine belongs to; "local": a cluster of `jobs` CPUs, 0 = every core, started
     here), each writing its outputs where the batch says (storage every node sees), retried
     by Ray where its worker dies (MAX_TRIES in all); the lines written here as they end."""
-    check_ray(address)
-    import ray
-
-    started = not ray.is_initialized()
-    if started:
-        try:
-            if address == "local":
-                ray.init(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False,
-                         log_to_driver=False, configure_logging=False)
-            else:
-                ray.init(address=address, log_to_driver=False, configure_logging=False)
-        except Exception as e:  # ConnectionError, a bad address, a cluster that is gone
-            raise BatchError(f"--ray {address}: cannot reach the Ray cluster: "
-                             f"{' '.join(str(e).split())}") from None
+    ray, started = ray_init(address, jobs)
     build = ray.remote(num_cpus=1, max_retries=MAX_TRIES - 1)(_ray_build)
     cfg = dataclasses.replace(config, threads=1)
     refs = {build.remote(task, cfg, verify, key): task for task, key in todo}

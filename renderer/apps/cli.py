@@ -807,19 +807,27 @@ def _dataset(args: argparse.Namespace, job, stop: StopSignals, outputs: tuple[st
         names = [f"{i:05d}" for i in range(len(cams))]
         t0 = time.perf_counter()
         w, h = args.size
-        for i, res in enumerate(r.render_many(cams, tau=args.tau)):
-            if res.stats.overflow & INCOMPLETE:
-                return _error(f"frame {i}: the culling traversal stopped with work left (this "
-                              f"adapter cut a shader loop short)")
-            write_frame(out, names[i], res, outputs)
-            stop.check()
-        seconds = time.perf_counter() - t0
+        if args.ray is not None:  # chunks of cameras as Ray tasks, a renderer each
+            from renderer.apps.dataset import on_ray
+
+            scene = (args.file, args.up, r.options, tuple(args.size), args.instances,
+                     args.ground)
+            seconds = on_ray(args.ray, args.jobs, scene, cams, names, out, outputs, args.tau,
+                             check=stop.check)
+        else:
+            for i, res in enumerate(r.render_many(cams, tau=args.tau)):
+                if res.stats.overflow & INCOMPLETE:
+                    return _error(f"frame {i}: the culling traversal stopped with work left "
+                                  f"(this adapter cut a shader loop short)")
+                write_frame(out, names[i], res, outputs)
+                stop.check()
+            seconds = time.perf_counter() - t0
         files = [f"images/{n}.png" for n in names]
         for name, doc in (("cameras.json", cameras_json(cams, w, h, files)),
                           ("transforms.json", transforms_json(cams, w, h, files))):
             text = json.dumps(doc, indent=1).encode()
             write_atomically(out / name, lambda f, text=text: f.write(text))
-    except (*_runtime_errors(), ValueError) as e:
+    except (*_runtime_errors(), ValueError) as e:  # BatchError: --ray's
         return _error(str(e))
     except OSError as e:
         return _error(f"{e.filename or out}: cannot write: {e.strerror or e}")
@@ -844,6 +852,14 @@ def _add_dataset_command(sub) -> None:
                    help="arrays a frame besides the PNG, comma-separated: depth (distance "
                         "along the view axis), normal (world), ids (instance, material), "
                         "velocity (pixels since the frame before)")
+    p.add_argument("--ray", metavar="ADDRESS",
+                   help="render on a Ray cluster (the 'ray' extra): host:port, 'auto' or "
+                        "'local' (one of --jobs CPUs started here); chunks of consecutive "
+                        "cameras as tasks of one GPU (or CPU), DIR on storage every node sees")
+    p.add_argument("--jobs", type=whole(0), default=0,
+                   help="--ray local: the cluster's CPUs (0: one a core)")
+    p.add_argument("--ground", action="store_true",
+                   help="put the scene on a ground plane (as tessera render --ground)")
     _add_fov(p)
     p.set_defaults(func=cmd_dataset)
 

@@ -42,7 +42,8 @@ from preprocess.tess.atomic import write_atomically
 from renderer.camera import Camera
 from renderer.results import RenderResult, png_bytes
 
-__all__ = ["OUTPUTS", "camera_set", "cameras_json", "opencv", "transforms_json", "write_frame"]
+__all__ = ["OUTPUTS", "camera_set", "cameras_json", "on_ray", "opencv", "render_chunk",
+           "transforms_json", "write_frame"]
 
 OUTPUTS = ("depth", "normal", "ids", "velocity")  # what --outputs may name
 # a GL view's axes (x right, y up, looking down -z) to OpenCV's (x right, y down, z forward)
@@ -179,3 +180,94 @@ def write_frame(out: Path, name: str, res: RenderResult, outputs: tuple[str, ...
     np.savez_compressed(buf, **arrays)
     data = buf.getvalue()
     write_atomically(out / "arrays" / f"{name}.npz", lambda f: f.write(data))
+
+
+def open_renderer(source: str, up: str | None, options, size: tuple[int, int], instances: int,
+                  ground: bool):
+    """A renderer with the scene of `source` (a .tess, a mesh or a scene file, resolved as
+    `tessera render` does; its cache built already) and the ground where asked: (renderer,
+    the scene's centre, radius). ValueError: what went wrong, one line."""
+    from renderer.renderer import Renderer
+
+    tess, spec = source, None
+    if Path(source).suffix.lower() != ".tess":
+        from renderer.apps.loader import load_now
+
+        job = load_now(source, up)
+        if job.error:
+            raise ValueError(job.error)
+        tess, spec = next(iter(job.tess.values())), job.spec
+    r = Renderer(*size, options=options)
+    if spec is not None:
+        spec.apply(r, job.tess)
+    elif instances == 1:
+        r.add_instance(r.load(tess))
+    else:
+        r.add_grid(r.load(tess), instances)
+    center, radius = r.bounds()
+    if ground:
+        from assets.ground import ground_tess, ground_transform
+
+        r.add_instance(r.load(ground_tess()), ground_transform(r.scene, center, radius))
+    return r, center, radius
+
+
+def render_chunk(scene: tuple, cams: list[Camera], names: list[str], before: Camera | None,
+                 out: Path, outputs: tuple[str, ...], tau: float | None) -> int:
+    """Frames `names` of cameras `cams` into `out` by a renderer of its own (a Ray task):
+    `scene` is `open_renderer`'s arguments; `before`, the camera of the frame before the chunk,
+    drawn first and not written, so that the chunk's first velocity is the flow from it.
+    Returns the frames written."""
+    r, _, _ = open_renderer(*scene)
+    frames = r.render_many(([before] if before is not None else []) + list(cams), tau=tau)
+    if before is not None:
+        next(frames)
+    for name, res in zip(names, frames, strict=True):
+        write_frame(out, name, res, outputs)
+    return len(names)
+
+
+def on_ray(address: str, jobs: int, scene: tuple, cams: list[Camera], names: list[str],
+           out: Path, outputs: tuple[str, ...], tau: float | None,
+           check=None) -> float:
+    """The frames rendered as Ray tasks (`render_chunk`: a chunk of consecutive cameras each,
+    one GPU a task where the cluster has GPUs, else one CPU), into `out` on storage every node
+    sees; a task whose worker dies runs again (Ray, three times in all). Returns the seconds
+    the frames took. `address` as `preprocess --ray`'s ("local": a cluster of `jobs` CPUs)."""
+    import time
+
+    from preprocess.batch import MAX_TRIES, ray_init
+
+    ray, started = ray_init(address, jobs)
+    try:
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        slots = gpus or int(ray.cluster_resources().get("CPU", 1))
+        task = ray.remote(num_gpus=1 if gpus else 0, num_cpus=0 if gpus else 1,
+                          max_retries=MAX_TRIES - 1)(render_chunk)
+        per = -(-len(cams) // max(slots, 1))
+        t0 = time.perf_counter()
+        refs = [task.remote(scene, cams[i: i + per], names[i: i + per],
+                            cams[i - 1] if i else None, out, outputs, tau)
+                for i in range(0, len(cams), per)]
+        try:
+            pending = list(refs)
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1, timeout=0.25)
+                if check is not None:
+                    check()
+                for ref in done:
+                    try:
+                        ray.get(ref)
+                    except ray.exceptions.RayTaskError as e:  # the task's own error
+                        raise ValueError(" ".join(str(e.cause).split())) from None
+                    except ray.exceptions.RayError as e:  # its worker died every time
+                        raise ValueError(f"a Ray worker rendering the frames failed "
+                                         f"{MAX_TRIES} times ({type(e).__name__})") from None
+        except BaseException:
+            for ref in refs:
+                ray.cancel(ref)
+            raise
+        return time.perf_counter() - t0
+    finally:
+        if started:
+            ray.shutdown()

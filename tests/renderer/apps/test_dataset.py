@@ -112,3 +112,22 @@ def test_a_camera_file_draws_where_it_says(ball, tmp_path, gpu):
     assert nerf["frames"][1]["fl_x"] != nerf["fl_x"]  # its own field of view (60)
     d = np.load(out / "arrays" / "00000.npz")["depth"]
     assert abs(float(d[24, 24]) - 2.25) < 0.01  # straight at the sphere: 3 - (-0.25) - 1
+
+
+def test_a_dataset_on_a_local_ray_cluster_is_the_one_drawn_here(ball, tmp_path, gpu):
+    # chunks of consecutive cameras as Ray tasks (2 CPUs), a renderer each, the frame before a
+    # chunk drawn first: every file the same as one process writes, the flow included
+    pytest.importorskip("ray", reason="the 'ray' extra (make setup installs it)")
+    common = [str(ball), "--cameras", "orbit:6", "--size", "48x48", "--outputs",
+              "depth,ids,velocity", "--no-shadows"]
+    assert main(["dataset", *common, "-O", str(tmp_path / "here")]) == 0
+    assert main(["dataset", *common, "-O", str(tmp_path / "ray"), "--ray", "local",
+                 "--jobs", "2"]) == 0
+    for k in range(6):
+        png = f"images/{k:05d}.png"
+        assert (tmp_path / "ray" / png).read_bytes() == (tmp_path / "here" / png).read_bytes()
+        a, b = (np.load(tmp_path / d / "arrays" / f"{k:05d}.npz") for d in ("here", "ray"))
+        for name in ("depth", "instance", "velocity"):
+            assert np.array_equal(a[name], b[name]), (k, name)
+    for doc in ("cameras.json", "transforms.json"):
+        assert (tmp_path / "ray" / doc).read_text() == (tmp_path / "here" / doc).read_text()
