@@ -272,13 +272,19 @@ def cmd_render(args: argparse.Namespace, stop: StopSignals) -> int:
     why = _render_args_error(args)
     if why:
         return _error(why)
+    return _with_job(args, stop, lambda job: _render(args, job, stop))
+
+
+def _with_job(args: argparse.Namespace, stop: StopSignals, work) -> int:
+    """work(job): `job` resolves a mesh (preprocessed once, cached) or a scene file to .tess
+    files (None for a .tess); what it built goes again where the work fails or is stopped."""
     job = None
-    if Path(args.file).suffix.lower() != ".tess":  # a mesh (preprocessed once, cached) or a scene
+    if Path(args.file).suffix.lower() != ".tess":
         from renderer.apps.loader import LoadJob
 
         job = LoadJob(args.file, args.up, check=stop.check)
     try:
-        status = _render(args, job, stop)
+        status = work(job)
         if status:
             stop.check()  # an error that followed a signal is the signal's
     except BaseException:
@@ -763,23 +769,7 @@ def cmd_dataset(args: argparse.Namespace, stop: StopSignals) -> int:
         why = why or f"{out}: not a folder"
     if why:
         return _error(why)
-    job = None
-    if Path(args.file).suffix.lower() != ".tess":
-        from renderer.apps.loader import LoadJob
-
-        job = LoadJob(args.file, args.up, check=stop.check)
-    try:
-        status = _dataset(args, job, stop, outputs)
-        if status:
-            stop.check()
-    except BaseException:
-        stop.hold()
-        if job is not None:
-            job.discard()
-        raise
-    if status and job is not None:
-        job.discard()
-    return status
+    return _with_job(args, stop, lambda job: _dataset(args, job, stop, outputs))
 
 
 def _dataset(args: argparse.Namespace, job, stop: StopSignals, outputs: tuple[str, ...]) -> int:
