@@ -865,8 +865,10 @@ class Frame:
         views = {}
         for c, (fmt, name) in enumerate(zip(HW_FORMATS, HW_BINDINGS, strict=True)):
             rows, layers, (tw, th) = t.hw_layout(c)
+            # a format no tile has: a placeholder of one block (nothing reads it), 2 layers
+            size = (LAYER_COLUMNS * tw, rows * th, layers) if t.class_slots[c] else (4, 4, 2)
             tex = self.device.create_texture(
-                size=(LAYER_COLUMNS * tw, rows * th, layers), format=fmt,
+                size=size, format=fmt,
                 usage=wgpu.TextureUsage.TEXTURE_BINDING | wgpu.TextureUsage.COPY_DST,
                 label=f"textures.{name}")
             self._tile_pools.append(tex)
