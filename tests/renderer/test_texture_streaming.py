@@ -252,3 +252,13 @@ def test_cli_refuses_a_pool_below_the_tails_in_one_line(tmp_path, gpu, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "texture pool of 0.0 MiB" in err[0]
     assert not out.exists()
+
+
+def test_cli_renders_through_a_small_pool_and_says_what_is_resident(tmp_path, gpu, capsys):
+    tess = sheet(tmp_path / "sheet.tess")
+    out = tmp_path / "x.png"
+    assert main(["render", str(tess), "-o", str(out), "--size", "96x96", "--texture-pool-mb",
+                 "1.5", "--eye=0,-1,0.45", "--target=0,0.1,0", "--no-shadows"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("textures")]
+    assert len(lines) == 1 and "streamed" in lines[0] and "of 340 tiles resident in" in lines[0]
+    assert out.is_file()
