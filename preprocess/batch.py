@@ -38,8 +38,8 @@ from pathlib import Path
 from preprocess.config import BuildConfig
 from preprocess.load import SUPPORTED_SUFFIXES
 
-__all__ = ["BatchError", "Task", "build_many", "check_ray", "expand_inputs", "ray_init",
-           "source_key"]
+__all__ = ["BatchError", "Task", "build_many", "check_ray", "expand_inputs", "names_a_batch",
+           "ray_init", "source_key"]
 
 # bump when what a build writes changes without its options changing: every output rebuilt
 KEY_VERSION = 1
@@ -69,6 +69,13 @@ def _is_mesh(p: Path) -> bool:
 def _is_scene_source(p: Path) -> bool:
     """Files that may hold a scene (a `.json` and a `.tess` per mesh, `scene_import`)."""
     return p.suffix.lower() in (".gltf", ".glb", ".obj")
+
+
+def names_a_batch(names: list[str]) -> bool:
+    """Whether command-line inputs make a batch: several, or one that is a folder, a glob
+    pattern or an @LIST."""
+    return len(names) > 1 or any(n.startswith("@") or _GLOB.search(n) or Path(n).is_dir()
+                                 for n in names)
 
 
 def expand_inputs(names: Iterable[str], out_dir: Path | None) -> list[Task]:
@@ -211,14 +218,12 @@ def _recorded_key(output: Path) -> str | None:
 
 
 def _build_one(task: Task, config: BuildConfig, verify: bool, key: str) -> dict:
-    """Build one task in a worker: its manifest fields (status built or failed)."""
-    import numpy as np
-
+    """Build one task in a worker (`_start_worker`'s, or a Ray worker: `_ray_build`): its
+    manifest fields (status built or failed)."""
     from preprocess.build import build_file
     from preprocess.mesh import MeshError
     from preprocess.scene_import import build_scene, read_scene
 
-    np.seterr(all="ignore")
     t0 = time.perf_counter()
     line: dict = {}
     with warnings.catch_warnings(record=True) as said:
@@ -323,10 +328,13 @@ def ray_init(address: str, jobs: int):
 
 
 def _ray_build(task: Task, config: BuildConfig, verify: bool, key: str) -> dict:
-    """`_build_one` in a Ray worker (one CPU: numba's threads one)."""
+    """`_build_one` in a Ray worker (one CPU: numba's threads one; numpy's errors as the
+    command's own)."""
     import numba
+    import numpy as np
 
     numba.set_num_threads(1)
+    np.seterr(all="ignore")
     return _build_one(task, config, verify, key)
 
 

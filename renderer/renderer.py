@@ -394,17 +394,17 @@ class Renderer:
         """The images of a frame from its image buffers' bytes (`_IMAGE_BUFFERS`)."""
         n = w * h
 
-        def words(k: str, dtype, per: int) -> np.ndarray:
+        def view(k: str, dtype, per: int) -> np.ndarray:  # image buffer k, `per` words a pixel
             return raw[k][: 4 * per * n].view(dtype)
 
-        color = words("color", np.uint8, 1)
-        depth = words("depth_out", np.float32, 1)
-        normal = np.concatenate([words("normal_xy", np.float32, 2).reshape(h, w, 2),
-                                 words("normal_z", np.float32, 1).reshape(h, w, 1)], axis=2)
+        color = view("color", np.uint8, 1)
+        depth = view("depth_out", np.float32, 1)
+        normal = np.concatenate([view("normal_xy", np.float32, 2).reshape(h, w, 2),
+                                 view("normal_z", np.float32, 1).reshape(h, w, 1)], axis=2)
         ids = np.concatenate([  # instance, cluster | triangle, level << 1 | hw
-            words(k, np.uint32, 2).reshape(h, w, 2) for k in ("ids_a", "ids_b")], axis=2)
+            view(k, np.uint32, 2).reshape(h, w, 2) for k in ("ids_a", "ids_b")], axis=2)
         empty = ids[..., 0] == ID_EMPTY
-        ga, gb = (words(k, np.uint32, 2).reshape(h, w, 2) for k in ("gbuffer_a", "gbuffer_b"))
+        ga, gb = (view(k, np.uint32, 2).reshape(h, w, 2) for k in ("gbuffer_a", "gbuffer_b"))
 
         def col(k: int) -> np.ndarray:
             return np.where(empty, -1, ids[..., k].astype(np.int64))
@@ -412,7 +412,7 @@ class Renderer:
         def bytes4(words: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(words).view(np.uint8).reshape(h, w, 4)
 
-        velocity = words("velocity", np.float32, 2)
+        velocity = view("velocity", np.float32, 2)
         return {
             "color": color.reshape(h, w, 4).copy(),
             "depth": depth.reshape(h, w).copy(),

@@ -126,6 +126,8 @@ HW_FORMATS = ("rgba8unorm", "bc1-rgba-unorm", "bc3-rgba-unorm", "bc4-r-unorm", "
 HW_BINDINGS = ("tiles_rgba8", "tiles_bc1", "tiles_bc3", "tiles_bc4", "tiles_bc5")
 _HW_CLASS = {TEXTURE_RGBA8: 0, TEXTURE_BC1: 1, TEXTURE_BC3: 2, TEXTURE_BC4: 3,
              TEXTURE_BC5_NORMAL: 4, TEXTURE_BC5_GB: 4}
+# a format of each pool texture, for its tile's shape and words a block
+_CLASS_FORMAT = (TEXTURE_RGBA8, TEXTURE_BC1, TEXTURE_BC3, TEXTURE_BC4, TEXTURE_BC5_NORMAL)
 LAYER_COLUMNS = 16
 
 
@@ -270,8 +272,7 @@ class TexturePool:
         rows = 1
         while rows < LAYER_COLUMNS and rows * LAYER_COLUMNS < slots:
             rows *= 2
-        fmt = next(f for f, k in _HW_CLASS.items() if k == c)
-        sx, sy = tile_shift(fmt)
+        sx, sy = tile_shift(_CLASS_FORMAT[c])
         # OpenGL (wgpu's GLES backend) takes a texture's view dimension from its layers: 1 is
         # 2D and a multiple of 6 a cube (array); a 2D array must have neither
         layers = max(2, -(-slots // (rows * LAYER_COLUMNS)))
@@ -290,7 +291,7 @@ class TexturePool:
         layer), the data layout of `write_texture`, the size)."""
         c, layer, x, y = self.hw_place(slot)
         _, _, (tw, th) = self.hw_layout(c)
-        per = TEXTURE_FORMATS[next(f for f, k in _HW_CLASS.items() if k == c)][1]
+        per = TEXTURE_FORMATS[_CLASS_FORMAT[c]][1]
         unit = 1 if per == 0 else 4  # a texel or a 4 x 4 block a row's unit
         return c, (x, y, layer), {"bytes_per_row": 4 * (per or 1) * (tw // unit),
                                   "rows_per_image": th // unit}, (tw, th, 1)

@@ -84,7 +84,6 @@ def main(argv: list[str] | None = None) -> int:
         lib = Path(tmp) / "library"
         lib.mkdir()
         files = library(lib, args.count)
-        tris = []
         singles = Path(tmp) / "singles"
         singles.mkdir()
         each = []

@@ -323,18 +323,11 @@ def _open_scene(args: argparse.Namespace, job: LoadJob | None, stop: StopSignals
             return "--instances applies to one asset, not to a scene file"
     from renderer.renderer import Renderer
 
-    r = Renderer(*args.size, options=opts)  # the GPU: checks the size against the adapter
-    if spec is not None:
-        spec.apply(r, job.tess)
-    elif args.instances == 1:
-        r.add_instance(r.load(tess))
-    else:
-        r.add_grid(r.load(tess), args.instances)  # checks the count first
-    center, radius = r.bounds()
-    if getattr(args, "ground", False):
-        from assets.ground import ground_tess, ground_transform
+    from renderer.apps.scene_file import place_scene
 
-        r.add_instance(r.load(ground_tess()), ground_transform(r.scene, center, radius))
+    r = Renderer(*args.size, options=opts)  # the GPU: checks the size against the adapter
+    center, radius = place_scene(r, spec, tess, tess_paths=None if job is None else job.tess,
+                                 instances=args.instances, ground=args.ground)
     return r, spec, center, radius
 
 

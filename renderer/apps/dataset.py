@@ -187,28 +187,20 @@ def open_renderer(source: str, up: str | None, options, size: tuple[int, int], i
     """A renderer with the scene of `source` (a .tess, a mesh or a scene file, resolved as
     `tessera render` does; its cache built already) and the ground where asked: (renderer,
     the scene's centre, radius). ValueError: what went wrong, one line."""
+    from renderer.apps.scene_file import place_scene
     from renderer.renderer import Renderer
 
-    tess, spec = source, None
+    tess, spec, paths = source, None, None
     if Path(source).suffix.lower() != ".tess":
         from renderer.apps.loader import load_now
 
         job = load_now(source, up)
         if job.error:
             raise ValueError(job.error)
-        tess, spec = next(iter(job.tess.values())), job.spec
+        tess, spec, paths = next(iter(job.tess.values())), job.spec, job.tess
     r = Renderer(*size, options=options)
-    if spec is not None:
-        spec.apply(r, job.tess)
-    elif instances == 1:
-        r.add_instance(r.load(tess))
-    else:
-        r.add_grid(r.load(tess), instances)
-    center, radius = r.bounds()
-    if ground:
-        from assets.ground import ground_tess, ground_transform
-
-        r.add_instance(r.load(ground_tess()), ground_transform(r.scene, center, radius))
+    center, radius = place_scene(r, spec, tess, tess_paths=paths, instances=instances,
+                                 ground=ground)
     return r, center, radius
 
 

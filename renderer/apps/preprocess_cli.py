@@ -220,14 +220,12 @@ def run_build(args: argparse.Namespace, *, stop: StopSignals | None = None,
 
 
 def _is_batch(args: argparse.Namespace) -> bool:
-    """Several inputs, a folder, a pattern, a list, or an output folder: a batch."""
-    from pathlib import Path
+    """Several inputs, a folder, a pattern, a list (`names_a_batch`), or a batch's option (an
+    output folder, a manifest, a Ray cluster): a batch."""
+    from preprocess.batch import names_a_batch
 
-    names = args.mesh
-    return (len(names) > 1 or args.out_dir is not None or args.manifest is not None
-            or args.ray is not None
-            or any(n.startswith("@") or any(c in n for c in "*?[") or Path(n).is_dir()
-                   for n in names))
+    return (args.out_dir is not None or args.manifest is not None or args.ray is not None
+            or names_a_batch(args.mesh))
 
 
 def _batch(args: argparse.Namespace, stop: StopSignals) -> int:

@@ -20,7 +20,7 @@ from renderer.lights import Light, check_lights
 from renderer.options import DEFAULT_SUN, check_sun
 
 __all__ = ["RENDERER_CHECKS", "Placement", "SceneFileError", "SceneSpec", "load_scene_file",
-           "parse_scene"]
+           "parse_scene", "place_scene"]
 
 
 def _camera(*, eye, target, fov: float, near: float) -> Camera:
@@ -59,6 +59,28 @@ class SceneSpec(SceneDoc):
         if self.lights is not None:
             renderer.set_lights(self.lights)
         return index
+
+
+def place_scene(renderer, spec: SceneSpec | None, tess: str | os.PathLike, *,
+                tess_paths: dict[str, str | os.PathLike] | None = None, instances: int = 1,
+                ground: bool = False):
+    """The scene of `tessera render` and `tessera dataset` into `renderer`: a scene file's
+    (`spec`, its assets in `tess_paths`), or the asset `tess` once or as a grid of `instances`;
+    a ground plane under it where asked (`assets.ground`). Returns the scene's centre and
+    radius, the ground left out."""
+    if spec is not None:
+        spec.apply(renderer, tess_paths)
+    elif instances == 1:
+        renderer.add_instance(renderer.load(tess))
+    else:
+        renderer.add_grid(renderer.load(tess), instances)  # checks the count first
+    center, radius = renderer.bounds()
+    if ground:
+        from assets.ground import ground_tess, ground_transform
+
+        renderer.add_instance(renderer.load(ground_tess()),
+                              ground_transform(renderer.scene, center, radius))
+    return center, radius
 
 
 def _spec(doc: SceneDoc) -> SceneSpec:
