@@ -726,7 +726,7 @@ def _run(args: argparse.Namespace, stop: StopSignals) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    """`tessera` and its commands: preprocess, info, render, view, bench."""
+    """`tessera` and its commands: preprocess, info, render, dataset, view, bench."""
     parser = _Parser(prog="tessera", description="Tessera: virtualized geometry for Python "
                      "(cluster LOD, GPU culling and rasterization).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
