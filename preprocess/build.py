@@ -190,6 +190,7 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     from preprocess.load import load_mesh
 
     seconds: dict[str, float] = {}
+    load_steps: dict[str, float] = {}
     cfg = config or BuildConfig()
     if isinstance(source, Mesh):
         mesh = source
@@ -197,7 +198,8 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
             seconds["load"] = load_seconds
     else:
         t = time.perf_counter()
-        mesh = load_mesh(source, crease_angle=cfg.crease_angle, texture=texture)
+        mesh = load_mesh(source, crease_angle=cfg.crease_angle, texture=texture,
+                         steps=load_steps)
         seconds["load"] = time.perf_counter() - t
         warn_against_spec(source, cfg.up)
     dag, bvh, packed = build_asset(mesh, cfg, progress=progress, seconds=seconds,
@@ -212,6 +214,8 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
         report("verify", 1, 1)
     t = time.perf_counter()
     packed.meta["seconds"] = {k: round(v, 4) for k, v in seconds.items()}
+    if load_steps:
+        packed.meta["load_seconds"] = {k: round(v, 4) for k, v in load_steps.items()}
     if source_key is not None:
         packed.meta["source_key"] = source_key
     report("write", 0, 1)

@@ -56,7 +56,7 @@ from preprocess.measure import (
     original_distance,
     simplify_sampled,
 )
-from preprocess.topology import edge_neighbours, find, vertex_triangles
+from preprocess.topology import find, surface_topology
 
 # a group that is the whole of its level (the coarse levels, and those of a one-cluster root)
 # whose removed positions lie more than KEEP_RATIO times further from its result than its result
@@ -441,9 +441,20 @@ class _Rows:
         return self.data[: self.n]
 
 
-def _surface_topology(ptri: np.ndarray, n: int
+def _position_triangles(mesh: Mesh) -> np.ndarray:
+    """(m, 3) int32: the mesh's triangles as position ids; the triangles themselves where every
+    position has one wedge, numbered alike (a scan without attributes: no copy)."""
+    wpos = np.asarray(mesh.wedge_position)
+    tris = np.asarray(mesh.triangles)
+    if (len(wpos) == len(mesh.positions) and tris.dtype == np.int32 and tris.flags.c_contiguous
+            and np.array_equal(wpos, np.arange(len(wpos), dtype=wpos.dtype))):
+        return tris
+    return np.ascontiguousarray(wpos[tris], np.int32)
+
+
+def _surface_topology(ptri: np.ndarray, n: int, threads: int
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    return (ptri, edge_neighbours(ptri, n)[0], *vertex_triangles(ptri, n))
+    return (ptri, *surface_topology(ptri, n, threads))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -498,7 +509,10 @@ class _Builder:
         self.color_start = -1 if color is None else color.start  # prefiltered like normals
         self.uv_start = -1 if uv is None else uv.start  # in the collapse cost with the normals
         m = mesh.triangle_count
-        self.store = _Rows((3,), np.int32, 2 * m + 1024)  # every cluster's (t, 3) wedge ids
+        # every cluster's (t, 3) wedge ids: about 2m in all (each level about half the one below,
+        # some more), 3m reserved so that it never grows (a copy at the end of the build, both
+        # held at once; pages never written cost no memory)
+        self.store = _Rows((3,), np.int32, 3 * m + 1024)
         self.tri_off = _Rows((), np.int64, m // 32 + 64)
         self.tri_off.extend([0])
         self.level = _Rows((), np.int32)
@@ -524,10 +538,10 @@ class _Builder:
         # edge neighbours and the triangles around each position (where walks start and step);
         # made by a worker while this thread clusters level 0 and partitions it (the first job
         # of the pool, so a group job that waits for it never waits for a job queued behind it)
-        ptri = np.ascontiguousarray(np.asarray(mesh.wedge_position)[mesh.triangles], np.int32)
+        ptri = _position_triangles(mesh)
         self.pool = pool
         self.threads = threads
-        self._original = pool.submit(_surface_topology, ptri, len(self.positions))
+        self._original = pool.submit(_surface_topology, ptri, len(self.positions), threads)
         self._mean_edge = pool.submit(_mean_edge, self.positions, ptri)  # off the main thread too
 
     @property
@@ -600,7 +614,7 @@ class _Builder:
         wpos, attrs = self.wpos, self.attrs  # this level's wedges (fresh ones may follow)
         scratch = self.scratch.get(threading.get_ident())
         if scratch is None or len(scratch[0]) < len(wpos):  # sized by the wedges, which grow
-            scratch = (np.full(2 * len(wpos), -1, np.int32),
+            scratch = (np.full(len(wpos) + len(wpos) // 4, -1, np.int32),
                        np.full(len(self.positions), -1, np.int32))
             self.scratch[threading.get_ident()] = scratch
 

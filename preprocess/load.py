@@ -32,6 +32,7 @@ from preprocess.io.gltf import gltf_parts, read_gltf_json
 from preprocess.io.mtl import mtl_extras
 from preprocess.io.obj import absolute_obj_indices
 from preprocess.io.parts import read_parts
+from preprocess.io.steps import recording, step
 from preprocess.io.text import is_text
 from preprocess.io.trimesh_path import flatten, load_scene_from, one_line, quiet
 from preprocess.mesh import Mesh, MeshError, MeshWarning
@@ -51,7 +52,8 @@ SUPPORTED_SUFFIXES: dict[str, str] = {
 
 def load_mesh(path: str | os.PathLike, *,
               crease_angle: float = DEFAULT_CREASE_DEGREES,
-              texture: str | os.PathLike | None = None) -> Mesh:
+              texture: str | os.PathLike | None = None,
+              steps: dict[str, float] | None = None) -> Mesh:
     """Load a mesh file as one welded, validated `Mesh` named after the file's stem.
 
     Formats: OBJ, PLY, STL, glTF/GLB and OFF (by suffix, case-insensitive). The common forms of
@@ -78,6 +80,9 @@ def load_mesh(path: str | os.PathLike, *,
     border is a seam). ``texture``: an image file used as the base-colour texture of every
     material without one (an OBJ with uvs that names no MTL, as scans often come).
 
+    ``steps``: a dict the seconds of the load's steps are added to (`preprocess.io.steps`:
+    read, weld, clean, normals, wedges, checks).
+
     Raises:
         MeshError: one line naming the file: missing file, unsupported or unreadable format, a
             file cut short or holding less than its header promises, no triangles (a point cloud
@@ -98,7 +103,8 @@ def load_mesh(path: str | os.PathLike, *,
             from preprocess.materials import read_image_file
 
             image = read_image_file(Path(texture), Path(path).name)
-        mesh = _load(path, fast=True, crease_angle=crease_angle, texture=image)
+        with recording(steps):
+            mesh = _load(path, fast=True, crease_angle=crease_angle, texture=image)
     for w in caught:
         warnings.warn(w.message, w.category, stacklevel=2)  # as the caller's
     return mesh
@@ -124,19 +130,20 @@ def _load(path: str | os.PathLike, *, fast: bool,
         raise MeshError(f"{label}: the file is empty")
 
     meshes = None
-    if file_type in ("gltf", "glb"):  # checked, its geometry read by us, the rest by trimesh
-        meshes = gltf_parts(p, read_gltf_json(p))
-    elif fast:
-        try:
-            with np.errstate(all="ignore"):
-                meshes = read_parts(p, file_type, label)
-        except MeshError:
-            raise
-        except Exception:
-            # A bug in a fast reader must not make a readable file fail: trimesh reads it.
-            meshes = None
-    if meshes is None:
-        meshes = _trimesh_parts(p, file_type, label)
+    with step("read"):
+        if file_type in ("gltf", "glb"):  # checked, its geometry read by us, the rest by trimesh
+            meshes = gltf_parts(p, read_gltf_json(p))
+        elif fast:
+            try:
+                with np.errstate(all="ignore"):
+                    meshes = read_parts(p, file_type, label)
+            except MeshError:
+                raise
+            except Exception:
+                # A bug in a fast reader must not make a readable file fail: trimesh reads it.
+                meshes = None
+        if meshes is None:
+            meshes = _trimesh_parts(p, file_type, label)
     mesh = merge_and_weld(meshes, name=p.stem, source=label, crease_angle=crease_angle,
                           base_color_texture=texture)
     if file_type == "obj" and mesh.materials:

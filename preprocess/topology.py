@@ -1,11 +1,153 @@
 """Triangle-mesh adjacency shared by the loader and the DAG builder (numba, linear time): the
-triangle across each edge, the triangles around each position, and a union-find."""
+corners around each position (a counting sort), the triangle across each edge (found in the fan
+of its smaller end), the triangles around each position, and a union-find."""
 
 from __future__ import annotations
 
 import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
 import numpy as np
+
+from preprocess.threads import balanced_spans, run_spans
+
+
+# A fan of up to this many triangles matches its edges by comparing every pair (a scan's fans hold
+# about 6); a larger one (a cone's apex) sorts them.
+_PAIRWISE = 48
+
+
+@nb.njit(cache=True, nogil=True)
+def _count_corners(tri, lo, hi, off):
+    """off[v + 1] = the corners at position v, for lo <= v < hi."""
+    for t in range(tri.shape[0]):
+        for c in range(3):
+            v = tri[t, c]
+            if lo <= v < hi:
+                off[v + 1] += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _place_corners(tri, lo, hi, off, corners):
+    """corners[off[v]:off[v + 1]] = 3 * t + c of the corners at position v, in triangle order,
+    for lo <= v < hi."""
+    fill = off[lo:hi].copy()
+    for t in range(tri.shape[0]):
+        for c in range(3):
+            v = tri[t, c]
+            if lo <= v < hi:
+                corners[fill[v - lo]] = 3 * t + c
+                fill[v - lo] += 1
+
+
+def corners_by_position(tri: np.ndarray, p: int, threads: int | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets (p + 1,) int64, corners (3m,) int32, or int64 past 2**31 corners) of the corners
+    3 * t + c at each of p positions, in triangle order: a counting sort, each thread sorting the
+    corners of its own range of positions (reading all the triangles)."""
+    off = np.zeros(p + 1, np.int64)
+    spans = balanced_spans(np.arange(p + 1, dtype=np.int64), threads)
+    run_spans(lambda lo, hi: _count_corners(tri, lo, hi, off), spans, threads)
+    np.cumsum(off, out=off)
+    corners = np.empty(3 * tri.shape[0], np.int32 if 3 * tri.shape[0] < 2**31 else np.int64)
+    run_spans(lambda lo, hi: _place_corners(tri, lo, hi, off, corners), spans, threads)
+    return off, corners
+
+
+@nb.njit(cache=True, nogil=True)
+def fan_ends(tri, off, corners, v, nxt, prv):
+    """The triangles around position v (corners[off[v]:off[v + 1]], `corners_by_position`): for
+    the j-th, its corners after and before v (nxt[j], prv[j]). Returns their count."""
+    s = off[v]
+    k = off[v + 1] - s
+    for j in range(k):
+        cr = corners[s + j]
+        t = cr // 3
+        c = cr - 3 * t
+        nxt[j] = tri[t, (c + 1) % 3]
+        prv[j] = tri[t, (c + 2) % 3]
+    return k
+
+
+@nb.njit(cache=True, nogil=True)
+def fan_mates(k, nxt, prv, mate):
+    """The edges of a fan of k triangles around a position v (`fan_ends`): mate[2j] is the
+    other triangle of the fan using edge (v, nxt[j]) where exactly two use it, else -1;
+    mate[2j + 1] the same for (v, prv[j]). Every triangle using an edge (v, w) is in v's fan, so
+    the count there is the mesh's. Returns the edge uses (v, nxt[j]) repeating an earlier one in
+    the same direction (0 where the winding is consistent)."""
+    repeated = 0
+    if k <= _PAIRWISE:
+        for j in range(k):
+            for i in range(j):
+                if nxt[i] == nxt[j]:
+                    repeated += 1
+                    break
+        for j in range(k):
+            for side in range(2):
+                w = nxt[j] if side == 0 else prv[j]
+                uses = 0
+                other = -1
+                for i in range(k):
+                    if nxt[i] == w or prv[i] == w:
+                        uses += 1
+                        if i != j:
+                            other = i
+                mate[2 * j + side] = other if uses == 2 else -1
+        return repeated
+    ends = np.empty(2 * k, np.int64)
+    for j in range(k):
+        ends[2 * j] = nxt[j]
+        ends[2 * j + 1] = prv[j]
+    order = np.argsort(ends, kind="mergesort")  # stable: each run in triangle order
+    at = 0
+    while at < 2 * k:
+        run = at + 1
+        while run < 2 * k and ends[order[run]] == ends[order[at]]:
+            run += 1
+        seen_next = False
+        for q in range(at, run):
+            if order[q] % 2 == 0:  # a use in the direction (v, w)
+                if seen_next:
+                    repeated += 1
+                seen_next = True
+            mate[order[q]] = -1
+        if run - at == 2:
+            mate[order[at]] = order[at + 1] // 2
+            mate[order[at + 1]] = order[at] // 2
+        at = run
+    return repeated
+
+
+@nb.njit(cache=True, nogil=True)
+def _fan_edges(lo, hi, tri, off, corners, neighbour, opposite):
+    """`edge_neighbours` of the edges whose smaller end is in positions lo..hi-1."""
+    k = 1
+    for v in range(lo, hi):
+        k = max(k, off[v + 1] - off[v])
+    nxt = np.empty(k, np.int64)
+    prv = np.empty(k, np.int64)
+    mate = np.empty(2 * k, np.int64)
+    for v in range(lo, hi):
+        k = fan_ends(tri, off, corners, v, nxt, prv)
+        fan_mates(k, nxt, prv, mate)
+        s = off[v]
+        for j in range(k):
+            for side in range(2):
+                i = mate[2 * j + side]
+                w = nxt[j] if side == 0 else prv[j]
+                if i <= j or w < v:  # no mate, the pair seen from i, or the edge is w's
+                    continue
+                cj, ci = corners[s + j], corners[s + i]
+                tj, ti = cj // 3, ci // 3
+                # the edge from corner c to c + 1: from v where w follows v, else from w
+                ej = cj - 3 * tj if side == 0 else (cj - 3 * tj + 2) % 3
+                w_next_i = nxt[i] == w
+                ei = ci - 3 * ti if w_next_i else (ci - 3 * ti + 2) % 3
+                neighbour[tj, ej] = ti
+                neighbour[ti, ei] = tj
+                opp = (side == 0) != w_next_i
+                opposite[tj, ej] = opp
+                opposite[ti, ei] = opp
 
 
 @nb.njit(cache=True, nogil=True)
@@ -15,73 +157,34 @@ def edge_neighbours(tri: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
     where that edge is not used by exactly two triangles (an open border, or non-manifold);
     opposite[t, c] whether the two run the edge in opposite directions (consistent winding).
 
-    Edges are found by a counting sort on their smaller end, each bucket matched through a mark
-    per larger end: O(m + p) whatever the valence (1M triangles in about 0.1 s)."""
+    Each edge is found in the fan of its smaller end (`fan_mates`): O(m + p) whatever the
+    valence. One thread; `surface_topology` runs the fans in threads."""
     m = tri.shape[0]
-    start = np.zeros(p + 1, np.int64)
-    for t in range(m):
-        for c in range(3):
-            start[min(tri[t, c], tri[t, (c + 1) % 3]) + 1] += 1
+    off = np.zeros(p + 1, np.int64)
+    _count_corners(tri, 0, p, off)
     for v in range(p):
-        start[v + 1] += start[v]
-    fill = start[:-1].copy()
-    other = np.empty(3 * m, np.int64)  # the larger end of each edge use
-    use = np.empty(3 * m, np.int64)  # 3 * triangle + corner where the edge starts
-    for t in range(m):
-        for c in range(3):
-            a, b = tri[t, c], tri[t, (c + 1) % 3]
-            k = fill[min(a, b)]
-            other[k] = max(a, b)
-            use[k] = 3 * t + c
-            fill[min(a, b)] += 1
-    mark = np.full(p, -1, np.int64)  # per larger end: the bucket entry that saw it first
-    uses = np.zeros(3 * m, np.int32)
-    second = np.zeros(3 * m, np.int64)
+        off[v + 1] += off[v]
+    corners = np.empty(3 * m, np.int64)
+    _place_corners(tri, 0, p, off, corners)
     neighbour = np.full((m, 3), -1, np.int32)
     opposite = np.zeros((m, 3), np.bool_)
-    for v in range(p):
-        for k in range(start[v], start[v + 1]):
-            f = mark[other[k]]
-            if f < 0:
-                mark[other[k]] = k
-                uses[k] = 1
-            else:
-                uses[f] += 1
-                second[f] = k
-        for k in range(start[v], start[v + 1]):
-            f = mark[other[k]]
-            if uses[f] != 2 or f != k:  # not a two-triangle edge, or its second use
-                continue
-            k2 = second[k]
-            t1, c1, t2, c2 = use[k] // 3, use[k] % 3, use[k2] // 3, use[k2] % 3
-            opp = (tri[t1, c1] == v) != (tri[t2, c2] == v)
-            neighbour[t1, c1] = t2
-            neighbour[t2, c2] = t1
-            opposite[t1, c1] = opp
-            opposite[t2, c2] = opp
-        for k in range(start[v], start[v + 1]):
-            mark[other[k]] = -1
+    _fan_edges(0, p, tri, off, corners, neighbour, opposite)
     return neighbour, opposite
 
 
-@nb.njit(cache=True, nogil=True)
-def vertex_triangles(ptri: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets (n + 1,) int64, triangles) of the triangles around each of n positions, for the
-    triangles ptri (m, 3) of position ids."""
-    off = np.zeros(n + 1, np.int64)
-    for t in range(ptri.shape[0]):
-        for c in range(3):
-            off[ptri[t, c] + 1] += 1
-    for i in range(n):
-        off[i + 1] += off[i]
-    fill = off[:-1].copy()
-    tris = np.empty(off[n], np.int32)
-    for t in range(ptri.shape[0]):
-        for c in range(3):
-            v = ptri[t, c]
-            tris[fill[v]] = t
-            fill[v] += 1
-    return off, tris
+def surface_topology(ptri: np.ndarray, p: int, threads: int | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(edge neighbours (m, 3) int32 as `edge_neighbours` gives them, and the triangles around
+    each position: offsets (p + 1,) int64, triangles int32 in triangle order) of triangles
+    ``ptri`` (m, 3) int32 of position ids, the fans in threads: one counting sort for both,
+    nothing per corner but the corners themselves (which become the triangles)."""
+    off, corners = corners_by_position(ptri, p, threads)
+    neighbour = np.full((ptri.shape[0], 3), -1, np.int32)
+    opposite = np.zeros((ptri.shape[0], 3), np.bool_)
+    run_spans(lambda lo, hi: _fan_edges(lo, hi, ptri, off, corners, neighbour, opposite),
+              balanced_spans(off, threads, parts_per_thread=4), threads)
+    np.floor_divide(corners, 3, out=corners)
+    return neighbour, off, corners
 
 
 @nb.njit(cache=True, nogil=True)

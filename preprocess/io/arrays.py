@@ -28,13 +28,16 @@ wedges.
 
 from __future__ import annotations
 
+import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
+import numba as nb
 import numpy as np
 
 from preprocess.config import DEFAULT_CREASE_DEGREES
-from preprocess.io.normals import crease_normals
-from preprocess.io.repair import clean, fix_winding
+from preprocess.io.normals import FanNormals, fan_normals
+from preprocess.io.repair import clean, fix_winding, repeated_directed_edges
+from preprocess.io.steps import step
 from preprocess.io.trimesh_path import materials_of
-from preprocess.io.weld import first_use, float_bits, group_keys, wedges
+from preprocess.io.weld import first_use, group_rows, weld_bits, wedges
 from preprocess.materials import Texture, default_material, warn_textures_without_uvs
 from preprocess.mesh import Mesh, MeshError, column_bounds, mesh_warning
 from preprocess.tess.limits import MAX_MATERIALS, MAX_WORLD
@@ -97,34 +100,74 @@ def mesh_from_arrays(
     M_in = _per_vertex(vertex_material, (n,), np.int64, "vertex materials", src)
 
     # Weld positions by exact float32 value (-0.0 folded into +0.0).
-    pbits = float_bits(P32)
-    pos_of_vertex, pos_first = group_keys(pbits)
-    del pbits
-    welded = P32[pos_first] + np.float32(0.0)  # (p, 3) float32
-    F, computed, repeats, reversed_repeats = clean(F, pos_of_vertex, welded, src, drop_reversed)
-    if repeats:
-        mesh_warning(f"{src}: {repeats} duplicated faces dropped (the same three vertices in the "
-                     f"same order as an earlier face)")
-    if reversed_repeats and drop_reversed:
-        mesh_warning(f"{src}: {reversed_repeats} duplicated faces with reversed winding dropped "
-                     f"(the same three vertices as an earlier face: two-sided sheets become "
-                     f"one-sided)")
-    elif reversed_repeats:
-        mesh_warning(f"{src}: {reversed_repeats} faces repeat an earlier face with reversed "
-                     f"winding: both kept (a two-sided sheet), but their edges are locked in "
-                     f"simplification")
-    F, computed = fix_winding(F, pos_of_vertex, welded, computed, src, drop_reversed)
-    if N_in is None and crease_angle < 180.0:
-        F, pos_of_vertex, N_in, UV_in, C_in, M_in = _crease_corners(
-            F, pos_of_vertex, welded, crease_angle, UV_in, C_in, M_in)
-    wedge_of_vertex, wedge_vertex, vn32, vuv32 = wedges(
-        F, pos_of_vertex, computed, N_in, UV_in, src, extra=(C_in, M_in)
-    )
-    triangles = wedge_of_vertex[F]  # int32: the Mesh's type, half the memory to touch
-    # Positions: those used, in order of first appearance among the wedges.
-    wedge_pos_old = pos_of_vertex[wedge_vertex]
-    pos_used, pos_new_first = first_use(wedge_pos_old, welded.shape[0])
-    positions_out = welded[wedge_pos_old[pos_new_first]]
+    with step("weld"):
+        pos_of_vertex, pos_first = weld_bits(P32)
+        welded = P32[pos_first] + np.float32(0.0)  # (p, 3) float32
+        del pos_first
+    with step("clean"):
+        cleaned = clean(F, pos_of_vertex, welded, src, drop_reversed)
+    if cleaned.repeats:
+        mesh_warning(f"{src}: {cleaned.repeats} duplicated faces dropped (the same three vertices "
+                     f"in the same order as an earlier face)")
+    if cleaned.reversed_repeats and drop_reversed:
+        mesh_warning(f"{src}: {cleaned.reversed_repeats} duplicated faces with reversed winding "
+                     f"dropped (the same three vertices as an earlier face: two-sided sheets "
+                     f"become one-sided)")
+    elif cleaned.reversed_repeats:
+        mesh_warning(f"{src}: {cleaned.reversed_repeats} faces repeat an earlier face with "
+                     f"reversed winding: both kept (a two-sided sheet), but their edges are "
+                     f"locked in simplification")
+    attributes = UV_in is not None or C_in is not None or M_in is not None
+    normals_unit = False
+    smooth = None
+    if N_in is None:
+        cos_crease = float(np.cos(np.radians(min(crease_angle, 180.0))))
+        with step("normals"):
+            fan = fan_normals(cleaned.tri, welded, cos_crease, smooth=crease_angle >= 180.0)
+        with step("clean"):
+            F, fixed = fix_winding(F, cleaned, pos_of_vertex, welded, fan.repeated, src,
+                                   drop_reversed)
+        if fixed is not cleaned:
+            cleaned = fixed
+            with step("normals"):
+                fan = fan_normals(cleaned.tri, welded, cos_crease,
+                                  smooth=crease_angle >= 180.0)
+        if not attributes:
+            del F, pos_of_vertex, cleaned
+            with step("wedges"):
+                mesh = _mesh_of_wedges(welded, fan, name)
+            with step("checks"):
+                _check_grid(mesh, src)
+            return mesh
+        with step("wedges"):
+            F, pos_of_vertex, N_in, UV_in, C_in, M_in = _vertices_of_wedges(
+                cleaned.faces(F), fan, pos_of_vertex, UV_in, C_in, M_in)
+        normals_unit = True
+    else:
+        with step("clean"):
+            F, cleaned = fix_winding(F, cleaned, pos_of_vertex, welded,
+                                     repeated_directed_edges(cleaned.tri, welded.shape[0]), src,
+                                     drop_reversed)
+        tri = cleaned.tri
+
+        def smooth() -> np.ndarray:
+            """Per welded position its smooth area-weighted normal (float64)."""
+            fan = fan_normals(tri, welded, -1.0, smooth=True)
+            out = np.zeros(welded.shape, np.float64)
+            out[fan.wedge_position] = fan.wedge_normal
+            return out
+
+        F = cleaned.faces(F)
+    del cleaned
+    with step("wedges"):
+        wedge_of_vertex, wedge_vertex, vn32, vuv32 = wedges(
+            F, pos_of_vertex, smooth, N_in, UV_in, src, extra=(C_in, M_in),
+            normals_unit=normals_unit)
+        triangles = wedge_of_vertex[F]  # int32: the Mesh's type, half the memory to touch
+        # Positions: those used, in order of first appearance among the wedges.
+        wedge_pos_old = pos_of_vertex[wedge_vertex]
+        pos_used, pos_new_first = first_use(wedge_pos_old, welded.shape[0])
+        positions_out = welded[wedge_pos_old[pos_new_first]]
     mesh = Mesh(
         positions=np.ascontiguousarray(positions_out, dtype=np.float32),
         triangles=np.ascontiguousarray(triangles, dtype=np.int32),
@@ -136,13 +179,75 @@ def mesh_from_arrays(
         wedge_material=None if M_in is None else M_in[wedge_vertex].astype(np.int32),
         name=name,
     )
-    _check_grid(mesh, src)
+    with step("checks"):
+        _check_grid(mesh, src)
     return mesh
 
 
+def _mesh_of_wedges(welded: np.ndarray, fan: FanNormals, name: str) -> Mesh:
+    """The `Mesh` of a mesh without attributes: `fan_normals`' wedges as they are, the positions
+    no triangle uses dropped (the others keep their order)."""
+    wedge_position = fan.wedge_position
+    used = np.zeros(welded.shape[0], np.bool_)
+    used[wedge_position] = True
+    positions = welded
+    if not used.all():
+        positions = welded[used]
+        wedge_position = (np.cumsum(used, dtype=np.int64) - 1)[wedge_position].astype(np.int32)
+    return Mesh(positions=positions, triangles=fan.triangles, wedge_position=wedge_position,
+                wedge_normal=fan.wedge_normal, wedge_uv=None, name=name)
+
+
+@nb.njit(cache=True, nogil=True)
+def _first_wedge_of_vertex(F: np.ndarray, triangles: np.ndarray, n: int) -> tuple:
+    """(the wedge of each input vertex's first corner (n,) int32, -1 for a vertex no triangle
+    uses; the corners 3 * t + c whose wedge is not their vertex's first (int64))."""
+    vertex_wedge = np.full(n, -1, np.int32)
+    other = np.empty(0, np.int64)
+    count = 0
+    for t in range(F.shape[0]):
+        for c in range(3):
+            v = F[t, c]
+            w = triangles[t, c]
+            if vertex_wedge[v] < 0:
+                vertex_wedge[v] = w
+            elif vertex_wedge[v] != w:
+                if count == other.size:
+                    grown = np.empty(max(16, 2 * count), np.int64)
+                    grown[:count] = other[:count]
+                    other = grown
+                other[count] = 3 * t + c
+                count += 1
+    return vertex_wedge, other[:count].copy()
+
+
+def _vertices_of_wedges(F: np.ndarray, fan: FanNormals, pos_of_vertex: np.ndarray,
+                        UV_in, C_in, M_in) -> tuple:
+    """For a mesh with attributes and computed normals: the input vertices made one a (vertex,
+    wedge of `fan_normals`) pair, so that `wedges` keys them by the normal of their wedge as by
+    their uv. A vertex whose corners lie in two arcs of a crease becomes two (the second one
+    appended). Returns (faces, pos_of_vertex, normals (unit, float32), uvs, colours, materials)
+    for `wedges`."""
+    n = pos_of_vertex.shape[0]
+    vertex_wedge, other = _first_wedge_of_vertex(F, fan.triangles, n)
+    if other.size:
+        t, c = other // 3, other % 3
+        pair, first = group_rows([F[t, c].astype(np.uint32), fan.triangles[t, c].astype(np.uint32)])
+        src = F[t, c][first]
+        F = F.astype(np.int64 if n + first.size >= 2**31 else F.dtype)  # a copy
+        F[t, c] = n + pair
+        vertex_wedge = np.concatenate([vertex_wedge, fan.triangles[t, c][first]])
+        source = np.concatenate([np.arange(n, dtype=np.int64), src])
+        pos_of_vertex = pos_of_vertex[source]
+        UV_in, C_in, M_in = (None if a is None else a[source] for a in (UV_in, C_in, M_in))
+    normals = fan.wedge_normal[np.maximum(vertex_wedge, 0)]  # unused vertices: not looked at
+    return F, pos_of_vertex, normals, UV_in, C_in, M_in
+
+
 def _checked_arrays(positions, faces, src: str) -> tuple[np.ndarray, np.ndarray]:
-    """(positions (n, 3) float32, faces (m, 3) int64) after checking their shapes, the
-    coordinates (`_checked_float32`) and the face indices; `MeshError` naming what is wrong."""
+    """(positions (n, 3) float32, faces (m, 3) int32, int64 past 2**31 vertices) after checking
+    their shapes, the coordinates (`_checked_float32`) and the face indices; `MeshError` naming
+    what is wrong."""
     P = np.asarray(positions)
     F = np.asarray(faces)
     if P.ndim != 2 or P.shape[1] != 3:
@@ -161,25 +266,12 @@ def _checked_arrays(positions, faces, src: str) -> tuple[np.ndarray, np.ndarray]
         raise MeshError(
             f"{src}: face index {worst} out of range (the mesh has {n} vertices, valid 0..{n - 1})"
         )
-    return P32, F.astype(np.int64, copy=False)
+    return P32, np.ascontiguousarray(F, dtype=index_dtype(n))
 
 
-def _crease_corners(F: np.ndarray, pos_of_vertex: np.ndarray, welded: np.ndarray,
-                    crease_angle: float, UV_in: np.ndarray | None, C_in: np.ndarray | None,
-                    M_in: np.ndarray | None) -> tuple:
-    """The normals computed with edges sharper than ``crease_angle`` kept hard
-    (`crease_normals`), for a mesh without normals: where no position splits, (F,
-    pos_of_vertex, None, UV_in, C_in, M_in) as given (`wedges` computes smooth ones); else one
-    input vertex per corner, each with its corner's normal, for `wedges` to weld again."""
-    corner_normals, splits = crease_normals(pos_of_vertex[F], welded.astype(np.float64),
-                                            float(np.cos(np.radians(crease_angle))))
-    if not splits:
-        return F, pos_of_vertex, None, UV_in, C_in, M_in
-    return (np.arange(3 * F.shape[0], dtype=np.int64).reshape(-1, 3), pos_of_vertex[F].ravel(),
-            corner_normals.reshape(-1, 3),
-            None if UV_in is None else UV_in[F].ravel().reshape(-1, 2),
-            None if C_in is None else C_in[F].ravel().reshape(-1, 4),
-            None if M_in is None else M_in[F].ravel())
+def index_dtype(n: int) -> type:
+    """The narrowest of int32 and int64 that numbers ``n`` vertices."""
+    return np.int32 if n < 2**31 else np.int64
 
 
 def _per_vertex(values, shape: tuple, dtype, what: str, src: str) -> np.ndarray | None:
@@ -290,6 +382,7 @@ def merge_and_weld(meshes: list[tuple], *, name: str, source: str,
     any_c = any(len(m) > 4 and m[4] is not None for m in meshes)
     Vs, Fs, Ns, UVs, Cs, Ms = [], [], [], [], [], []
     offset = 0
+    ids = index_dtype(sum(part[0].shape[0] for part in meshes))
     unusable = 0  # the file's normals that are zero or not numbers
     for part, mat in zip(meshes, part_material, strict=True):
         V, F, N, uv = part[:4]
@@ -298,7 +391,11 @@ def merge_and_weld(meshes: list[tuple], *, name: str, source: str,
             with np.errstate(all="ignore"):  # as `unit` finds them, without its copy
                 square = np.einsum("ij,ij->i", N, N, dtype=np.float64)
             unusable += int(np.count_nonzero(~(np.isfinite(square) & (square > 0))))
-        F = np.asarray(F, dtype=np.int64)
+        F = np.asarray(F)
+        in_range = (np.issubdtype(F.dtype, np.integer) and F.size
+                    and F.min() >= 0 and F.max() < V.shape[0])
+        # out of range: kept as it is in int64, for mesh_from_arrays to name
+        F = F.astype(ids if in_range else np.int64, copy=False)
         Fs.append(F + offset if offset else F)  # no copy for the first (often only) part
         if any_n:
             Ns.append(N if N is not None else np.zeros_like(V))

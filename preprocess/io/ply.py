@@ -171,7 +171,7 @@ def read_ply(raw: Raw, label: str) -> list[Part] | None:
         colors = vertex_rgba(np.column_stack([columns[a] for a in colour_names]).astype(
             np.float64) / 255.0)
     # indices out of range (negative ones too) are left to mesh_from_arrays, as on trimesh's path
-    faces = faces.astype(np.int64)
+    faces = faces.astype(np.int32 if np.can_cast(faces.dtype, np.int32) else np.int64)
     return [(vertices, triangulate_uniform(faces), normals, None, colors)]
 
 

@@ -2,25 +2,26 @@
 
 `clean` drops the triangles with two equal positions or a zero cross product and the repeats of
 an earlier triangle (the same positions in the same cyclic order; in the reverse order too with
-``drop_reversed``), and gives the smooth area-weighted normal of each position from the kept ones
-(`_clean_triangles`, one numba pass). Nothing larger than the output is built there: on a 2-core
-VM, fresh memory costs about 1.3 ms per MB to touch, as much as the work itself. Repeats are
-found through a list per smallest position id (each triangle rotated so that it comes first): the
-lists are short and recently touched, 3x faster than a hash table, whose probes miss the cache;
-a fan of thousands of triangles around one vertex falls back to the hash table.
+``drop_reversed``), and gives the kept ones as position ids (`_clean_triangles`, one numba pass).
+Nothing larger than the output is built there: on a 2-core VM, fresh memory costs about 1.3 ms
+per MB to touch, as much as the work itself. Repeats are found through a list per smallest
+position id (each triangle rotated so that it comes first): the lists are short and recently
+touched, 3x faster than a hash table, whose probes miss the cache; a fan of thousands of
+triangles around one vertex falls back to the hash table.
 
-`fix_winding` finds edges two triangles run the same way (`_repeated_directed_edges`, a counting
-sort: nothing more where there is none, the common case) and flips the triangles that disagree
-with their part of the mesh (`_orient`), each with a one-line `MeshWarning`.
+`fix_winding` flips the triangles that disagree with their part of the mesh (`_orient`) where
+edges are used twice in the same direction (counted by `repeated_directed_edges`, a counting sort,
+or by `preprocess.io.normals.fan_normals` on its way), with a one-line `MeshWarning`.
 """
 
 from __future__ import annotations
 
 import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
-from preprocess.io.normals import cross, unit
 from preprocess.io.weld import MIX
 from preprocess.mesh import MeshError, mesh_warning
 from preprocess.topology import edge_neighbours
@@ -29,15 +30,13 @@ _CHAIN_LIMIT = 64  # see _clean_triangles
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _triangle_cross(W64, a, b, c):
-    """The cross product (b - a) x (c - a) of positions a, b, c of ``W64`` (p, 3) float64."""
-    ux = W64[b, 0] - W64[a, 0]
-    uy = W64[b, 1] - W64[a, 1]
-    uz = W64[b, 2] - W64[a, 2]
-    vx = W64[c, 0] - W64[a, 0]
-    vy = W64[c, 1] - W64[a, 1]
-    vz = W64[c, 2] - W64[a, 2]
-    return uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+def _zero_cross(P, a, b, c):
+    """Whether the cross product (b - a) x (c - a) of positions a, b, c of ``P`` (p, 3) float32
+    is exactly zero in float64."""
+    ax, ay, az = np.float64(P[a, 0]), np.float64(P[a, 1]), np.float64(P[a, 2])
+    ux, uy, uz = P[b, 0] - ax, P[b, 1] - ay, P[b, 2] - az
+    vx, vy, vz = P[c, 0] - ax, P[c, 1] - ay, P[c, 2] - az
+    return uy * vz - uz * vy == 0.0 and uz * vx - ux * vz == 0.0 and ux * vy - uy * vx == 0.0
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -62,30 +61,27 @@ def _slot(r0, r1, r2, mask):
 
 
 @nb.njit(cache=True, nogil=True)
-def _clean_triangles(F: np.ndarray, pos_of_vertex: np.ndarray, W64: np.ndarray,
+def _clean_triangles(F: np.ndarray, pos_of_vertex: np.ndarray, P: np.ndarray,
                      by_hash: bool, drop_reversed: bool = False) -> tuple:
-    """Keep the triangles that are neither degenerate nor a repeat, and sum their normals.
+    """Keep the triangles that are neither degenerate nor a repeat.
 
-    ``F`` (m, 3) int64 vertex ids, ``pos_of_vertex`` (n,) int64 their welded position ids, ``W64``
-    (p, 3) float64 welded positions. A triangle is dropped when two of its position ids are
+    ``F`` (m, 3) int vertex ids, ``pos_of_vertex`` (n,) int their welded position ids, ``P``
+    (p, 3) float32 welded positions. A triangle is dropped when two of its position ids are
     equal, when its cross product (b - a) x (c - a) is exactly zero in float64, or when an
     earlier kept triangle has the same position ids in the same cyclic order (or, with
-    ``drop_reversed``, in the reverse order). Returns (the kept triangles' indices (k,) int64 in
-    order, area-weighted normal sums (p, 3) float64, count of non-degenerate triangles, repeats
-    in the same order (dropped), repeats in the reverse order (dropped with ``drop_reversed``,
-    else kept)). The sums add each kept triangle's cross product to its three positions in
-    triangle and corner order: the order (and so the rounding) of the ``np.bincount`` this
-    replaced.
+    ``drop_reversed``, in the reverse order). Returns (the kept triangles' position ids (k, 3)
+    int32 in order, which were kept (m,) bool, count of non-degenerate triangles, repeats in the
+    same order (dropped), repeats in the reverse order (dropped with ``drop_reversed``, else
+    kept)).
 
     Repeats are found through a list per smallest position id, or, ``by_hash``, a hash table
     (see the module docstring). A list longer than `_CHAIN_LIMIT` (a fan of thousands of
     triangles around one vertex) makes this return a count of -1: call again with ``by_hash``.
     """
     m = F.shape[0]
-    p = W64.shape[0]
-    kept = np.empty(m, np.int64)
-    sums = np.zeros((p, 3), np.float64)
-    rot = np.empty((m, 3), np.int32)  # the kept triangles' position ids, smallest first
+    p = P.shape[0]
+    tri = np.empty((m, 3), np.int32)
+    keep = np.zeros(m, np.bool_)
     head = np.full(p if not by_hash else 0, -1, np.int32)  # last kept triangle per smallest id
     link = np.empty(m if not by_hash else 0, np.int32)  # the one kept before it
     size = 16
@@ -100,10 +96,7 @@ def _clean_triangles(F: np.ndarray, pos_of_vertex: np.ndarray, W64: np.ndarray,
         a = pos_of_vertex[F[t, 0]]
         b = pos_of_vertex[F[t, 1]]
         c = pos_of_vertex[F[t, 2]]
-        if a == b or b == c or c == a:
-            continue
-        cx, cy, cz = _triangle_cross(W64, a, b, c)
-        if cx == 0.0 and cy == 0.0 and cz == 0.0:
+        if a == b or b == c or c == a or _zero_cross(P, a, b, c):
             continue
         nondegenerate += 1
         r0, r1, r2 = _smallest_first(a, b, c)
@@ -113,10 +106,11 @@ def _clean_triangles(F: np.ndarray, pos_of_vertex: np.ndarray, W64: np.ndarray,
             s = _slot(r0, r1, r2, size - 1)
             while table[s] >= 0:
                 j = table[s]
-                if rot[j, 0] == r0 and rot[j, 1] == r1 and rot[j, 2] == r2:
+                q0, q1, q2 = _smallest_first(tri[j, 0], tri[j, 1], tri[j, 2])
+                if q0 == r0 and q1 == r1 and q2 == r2:
                     same = True
                     break
-                if rot[j, 0] == r0 and rot[j, 1] == r2 and rot[j, 2] == r1:
+                if q0 == r0 and q1 == r2 and q2 == r1:
                     turned = True
                     if drop_reversed:
                         break
@@ -127,17 +121,18 @@ def _clean_triangles(F: np.ndarray, pos_of_vertex: np.ndarray, W64: np.ndarray,
             j = head[r0]
             steps = 0
             while j >= 0:
-                if rot[j, 1] == r1 and rot[j, 2] == r2:
+                _, q1, q2 = _smallest_first(tri[j, 0], tri[j, 1], tri[j, 2])
+                if q1 == r1 and q2 == r2:
                     same = True
                     break
-                if rot[j, 1] == r2 and rot[j, 2] == r1:
+                if q1 == r2 and q2 == r1:
                     turned = True
                     if drop_reversed:
                         break
                 j = link[j]
                 steps += 1
                 if steps > _CHAIN_LIMIT:
-                    return kept[:0], sums, -1, 0, 0
+                    return tri[:0], keep, -1, 0, 0
             if not (same or (turned and drop_reversed)):
                 link[k] = head[r0]
                 head[r0] = k
@@ -148,62 +143,62 @@ def _clean_triangles(F: np.ndarray, pos_of_vertex: np.ndarray, W64: np.ndarray,
             reversed_repeats += 1  # dropped or kept, as drop_reversed says
             if drop_reversed:
                 continue
-        rot[k, 0] = r0
-        rot[k, 1] = r1
-        rot[k, 2] = r2
-        kept[k] = t
-        for q in (a, b, c):
-            sums[q, 0] += cx
-            sums[q, 1] += cy
-            sums[q, 2] += cz
+        tri[k, 0] = a
+        tri[k, 1] = b
+        tri[k, 2] = c
+        keep[t] = True
         k += 1
-    return kept[:k], sums, nondegenerate, repeats, reversed_repeats
+    return tri[:k], keep, nondegenerate, repeats, reversed_repeats
+
+
+class Cleaned(NamedTuple):
+    """What `clean` keeps: the triangles as position ids, and which of the input's they are."""
+
+    tri: np.ndarray  # (k, 3) int32 position ids
+    keep: np.ndarray | None  # (m,) bool, None where every triangle was kept
+    repeats: int  # repeats in the same order, dropped
+    reversed_repeats: int  # repeats in the reverse order (dropped with drop_reversed)
+
+    def faces(self, F: np.ndarray) -> np.ndarray:
+        """The kept rows of the faces ``F`` given to `clean`."""
+        return F if self.keep is None else F[self.keep]
 
 
 def clean(F: np.ndarray, pos_of_vertex: np.ndarray, welded: np.ndarray, src: str,
-          drop_reversed: bool) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Drop degenerate and repeated triangles; returns (kept faces (k, 3) int64, smooth unit
-    normals per welded position (p, 3) float64, repeats dropped, of which reversed)."""
-    W64 = welded.astype(np.float64)
-    kept, sums, nondegenerate, repeats, reversed_repeats = _clean_triangles(
-        F, pos_of_vertex, W64, False, drop_reversed)
+          drop_reversed: bool) -> Cleaned:
+    """Drop degenerate and repeated triangles (`_clean_triangles`)."""
+    tri, keep, nondegenerate, repeats, reversed_repeats = _clean_triangles(
+        F, pos_of_vertex, welded, False, drop_reversed)
     if nondegenerate < 0:  # a long fan around one vertex: the lists would be quadratic
-        kept, sums, nondegenerate, repeats, reversed_repeats = _clean_triangles(
-            F, pos_of_vertex, W64, True, drop_reversed)
+        tri, keep, nondegenerate, repeats, reversed_repeats = _clean_triangles(
+            F, pos_of_vertex, welded, True, drop_reversed)
     if nondegenerate == 0:
         raise MeshError(f"{src}: all {F.shape[0]} triangles are degenerate (zero area)")
-    if kept.size < F.shape[0]:
-        F = F[kept]
-    computed, ok = unit(sums)  # cross = 2 * area * unit normal: area-weighted
-    if not ok.all():
-        # Opposite faces cancelled out (a two-sided sheet): take one incident face's normal.
-        tri_pos = pos_of_vertex[F]
-        a, b, c = W64[tri_pos[:, 0]], W64[tri_pos[:, 1]], W64[tri_pos[:, 2]]
-        face_unit, _ = unit(cross(b - a, c - a))
-        fallback = np.zeros_like(computed)
-        fallback[tri_pos.ravel()] = np.repeat(face_unit, 3, axis=0)
-        computed[~ok] = fallback[~ok]
-    return F, computed, repeats, reversed_repeats
+    if tri.shape[0] < F.shape[0]:
+        tri = tri.copy()  # not a view holding the dropped rows' memory
+    else:
+        keep = None
+    return Cleaned(tri, keep, repeats, reversed_repeats)
 
 
 @nb.njit(cache=True, nogil=True)
-def _repeated_directed_edges(F: np.ndarray, pos_of_vertex: np.ndarray, p: int) -> int:
-    """How many edge uses repeat an earlier use in the same direction, among triangles ``F``
-    (m, 3) int64 of vertex ids, ``pos_of_vertex`` (n,) int64 their position ids in 0..p-1: 0 for
-    consistent winding, the common case, found at the cost of a counting sort (17 ms for 1.3M
-    triangles; `_orient` does more and takes 130 ms)."""
-    m = F.shape[0]
+def repeated_directed_edges(tri: np.ndarray, p: int) -> int:
+    """How many edge uses repeat an earlier use in the same direction, among triangles ``tri``
+    (m, 3) of position ids in 0..p-1: 0 for consistent winding, the common case, found at the
+    cost of a counting sort (17 ms for 1.3M triangles; `_orient` does more and takes 130 ms).
+    (`preprocess.io.normals.fan_normals` counts the same on its way.)"""
+    m = tri.shape[0]
     start = np.zeros(p + 1, np.int64)
     for t in range(m):
         for c in range(3):
-            start[pos_of_vertex[F[t, c]] + 1] += 1
+            start[tri[t, c] + 1] += 1
     for v in range(p):
         start[v + 1] += start[v]
     end = np.empty(3 * m, np.int32)  # the end of each edge, bucketed by its start
     for t in range(m):
         for c in range(3):
-            a = pos_of_vertex[F[t, c]]
-            end[start[a]] = pos_of_vertex[F[t, (c + 1) % 3]]
+            a = tri[t, c]
+            end[start[a]] = tri[t, (c + 1) % 3]
             start[a] += 1
     mark = np.full(p, -1, np.int32)  # per end: the last start it was seen from
     count = 0
@@ -302,27 +297,29 @@ def _orient(tri: np.ndarray, P: np.ndarray) -> tuple:
     return same, flip, disagree // 2
 
 
-def fix_winding(F: np.ndarray, pos_of_vertex: np.ndarray, welded: np.ndarray,
-                computed: np.ndarray, src: str, drop_reversed: bool
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def fix_winding(F: np.ndarray, cleaned: Cleaned, pos_of_vertex: np.ndarray,
+                welded: np.ndarray, repeated: int, src: str, drop_reversed: bool
+                ) -> tuple[np.ndarray, Cleaned]:
     """Make the winding consistent where two triangles run a shared edge the same way (`_orient`);
-    returns (faces (k, 3) int64, smooth unit normals per welded position), recomputed when a
-    triangle was flipped. A `MeshWarning` says how many edges disagreed and what was flipped.
+    ``repeated``: the edge uses repeating an earlier one in the same direction (nothing to do
+    where 0: `repeated_directed_edges`). Returns (the faces, `clean`ed) as given, or, where a
+    triangle was flipped, the kept faces flipped and cleaned again (a flip can make a repeat).
+    A `MeshWarning` says how many edges disagreed and what was flipped.
 
     Inconsistent winding hides the flipped triangles from the front (back faces are culled),
     cancels their computed normals, and locks the edges for the simplifier (one LOD level)."""
-    if _repeated_directed_edges(F, pos_of_vertex, welded.shape[0]) == 0:
-        return F, computed
-    same, flip, disagree = _orient(pos_of_vertex[F], welded)
+    if repeated == 0:
+        return F, cleaned
+    same, flip, disagree = _orient(cleaned.tri, welded)
     if same == 0:  # only non-manifold edges repeat a direction: nothing to make consistent
-        return F, computed
+        return F, cleaned
     flipped = int(np.count_nonzero(flip))
     if flipped:
-        F = F.copy()
+        F = cleaned.faces(F).copy()
         F[flip] = F[flip][:, [0, 2, 1]]
-        F, computed, _, _ = clean(F, pos_of_vertex, welded, src, drop_reversed)
+        cleaned = clean(F, pos_of_vertex, welded, src, drop_reversed)
     left = (f"; {disagree} edges cannot agree (a non-orientable surface): normals and "
             f"simplification may suffer") if disagree else ""
     mesh_warning(f"{src}: {same} edges are used twice in the same direction: inconsistent winding; "
                  f"{flipped} faces flipped to agree with their neighbours{left}")
-    return F, computed
+    return F, cleaned

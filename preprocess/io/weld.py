@@ -3,11 +3,14 @@
 `group_keys` numbers the distinct rows of a uint32 array in order of first appearance (a hash
 table in numba); `first_use` does it for one column of small ids, with a lookup array;
 `float_bits` gives the bit patterns positions and attributes are compared by (-0.0 folded into
-+0.0). `weld_positions` merges bit-identical points; `wedges` makes the wedges of a mesh, the
++0.0). `weld_bits` welds points in threads, each its share of the hashes (no copy of the points);
+`weld_positions` merges bit-identical points with it; `wedges` makes the wedges of a mesh, the
 distinct (position, normal, uv, colour, material) combinations among the vertices still used.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
@@ -15,6 +18,7 @@ import numpy as np
 
 from preprocess.io.normals import unit
 from preprocess.mesh import MeshError
+from preprocess.threads import MIN_SPAN, run_spans, thread_count
 
 # Hash tables in numba: one pass in input order numbers the groups by first appearance directly.
 # They replaced a sort of packed (hash, row) keys, 2-6x slower (3M rows of an STL soup: 0.62 s
@@ -34,7 +38,7 @@ def group_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         size <<= 1
     mask = size - 1
     table = np.full(size, -1, np.int32)  # group id per slot (meshes stay below 2**31 rows)
-    inverse = np.empty(n, np.int64)
+    inverse = np.empty(n, np.int32)
     first = np.empty(n, np.int64)
     groups = 0
     for i in range(n):
@@ -62,7 +66,89 @@ def group_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 inverse[i] = g
                 break
             s = (s + 1) & mask
-    return inverse, first[:groups]
+    return inverse, first[:groups].copy()
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _point_hash(bits, i):
+    """The hash of point i of ``bits`` (n, 3) uint32 float32 bit patterns, -0.0 as +0.0."""
+    h = np.uint64(0xCBF29CE484222325)
+    for k in range(3):
+        b = bits[i, k]
+        if b == np.uint32(0x80000000):
+            b = np.uint32(0)
+        h = (h ^ np.uint64(b)) * MIX
+        h ^= h >> np.uint64(31)
+    h ^= h >> np.uint64(29)
+    return h
+
+
+@nb.njit(cache=True, nogil=True)
+def _weld_part(bits, part, parts, rep):
+    """The points whose hash falls in ``part`` of ``parts`` (the top bits), in input order:
+    rep[i] = the first point equal to point i (-0.0 equal to +0.0), i itself for a first one.
+    Every point is hashed by every part (cheap beside the table), none stored."""
+    n = bits.shape[0]
+    size = 16
+    while size < 2 * (n // parts + 1):
+        size <<= 1
+    mask = np.uint64(size - 1)
+    table = np.full(size, -1, np.int32)  # the first point of a group per slot
+    shift = np.uint64(56)
+    for i in range(n):
+        h = _point_hash(bits, i)
+        if np.int64(h >> shift) % parts != part:
+            continue
+        s = h & mask
+        while True:
+            f = table[s]
+            if f < 0:
+                table[s] = i
+                rep[i] = i
+                break
+            same = True
+            for k in range(3):
+                a, b = bits[f, k], bits[i, k]
+                if a != b and not ((a | b) == np.uint32(0x80000000) and (a & b) == 0):
+                    same = False
+                    break
+            if same:
+                rep[i] = f
+                break
+            s = (s + np.uint64(1)) & mask
+
+
+@nb.njit(cache=True, nogil=True)
+def _number_groups(rep):
+    """(group id per point (n,) int32, in order of first appearance; the first point of each
+    group (g,) int64) from rep (`_weld_part`)."""
+    n = rep.shape[0]
+    inverse = np.empty(n, np.int32)
+    first = np.empty(n, np.int64)
+    g = 0
+    for i in range(n):
+        r = rep[i]
+        if r == i:
+            inverse[i] = g
+            first[g] = i
+            g += 1
+        else:
+            inverse[i] = inverse[r]
+    return inverse, first[:g].copy()
+
+
+def weld_bits(points: np.ndarray, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`group_keys` of (n, 3) float32 points compared by value (-0.0 equal to +0.0, bits
+    otherwise): (group id per point (n,) int32, first point of each group (g,) int64), groups in
+    order of first appearance. The points are split among threads by their hash (up to 255
+    parts, one table each, none shared)."""
+    bits = np.ascontiguousarray(points, np.float32).view(np.uint32)
+    n = bits.shape[0]
+    parts = max(1, min(thread_count(threads), 255, n // MIN_SPAN))
+    rep = np.empty(n, np.int32)
+    run_spans(lambda lo, hi: _weld_part(bits, lo, parts, rep),
+              [(q, q + 1) for q in range(parts)], threads)
+    return _number_groups(rep)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -87,7 +173,7 @@ def first_use(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
 def group_rows(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Group the rows of equal-length uint32 (or smaller) columns by exact equality.
 
-    Returns ``(inverse, first)``: ``inverse`` (n,) int64 is the group id of each row and ``first``
+    Returns ``(inverse, first)``: ``inverse`` (n,) int32 is the group id of each row and ``first``
     (g,) int64 the index of the first row of each group; groups are numbered in order of first
     appearance, so ``first`` is increasing and ``inverse[first] == arange(g)``.
     """
@@ -111,19 +197,21 @@ def weld_positions(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Returns:
         ``(positions, inverse)``: positions (p, 3) float32, each distinct point once in order of
-        first appearance, and inverse (n,) int64 with ``positions[inverse] == points`` (as float32).
+        first appearance, and inverse (n,) int32 with ``positions[inverse] == points`` (as float32).
     """
     P32 = np.ascontiguousarray(points, dtype=np.float32)
-    inverse, first = group_keys(float_bits(P32))
+    inverse, first = weld_bits(P32)
     return P32[first] + np.float32(0.0), inverse
 
 
-def wedges(F: np.ndarray, pos_of_vertex: np.ndarray, computed: np.ndarray,
-           N_in: np.ndarray | None, UV_in: np.ndarray | None, src: str,
-           extra: tuple = (None, None)) -> tuple:
+def wedges(F: np.ndarray, pos_of_vertex: np.ndarray, smooth: Callable[[], np.ndarray] | None,
+           N_in: np.ndarray, UV_in: np.ndarray | None, src: str,
+           extra: tuple = (None, None), normals_unit: bool = False) -> tuple:
     """The wedges: distinct (position, normal, uv, colour, material) among the input vertices
     still used (``extra``: the colours (n, 4) and materials (n,) or None; a wedge's are those of
-    its first input vertex, `wedge_vertex`).
+    its first input vertex, `wedge_vertex`). ``N_in``: a normal per input vertex, unit where
+    ``normals_unit`` (else normalized here, and a row without a usable length replaced by its
+    position's row of ``smooth()``, (p, 3) per welded position).
 
     Returns (wedge id per input vertex (n,) int32, -1 where unused; the input vertex of each
     wedge (w,) int64; wedge normals (w, 3) float32; wedge uvs (w, 2) float32 or None), wedges
@@ -136,34 +224,30 @@ def wedges(F: np.ndarray, pos_of_vertex: np.ndarray, computed: np.ndarray,
     vpos = pos_of_vertex[used_vertex]
     wedge_uv = None
     C_in, M_in = extra
-    if N_in is None and UV_in is None and C_in is None and M_in is None:
-        # One wedge per position, in order of first use; its normal is the computed one.
-        wedge_of_used, wedge_first = first_use(vpos, computed.shape[0])
-        wedge_normal = computed[vpos[wedge_first]].astype(np.float32)
+    if normals_unit:
+        vn32 = np.ascontiguousarray(N_in[used_vertex], dtype=np.float32)
     else:
-        if N_in is not None:
-            vn, vok = unit(N_in[used_vertex])
-            vn[~vok] = computed[vpos[~vok]]
-        else:
-            vn = computed[vpos]
+        vn, vok = unit(N_in[used_vertex])
+        if not vok.all():
+            vn[~vok] = smooth()[vpos[~vok]]
         vn32 = vn.astype(np.float32)
-        cols = [vpos, *float_bits(vn32).T]
-        if UV_in is not None:
-            vuv32 = UV_in[used_vertex].astype(np.float32)
-            if not np.isfinite(vuv32).all():
-                raise MeshError(f"{src}: texture coordinates contain NaN or infinite values")
-            cols += [*float_bits(vuv32).T]
-        if C_in is not None:
-            c = C_in[used_vertex]
-            if not np.isfinite(c).all():
-                raise MeshError(f"{src}: vertex colours contain NaN or infinite values")
-            cols += [*float_bits(c.astype(np.float32)).T]
-        if M_in is not None:
-            cols.append(M_in[used_vertex].astype(np.uint32))
-        wedge_of_used, wedge_first = group_rows(cols)
-        wedge_normal = vn32[wedge_first]
-        if UV_in is not None:
-            wedge_uv = vuv32[wedge_first] + np.float32(0.0)
+    cols = [vpos, *float_bits(vn32).T]
+    if UV_in is not None:
+        vuv32 = UV_in[used_vertex].astype(np.float32)
+        if not np.isfinite(vuv32).all():
+            raise MeshError(f"{src}: texture coordinates contain NaN or infinite values")
+        cols += [*float_bits(vuv32).T]
+    if C_in is not None:
+        c = C_in[used_vertex]
+        if not np.isfinite(c).all():
+            raise MeshError(f"{src}: vertex colours contain NaN or infinite values")
+        cols += [*float_bits(c.astype(np.float32)).T]
+    if M_in is not None:
+        cols.append(M_in[used_vertex].astype(np.uint32))
+    wedge_of_used, wedge_first = group_rows(cols)
+    wedge_normal = vn32[wedge_first]
+    if UV_in is not None:
+        wedge_uv = vuv32[wedge_first] + np.float32(0.0)
     wedge_of_vertex = np.full(n, -1, dtype=np.int32)
     wedge_of_vertex[used_vertex] = wedge_of_used
     return (wedge_of_vertex, used_vertex[wedge_first], wedge_normal + np.float32(0.0),

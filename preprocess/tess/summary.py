@@ -4,6 +4,8 @@ file's meta (the builder stores the figures in the meta; see `preprocess.build.d
 from __future__ import annotations
 
 STAGES = ("load", "cluster", "simplify", "bvh", "pack", "write")  # in pipeline order
+# the load's own steps (`preprocess.io.steps`), in the order they run
+LOAD_STEPS = ("read", "weld", "clean", "normals", "wedges", "checks")
 
 
 def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> str:
@@ -53,7 +55,10 @@ def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> s
     seconds = meta.get("seconds", {})
     if seconds:  # pipeline order (the meta JSON stores its keys sorted)
         order = [k for k in STAGES if k in seconds] + [k for k in seconds if k not in STAGES]
-        parts = ", ".join(f"{k} {seconds[k]:.2f}" for k in order)
+        steps = meta.get("load_seconds") or {}  # the load's own steps (files of issue 37 on)
+        named = [k for k in LOAD_STEPS if k in steps] + [k for k in steps if k not in LOAD_STEPS]
+        detail = {"load": f" ({', '.join(f'{k} {steps[k]:.2f}' for k in named)})"} if named else {}
+        parts = ", ".join(f"{k} {seconds[k]:.2f}{detail.get(k, '')}" for k in order)
         total = sum(v for k, v in seconds.items() if k != "load")
         lines.append(f"  seconds       {parts} (build {total:.2f} without load)")
     return "\n".join(lines)

@@ -1,5 +1,5 @@
 """Hard edges: normals computed with a crease angle where a file has none
-(`preprocess.io.normals.crease_normals`, `BuildConfig.crease_angle`), and creases kept through
+(`preprocess.io.normals.fan_normals`, `BuildConfig.crease_angle`), and creases kept through
 simplification (they are seams: they slide only along themselves, or are crossed at a cost when
 a group cannot shrink otherwise)."""
 
@@ -11,7 +11,7 @@ import pytest
 from assets.hard_edges import l_bracket
 from preprocess.build import build_asset
 from preprocess.config import DEFAULT_CREASE_DEGREES, BuildConfig
-from preprocess.io.normals import crease_normals
+from preprocess.io.normals import fan_normals
 from preprocess.load import mesh_from_arrays
 
 
@@ -40,14 +40,18 @@ def test_a_box_keeps_its_edges_and_a_sphere_stays_smooth() -> None:
     box = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], np.float64)
     faces = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
                       [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
-    normals, splits = crease_normals(faces, box, np.cos(np.radians(45)))
-    assert splits == 8  # every corner: three faces, three creases
-    np.testing.assert_allclose(normals, np.repeat(_face_normals(box, faces)[:, None], 3, 1),
-                               atol=1e-12)
+    fan = fan_normals(faces.astype(np.int32), box.astype(np.float32), np.cos(np.radians(45)))
+    assert fan.splits == 8  # every corner: three faces, three creases
+    assert fan.repeated == 0  # wound consistently
+    assert np.bincount(fan.wedge_position).tolist() == [3] * 8  # three wedges a corner
+    assert (fan.wedge_position[fan.triangles] == faces).all()
+    np.testing.assert_allclose(fan.wedge_normal[fan.triangles],
+                               np.repeat(_face_normals(box, faces)[:, None], 3, 1), atol=1e-7)
     p, f = geodesic_sphere_arrays(8)  # neighbouring faces 5-9 degrees apart
-    normals, splits = crease_normals(f.astype(np.int64), p.astype(np.float64),
-                                      np.cos(np.radians(45)))
-    assert splits == 0
+    fan = fan_normals(f.astype(np.int32), p.astype(np.float32), np.cos(np.radians(45)))
+    assert fan.splits == 0 and (fan.triangles == f).all()
+    radial = p / np.linalg.norm(p, axis=1, keepdims=True)
+    assert np.einsum("ij,ij->i", fan.wedge_normal, radial).min() > 0.999
 
 
 def test_crease_angle_decides_what_is_hard() -> None:
