@@ -28,7 +28,6 @@ import ctypes
 import itertools
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
@@ -106,39 +105,55 @@ def merge_spheres(spheres: np.ndarray) -> np.ndarray:
     return out
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _slot_of(table: np.ndarray, ids: np.ndarray, key: int) -> int:
+    """The slot of ``key`` in an open-addressing table of local numbers (-1: empty) over
+    ``ids`` (local number -> global id): where it is, or the empty slot it would take."""
+    mask = table.shape[0] - 1
+    s = (np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)
+    s = np.int64(s) & mask
+    while table[s] >= 0 and ids[table[s]] != key:
+        s = (s + 1) & mask
+    return s
+
+
 @nb.njit(cache=True, nogil=True)
-def _localize(tris: np.ndarray, wpos: np.ndarray, wslot: np.ndarray, pslot: np.ndarray
+def _localize(tris: np.ndarray, wpos: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A group's sub-mesh with local numbering, in first-use order.
 
-    tris (t, 3) global wedge ids; wslot/pslot: per-thread scratch, all -1 on entry and on exit.
-    Returns (local tris (t, 3), wedges (k,) global ids, local wedge->position (k,),
-    positions (n,) global ids)."""
+    tris (t, 3) global wedge ids. Returns (local tris (t, 3), wedges (k,) global ids, local
+    wedge->position (k,), positions (n,) global ids). The global ids are found in hash tables of
+    the group's size (a per-thread array a wedge of the whole mesh held 1.4 GB a thread at 100M
+    triangles)."""
     t = tris.shape[0]
     local = np.zeros((t, 3), np.int32)
     wedges = np.zeros(3 * t, np.int32)
     lwp = np.zeros(3 * t, np.int32)
     pos = np.zeros(3 * t, np.int32)
+    size = 16
+    while size < 6 * t:
+        size <<= 1
+    wtable = np.full(size, -1, np.int32)
+    ptable = np.full(size, -1, np.int32)
     nw = 0
     npos = 0
     for i in range(t):
         for k in range(3):
             w = tris[i, k]
-            if wslot[w] < 0:
+            ws = _slot_of(wtable, wedges, w)
+            if wtable[ws] < 0:
                 p = wpos[w]
-                if pslot[p] < 0:
-                    pslot[p] = npos
+                ps = _slot_of(ptable, pos, p)
+                if ptable[ps] < 0:
+                    ptable[ps] = npos
                     pos[npos] = p
                     npos += 1
-                wslot[w] = nw
+                wtable[ws] = nw
                 wedges[nw] = w
-                lwp[nw] = pslot[p]
+                lwp[nw] = ptable[ps]
                 nw += 1
-            local[i, k] = wslot[w]
-    for i in range(nw):
-        wslot[wedges[i]] = -1
-    for i in range(npos):
-        pslot[pos[i]] = -1
+            local[i, k] = wtable[ws]
     return local, wedges[:nw].copy(), lwp[:nw].copy(), pos[:npos].copy()
 
 
@@ -269,14 +284,14 @@ def _renumber(new_local: np.ndarray, order: np.ndarray, wedges: np.ndarray, fres
 @nb.njit(cache=True, nogil=True)
 def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos: np.ndarray,
                positions: np.ndarray, attrs: np.ndarray, locked: np.ndarray, below: np.ndarray,
-               scratch: tuple, original: tuple, carried_rows: tuple, params: tuple):
+               original: tuple, carried_rows: tuple, params: tuple):
     """Merge, simplify and re-split one group, all in numba so that the worker threads never
-    wait for the GIL. below: each member's geometric error; scratch: (wedge slots, position
-    slots) for `_localize`; original: the original surface (position triangles, edge
-    neighbours, vertex-triangle offsets and triangles); carried_rows: (wit, wit_off, witnesses):
-    the original positions each cluster carries, rows wit_off[c]:wit_off[c + 1] of wit, and how
-    many a new cluster may carry; params: (ratio, stuck_ratio, max_triangles, max_vertices,
-    permissive, color_start, normal_weight, uv_start, spacing).
+    wait for the GIL. below: each member's geometric error; original: the original surface
+    (position triangles, edge neighbours, vertex-triangle offsets and triangles); carried_rows:
+    (wit, wit_off, witnesses): the original positions each cluster carries, rows
+    wit_off[c]:wit_off[c + 1] of wit, and how many a new cluster may carry; params: (ratio,
+    stuck_ratio, max_triangles, max_vertices, permissive, color_start, normal_weight, uv_start,
+    spacing).
 
     Returns (ok, new triangles cluster after cluster: global wedge ids, or -1 - j for the j-th
     fresh wedge, fresh wedges: (their source wedge (q,) int32, their prefiltered normal (q, 3)
@@ -295,7 +310,7 @@ def _group_job(store: np.ndarray, tri_off: np.ndarray, members: np.ndarray, wpos
     ptri, nbr, vt_off, vt_tri = original
     wit, wit_off, witnesses = carried_rows
     tris = gather(store, tri_off, members)
-    local, wedges, local_wp, pos_ids = _localize(tris, wpos, scratch[0], scratch[1])
+    local, wedges, local_wp, pos_ids = _localize(tris, wpos)
     m = tris.shape[0]
     n = pos_ids.shape[0]
     pos = np.empty((n, 3), np.float32)
@@ -533,7 +548,6 @@ class _Builder:
         self.group_level: list[int] = []
         self.group_sphere: list[np.ndarray] = []
         self.group_error: list[float] = []
-        self.scratch: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per-thread _localize
         # the original surface, which group errors are measured against: position triangles, their
         # edge neighbours and the triangles around each position (where walks start and step);
         # made by a worker while this thread clusters level 0 and partitions it (the first job
@@ -612,17 +626,12 @@ class _Builder:
         vanished (KEEP_RATIO)."""
         cfg = self.config
         wpos, attrs = self.wpos, self.attrs  # this level's wedges (fresh ones may follow)
-        scratch = self.scratch.get(threading.get_ident())
-        if scratch is None or len(scratch[0]) < len(wpos):  # sized by the wedges, which grow
-            scratch = (np.full(len(wpos) + len(wpos) // 4, -1, np.int32),
-                       np.full(len(self.positions), -1, np.int32))
-            self.scratch[threading.get_ident()] = scratch
 
         def attempt(lock: np.ndarray) -> tuple[_Simplified, float, float, int] | None:
             (ok, new_tris, fresh_src, fresh_attr, own, slack, dropped, shade, offsets,
              bounds, witness, witness_off, farthest) = _group_job(
                 self.store.view, self.tri_off.view, members, wpos, self.positions, attrs,
-                lock, self.geo_error.view[members], scratch, self.original,
+                lock, self.geo_error.view[members], self.original,
                 (self.witness.view, self.witness_off.view, WITNESSES),
                 (cfg.simplify_ratio, cfg.stuck_ratio, cfg.max_triangles, cfg.max_vertices,
                  permissive, self.color_start, cfg.normal_cost * self.shading_weight,

@@ -59,12 +59,13 @@ class FanNormals(NamedTuple):
 
 
 @nb.njit(cache=True, nogil=True)
-def _fan(v, tri, P, off, corners, cos_crease, smooth, nxt, prv, mate, fn, fu, par, arc, last,
+def _fan(v, tri, P, off, corners, cos_crease, smooth, nxt, prv, mate, fn, l2, par, arc, last,
          sums):
     """The arcs of position v's fan, in scratch arrays of at least its size: arc[j] for its j-th
     triangle (arcs numbered by their first triangle), sums[a] the area-weighted normal sum of arc
-    a, last[a] its last triangle. Returns (triangles, arcs, edge uses repeating an earlier one
-    from v in the same direction)."""
+    a, last[a] its last triangle; fn[j] the j-th triangle's cross product, l2[j] its square
+    length. Returns (triangles, arcs, edge uses repeating an earlier one from v in the same
+    direction)."""
     k = fan_ends(tri, off, corners, v, nxt, prv)
     s = off[v]
     for j in range(k):
@@ -75,9 +76,7 @@ def _fan(v, tri, P, off, corners, cos_crease, smooth, nxt, prv, mate, fn, fu, pa
         vx, vy, vz = P[d, 0] - ax, P[d, 1] - ay, P[d, 2] - az
         nx, ny, nz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
         fn[j, 0], fn[j, 1], fn[j, 2] = nx, ny, nz
-        ln = np.sqrt(nx * nx + ny * ny + nz * nz)
-        r = 1.0 / ln if ln > 0 else 0.0
-        fu[j, 0], fu[j, 1], fu[j, 2] = nx * r, ny * r, nz * r
+        l2[j] = nx * nx + ny * ny + nz * nz
         par[j] = 0 if smooth else j
     repeated = fan_mates(k, nxt, prv, mate)
     if not smooth:
@@ -85,7 +84,7 @@ def _fan(v, tri, P, off, corners, cos_crease, smooth, nxt, prv, mate, fn, fu, pa
             for side in range(2):
                 i = mate[2 * j + side]
                 if i > j:
-                    _join(j, i, fu, cos_crease, par)
+                    _join(j, i, fn, l2, cos_crease, par)
     arcs = 0
     for j in range(k):
         r = find(par, j)
@@ -106,27 +105,31 @@ def _fan(v, tri, P, off, corners, cos_crease, smooth, nxt, prv, mate, fn, fu, pa
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _join(i, j, fu, cos_crease, par):
-    """Join triangles i and j of a fan (union by the smaller root) where their unit normals are
-    within the crease."""
-    d = fu[i, 0] * fu[j, 0] + fu[i, 1] * fu[j, 1] + fu[i, 2] * fu[j, 2]
-    if d >= cos_crease:
+def _join(i, j, fn, l2, cos_crease, par):
+    """Join triangles i and j of a fan (union by the smaller root) where their normals are
+    within the crease: cos(angle) = d / sqrt(l2[i] l2[j]) >= cos_crease compared squared, without
+    a square root or a division (a scan's fans are most of its load)."""
+    d = fn[i, 0] * fn[j, 0] + fn[i, 1] * fn[j, 1] + fn[i, 2] * fn[j, 2]
+    bound = cos_crease * cos_crease * l2[i] * l2[j]
+    if (d >= 0.0 and (cos_crease <= 0.0 or d * d >= bound)) or (
+            d < 0.0 and cos_crease < 0.0 and d * d <= bound):
         ri, rj = find(par, i), find(par, j)
         if ri != rj:
             par[max(ri, rj)] = min(ri, rj)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _arc_normal(sums, fu, last, a, out, o):
+def _arc_normal(sums, fn, last, a, out, o):
     """out[o] = the unit normal of arc a (float32, -0.0 folded into +0.0); where its triangles'
     normals cancel (a two-sided sheet), its last triangle's."""
     x, y, z = sums[a, 0], sums[a, 1], sums[a, 2]
     ln = np.sqrt(x * x + y * y + z * z)
+    if not ln > 0:
+        j = last[a]
+        x, y, z = fn[j, 0], fn[j, 1], fn[j, 2]
+        ln = np.sqrt(x * x + y * y + z * z)
     if ln > 0:
         x, y, z = x / ln, y / ln, z / ln
-    else:
-        j = last[a]
-        x, y, z = fu[j, 0], fu[j, 1], fu[j, 2]
     out[o, 0] = np.float32(x) + np.float32(0.0)
     out[o, 1] = np.float32(y) + np.float32(0.0)
     out[o, 2] = np.float32(z) + np.float32(0.0)
@@ -138,7 +141,7 @@ def _scratch(off, lo, hi):
     for v in range(lo, hi):
         k = max(k, off[v + 1] - off[v])
     return (np.empty(k, np.int64), np.empty(k, np.int64), np.empty(2 * k, np.int64),
-            np.empty((k, 3), np.float64), np.empty((k, 3), np.float64), np.empty(k, np.int64),
+            np.empty((k, 3), np.float64), np.empty(k, np.float64), np.empty(k, np.int64),
             np.empty(k, np.int64), np.empty(k, np.int64), np.empty((k, 3), np.float64))
 
 
@@ -146,15 +149,15 @@ def _scratch(off, lo, hi):
 def _fans(lo, hi, tri, P, off, corners, cos_crease, smooth, narcs, first_normal):
     """Positions lo..hi-1: the arcs each has (narcs) and the normal of its first (first_normal).
     Returns the edge uses repeating an earlier one in the same direction."""
-    nxt, prv, mate, fn, fu, par, arc, last, sums = _scratch(off, lo, hi)
+    nxt, prv, mate, fn, l2, par, arc, last, sums = _scratch(off, lo, hi)
     repeated = 0
     for v in range(lo, hi):
         _, arcs, rep = _fan(v, tri, P, off, corners, cos_crease, smooth, nxt, prv, mate, fn,
-                            fu, par, arc, last, sums)
+                            l2, par, arc, last, sums)
         repeated += rep
         narcs[v] = arcs
         if arcs:
-            _arc_normal(sums, fu, last, 0, first_normal, v)
+            _arc_normal(sums, fn, last, 0, first_normal, v)
     return repeated
 
 
@@ -164,7 +167,7 @@ def _wedges(lo, hi, tri, P, off, corners, cos_crease, base, narcs, first_normal,
     """Positions lo..hi-1: their wedges' positions and normals; the fans of those with more than
     one arc worked out again, their corners given their arc's wedge in `triangles` (the others
     hold their position's first wedge already: `_first_wedges`)."""
-    nxt, prv, mate, fn, fu, par, arc, last, sums = _scratch(off, lo, hi)
+    nxt, prv, mate, fn, l2, par, arc, last, sums = _scratch(off, lo, hi)
     for v in range(lo, hi):
         b = base[v]
         if narcs[v] == 1:
@@ -173,10 +176,10 @@ def _wedges(lo, hi, tri, P, off, corners, cos_crease, base, narcs, first_normal,
                 wedge_normal[b, i] = first_normal[v, i]
         elif narcs[v] > 1:
             k, arcs, _ = _fan(v, tri, P, off, corners, cos_crease, False, nxt, prv, mate, fn,
-                              fu, par, arc, last, sums)
+                              l2, par, arc, last, sums)
             for a in range(arcs):
                 wedge_position[b + a] = v
-                _arc_normal(sums, fu, last, a, wedge_normal, b + a)
+                _arc_normal(sums, fn, last, a, wedge_normal, b + a)
             s = off[v]
             for j in range(k):
                 cr = corners[s + j]
