@@ -17,7 +17,7 @@ from preprocess.bvh import build_bvh
 from preprocess.config import BuildConfig
 from preprocess.dag import Progress, build_dag
 from preprocess.lod import Bvh, LodDag
-from preprocess.mesh import Mesh
+from preprocess.mesh import Mesh, MeshError
 from preprocess.tess.container import write_tess
 from preprocess.tess.limits import PAGE_ROOT
 from preprocess.tess.records import DEFLATED_SECTIONS
@@ -165,13 +165,59 @@ def compile_seconds(modules: dict[str, float]) -> float:
         return 0.0
 
 
+# The peak memory of a whole `preprocess` command a triangle of the input (the loaded mesh, the
+# DAG's triangles and wedges, the original's adjacency, the encoded vertices), and what --verify
+# adds (its hash grid of the original, 176 bytes a triangle, and each cut's corners), measured on
+# generated scans of 20M triangles (BENCHMARKS "Scans at photogrammetry scale", session 41), a
+# little over
+BUILD_BYTES_PER_TRIANGLE = 200
+VERIFY_BYTES_PER_TRIANGLE = 300
+# below this many triangles nothing is checked (the interpreter, numba and the imports are most
+# of a small build's memory)
+MEMORY_CHECK_TRIANGLES = 1_000_000
+
+
+def available_memory() -> int | None:
+    """The bytes the kernel says a new process can use without swapping (MemAvailable), None
+    where it does not say (not Linux)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_memory(name: str, triangles: int, verify: bool, limit: int,
+                 limit_is_given: bool = False) -> None:
+    """`MeshError` (one line) when building a mesh of ``triangles`` (and verifying it) needs
+    more than ``limit`` bytes by the measured figures above, before anything is built: the kernel
+    would kill the build minutes later with no word. The chunked build that would fit a mesh
+    larger than memory is not there yet (issue 37)."""
+    if triangles < MEMORY_CHECK_TRIANGLES:
+        return
+    per = BUILD_BYTES_PER_TRIANGLE + (VERIFY_BYTES_PER_TRIANGLE if verify else 0)
+    need = per * triangles
+    if need <= limit:
+        return
+    what = "the --memory limit" if limit_is_given else "available"
+    raise MeshError(f"{name}: {triangles:,} triangles need about {need / 1e9:.1f} GB to build"
+                    f"{' and verify' if verify else ''} ({per} bytes a triangle), and "
+                    f"{limit / 1e9:.1f} GB are {what}: free memory, or give --memory GB if you "
+                    f"know it fits (a build that splits a mesh larger than memory into chunks "
+                    f"is not there yet)")
+
+
 def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
                config: BuildConfig | None = None, *, progress: Progress | None = None,
                verify: bool = False, load_seconds: float | None = None,
                texture: str | os.PathLike | None = None,
                stage_into: list[Path] | None = None,
                texture_set: TextureSet | None = None,
-               source_key: str | None = None) -> BuildResult:
+               source_key: str | None = None,
+               memory: tuple[int, bool] | None = None) -> BuildResult:
     """Load (unless given a Mesh), build, verify if asked, and write a `.tess` file atomically.
     `config.up` turns the mesh Y-up (`build_asset`); a glTF file with an up axis other than Y,
     its specification's, gives a `MeshWarning` and is rotated all the same.
@@ -186,7 +232,9 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     texture_set: the scene's textures (`preprocess.textures.texture_set`, its file named by
     `texture_set.file`): the file's materials index them and it holds none of its own.
     source_key: what it was built from, kept in the meta (`preprocess.batch.source_key`: a
-    batch's outputs up to date are not built again)."""
+    batch's outputs up to date are not built again).
+    memory: (bytes, given by the user) the build may use: a mesh that needs more by the measured
+    figures is refused once loaded (`check_memory`); None checks nothing."""
     from preprocess.load import load_mesh
 
     seconds: dict[str, float] = {}
@@ -202,6 +250,8 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
                          steps=load_steps)
         seconds["load"] = time.perf_counter() - t
         warn_against_spec(source, cfg.up)
+    if memory is not None:
+        check_memory(mesh.name, mesh.triangle_count, verify, *memory)
     dag, bvh, packed = build_asset(mesh, cfg, progress=progress, seconds=seconds,
                                    texture_set=texture_set)
     report = progress or (lambda stage, done, total: None)

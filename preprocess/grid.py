@@ -10,6 +10,8 @@ The builder measures every LOD level's distance to the original with these
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba
 import numpy as np
@@ -321,9 +323,15 @@ def nearest_triangle(px, py, pz, hint, G, gp, boff, btri, stamp, qid, enough):
 @_jit
 def _distances(points, positions, pt):
     G, gp, boff, btri = build_triangle_grid(positions, pt)
+    return _distances_on(points, G, gp, boff, btri)
+
+
+@_jit
+def _distances_on(points, G, gp, boff, btri):
+    """`max_distance_to_mesh` with the mesh's grid built already."""
     p = points.shape[0]
     out = np.empty(p, np.float64)
-    stamp = np.full(max(pt.shape[0], 1), -1, np.int32)
+    stamp = np.full(max(G.shape[0], 1), -1, np.int32)
     hint = -1
     for i in range(p):
         d2, hint = nearest_triangle(
@@ -369,6 +377,21 @@ def max_distance_to_mesh(
     pos = np.ascontiguousarray(positions, dtype=np.float64).reshape(-1, 3)
     tri = np.ascontiguousarray(pos_triangles, dtype=np.int32).reshape(-1, 3)
     return _distances(pts, pos, tri)
+
+
+def mesh_distances(positions: np.ndarray, pos_triangles: np.ndarray
+                   ) -> Callable[[np.ndarray], np.ndarray]:
+    """`max_distance_to_mesh` to one mesh for many batches of points: its grid built once. The
+    returned function takes points (p, 3) and gives (p,) float64 distances."""
+    pos = np.ascontiguousarray(positions, dtype=np.float64).reshape(-1, 3)
+    tri = np.ascontiguousarray(pos_triangles, dtype=np.int32).reshape(-1, 3)
+    grid = build_triangle_grid(pos, tri)
+
+    def measure(points: np.ndarray) -> np.ndarray:
+        pts = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
+        return _distances_on(pts, *grid)
+
+    return measure
 
 
 def farthest_distance(

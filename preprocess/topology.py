@@ -5,6 +5,8 @@ of its smaller end), the triangles around each position, and a union-find."""
 from __future__ import annotations
 
 import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -148,6 +150,129 @@ def _fan_edges(lo, hi, tri, off, corners, neighbour, opposite):
                 opp = (side == 0) != w_next_i
                 opposite[tj, ej] = opp
                 opposite[ti, ei] = opp
+
+
+@nb.njit(cache=True, nogil=True)
+def _census(lo, hi, tri, P, off, corners, border_vertex, nonmanifold_vertex, mark):
+    """`edge_census` of the edges whose smaller end is in positions lo..hi-1: (open borders,
+    non-manifold edges, edges used twice in the same direction, edges not allowed (`mark` False),
+    the first of those (v, w, uses), the first same-direction edge (v, w), the summed
+    |dihedral angle| x length of the edges of two triangles)."""
+    k = 1
+    for v in range(lo, hi):
+        k = max(k, off[v + 1] - off[v])
+    nxt = np.empty(k, np.int64)
+    prv = np.empty(k, np.int64)
+    ends = np.empty(2 * k, np.int64)
+    border = nonmanifold = flipped = bad = 0
+    bad_v = bad_w = bad_uses = flip_v = flip_w = -1
+    curvature = 0.0
+    for v in range(lo, hi):
+        k = fan_ends(tri, off, corners, v, nxt, prv)
+        for j in range(k):
+            ends[2 * j] = nxt[j]
+            ends[2 * j + 1] = prv[j]
+        order = np.argsort(ends[:2 * k], kind="mergesort")  # each run in triangle order
+        at = 0
+        while at < 2 * k:
+            w = ends[order[at]]
+            run = at + 1
+            while run < 2 * k and ends[order[run]] == w:
+                run += 1
+            uses = run - at
+            if w > v:
+                forward = 0
+                for q in range(at, run):
+                    forward += order[q] % 2 == 0  # v then w in the triangle: v -> w
+                if uses == 1:
+                    border += 1
+                elif uses > 2:
+                    nonmanifold += 1
+                if mark:
+                    if uses == 1:
+                        border_vertex[v] = True
+                        border_vertex[w] = True
+                    elif uses > 2:
+                        nonmanifold_vertex[v] = True
+                        nonmanifold_vertex[w] = True
+                elif not (uses == 2 or (uses == 1 and border_vertex[v] and border_vertex[w])
+                          or (uses > 2 and nonmanifold_vertex[v] and nonmanifold_vertex[w])):
+                    if bad == 0:
+                        bad_v, bad_w, bad_uses = v, w, uses
+                    bad += 1
+                if uses == 2:
+                    if forward != 1:
+                        if flipped == 0:
+                            flip_v, flip_w = v, w
+                        flipped += 1
+                    s = off[v]
+                    t1 = corners[s + order[at] // 2] // 3
+                    t2 = corners[s + order[at + 1] // 2] // 3
+                    curvature += _dihedral(P, tri, t1, t2) * np.sqrt(
+                        (np.float64(P[v, 0]) - P[w, 0]) ** 2 + (np.float64(P[v, 1]) - P[w, 1]) ** 2
+                        + (np.float64(P[v, 2]) - P[w, 2]) ** 2)
+            at = run
+    return (border, nonmanifold, flipped, bad, bad_v, bad_w, bad_uses, flip_v, flip_w,
+            0.5 * curvature)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _dihedral(P, tri, t1, t2):
+    """The angle between the normals of triangles t1 and t2 (radians)."""
+    n = np.zeros((2, 3))
+    for r in range(2):
+        t = t1 if r == 0 else t2
+        a, b, c = tri[t, 0], tri[t, 1], tri[t, 2]
+        ux, uy, uz = P[b, 0] - np.float64(P[a, 0]), P[b, 1] - np.float64(P[a, 1]), \
+            P[b, 2] - np.float64(P[a, 2])
+        vx, vy, vz = P[c, 0] - np.float64(P[a, 0]), P[c, 1] - np.float64(P[a, 1]), \
+            P[c, 2] - np.float64(P[a, 2])
+        n[r, 0], n[r, 1], n[r, 2] = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+        ln = max(np.sqrt(n[r, 0] ** 2 + n[r, 1] ** 2 + n[r, 2] ** 2), 1e-300)
+        n[r] /= ln
+    d = n[0, 0] * n[1, 0] + n[0, 1] * n[1, 1] + n[0, 2] * n[1, 2]
+    return np.arccos(min(max(d, -1.0), 1.0))
+
+
+class EdgeCensus(NamedTuple):
+    """`edge_census`: the edges of a set of triangles, counted."""
+
+    border: int  # edges used once
+    nonmanifold: int  # edges used more than twice
+    flipped: int  # edges of two triangles running them the same way
+    bad: int  # edges not allowed (given the vertex flags): 0 where marking
+    first_bad: tuple[int, int, int]  # (v, w, uses) of the first, (-1, -1, -1) if none
+    first_flipped: tuple[int, int]  # (v, w), (-1, -1) if none
+    curvature: float  # the sum over edges of two triangles of |dihedral angle| x length / 2
+    border_vertex: np.ndarray  # (p,) bool: the flags given, or found (marking)
+    nonmanifold_vertex: np.ndarray
+
+
+def edge_census(tri: np.ndarray, P: np.ndarray, border_vertex: np.ndarray | None = None,
+                nonmanifold_vertex: np.ndarray | None = None, threads: int | None = None
+                ) -> EdgeCensus:
+    """The edges of triangles ``tri`` (m, 3) int32 of position ids over positions P (p, 3)
+    float32, each counted in the fan of its smaller end, in threads: no array per edge, only the
+    corners by position (`corners_by_position`). Without vertex flags it marks the ends of open
+    borders and of non-manifold edges; with them (an original's, for a cut of it), it counts the
+    edges that are neither used twice nor allowed by them (an open border of the original used
+    once, a non-manifold one of the original used more than twice) as bad."""
+    p = P.shape[0]
+    mark = border_vertex is None
+    if mark:
+        border_vertex = np.zeros(p, np.bool_)
+        nonmanifold_vertex = np.zeros(p, np.bool_)
+    tri = np.ascontiguousarray(tri, np.int32)
+    off, corners = corners_by_position(tri, p, threads)
+    parts = run_spans(lambda lo, hi: _census(lo, hi, tri, P, off, corners, border_vertex,
+                                             nonmanifold_vertex, mark),
+                      balanced_spans(off, threads, parts_per_thread=2), threads)
+    first_bad = next(((r[4], r[5], r[6]) for r in parts if r[3]), (-1, -1, -1))
+    first_flipped = next(((r[7], r[8]) for r in parts if r[2]), (-1, -1))
+    return EdgeCensus(sum(r[0] for r in parts), sum(r[1] for r in parts),
+                      sum(r[2] for r in parts), sum(r[3] for r in parts), first_bad,
+                      first_flipped, float(sum(r[9] for r in parts)), border_vertex,
+                      nonmanifold_vertex)
 
 
 @nb.njit(cache=True, nogil=True)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from preprocess.cut import level_cut
-from preprocess.grid import max_distance_to_mesh
+from preprocess.grid import max_distance_to_mesh, mesh_distances
 from preprocess.lod import LodDag
 from preprocess.verify.common import (
     MAX_REPORTED,
@@ -58,26 +58,26 @@ def check_honest_error(dag: LodDag, cut: np.ndarray, *, samples_per_cluster: int
     if not len(cut):
         return {"clusters": 0, "points": 0, "tolerance": tol, "max_distance": 0.0,
                 "max_ratio": 0.0}
-    points, point_cluster, measured = _measured_distances(dag, cut, samples_per_cluster,
-                                                          rng_seed, distance, refine)
-    stored = _distance_error(dag)[point_cluster]
+    measured, farthest, points = _measured_distances(dag, cut, samples_per_cluster, rng_seed,
+                                                     distance, refine)
+    stored = _distance_error(dag)[cut]
     over = measured - (stored + tol)
     if (over > 0).any():
         k = int(np.argmax(over))
-        i = point_cluster[k]
-        bad = np.unique(point_cluster[over > 0])
+        i = cut[k]
+        bad = cut[over > 0]
         fail(f"dishonest error: cluster {i} (level {dag.cluster_level[i]}) stores error "
-             f"{stored[k]:.6g} but its surface point {points[k].tolist()} lies {measured[k]:.6g} "
-             f"from the original mesh (tolerance {tol:.3g}); {len(bad)} clusters exceed, e.g. "
-             f"{bad[:MAX_REPORTED].tolist()}")
+             f"{stored[k]:.6g} but its surface point {farthest[k].tolist()} lies "
+             f"{measured[k]:.6g} from the original mesh (tolerance {tol:.3g}); {len(bad)} "
+             f"clusters exceed, e.g. {bad[:MAX_REPORTED].tolist()}")
     nz = stored > 0
     return {
         "clusters": len(cut),
-        "points": len(points),
+        "points": points,
         "tolerance": tol,
         "max_distance": float(measured.max()),
         "max_ratio": float((measured[nz] / stored[nz]).max()) if nz.any() else 0.0,
-        "level_ratios": _level_ratios(dag, point_cluster, measured),
+        "level_ratios": _level_ratios(dag, cut, measured),
     }
 
 
@@ -88,15 +88,16 @@ def _distance_error(dag: LodDag) -> np.ndarray:
     return np.asarray(dag.cluster_self_error if err is None else err, np.float64)
 
 
-def _level_ratios(dag: LodDag, point_cluster: np.ndarray, measured: np.ndarray) -> list[float]:
+def _level_ratios(dag: LodDag, cut: np.ndarray, measured: np.ndarray) -> list[float]:
     """Per level above 0 (in order), the largest stored error over the largest measured
-    distance of the level's sampled clusters (inf where nothing was measured above 0)."""
+    distance of the level's sampled clusters (`cut`, each's largest distance `measured`; inf
+    where nothing was measured above 0)."""
     level = np.asarray(dag.cluster_level)
     stored = _distance_error(dag)
     per_cluster = np.zeros(len(level))
-    np.maximum.at(per_cluster, point_cluster, measured)
+    per_cluster[cut] = measured
     seen = np.zeros(len(level), bool)
-    seen[point_cluster] = True
+    seen[cut] = True
     out = []
     for lv in range(1, int(level.max()) + 1):
         ids = np.flatnonzero((level == lv) & seen)
@@ -130,10 +131,10 @@ def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: in
     cut = np.flatnonzero(level > 0)
     if not len(cut):
         return []
-    _, point_cluster, measured = _measured_distances(dag, cut, samples_per_cluster, rng_seed,
-                                                     distance, refine)
+    measured, _, _ = _measured_distances(dag, cut, samples_per_cluster, rng_seed, distance,
+                                         refine)
     per_cluster = np.zeros(len(level))
-    np.maximum.at(per_cluster, point_cluster, measured)
+    per_cluster[cut] = measured
     stored = _distance_error(dag)
     dist_fn = distance or max_distance_to_mesh
     pos = np.asarray(dag.mesh.positions, np.float64)
@@ -158,25 +159,64 @@ def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: in
 
 
 
+# the clusters of a verify's honest check are sampled this many triangles at a time: the points
+# of all the clusters above level 0 of a 20M-triangle scan at once held 15 GB
+HONEST_BATCH = 1 << 18
+
+
 def _measured_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int, rng_seed: int,
-                        distance, refine: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                        distance, refine: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
     """Sample points on the clusters `cut` (samples_per_cluster by area on each, the centroid
-    of every triangle, and every vertex once per cluster), the cluster of each, and its distance
-    to the original mesh. (Without the centroids, a cluster of 128 triangles with 64 samples left
-    half its triangles unsampled: the bunny's levels read 1.30-2.47 where the distance the
-    builder found gave 1.14-1.21.)
+    and edge midpoints of every triangle, and every vertex once per cluster) and measure their
+    distance to the original mesh, the clusters `HONEST_BATCH` triangles at a time. (Without the
+    centroids, a cluster of 128 triangles with 64 samples left half its triangles unsampled: the
+    bunny's levels read 1.30-2.47 where the distance the builder found gave 1.14-1.21.)
 
     refine: then, on each cluster, the triangles of its `refine` farthest samples are sampled
     again on a 10-step barycentric grid (55 points each): the distance of a coarse surface to a
     scan peaks in narrow spots that uniform samples miss (igea level 2: the largest of 2,048
-    random samples per cluster was 0.79 of the distance at a point the builder found)."""
-    pos = np.asarray(dag.mesh.positions, np.float64)
-    dist_fn = distance or max_distance_to_mesh
+    random samples per cluster was 0.79 of the distance at a point the builder found).
+
+    Returns (per cluster of `cut` the largest distance of its points (k,) float64, the point at
+    that distance (k, 3) float64, the number of points measured)."""
+    original = np.asarray(dag.mesh.position_triangles, np.int32)
+    if distance is None:
+        measure = mesh_distances(dag.mesh.positions, original)  # its grid built once
+    else:
+        def measure(points: np.ndarray) -> np.ndarray:
+            return np.asarray(distance(points, dag.mesh.positions, original), np.float64)
     rng = np.random.default_rng(rng_seed)
+    off = np.asarray(dag.cluster_tri_offset, np.int64)
+    counts = off[cut + 1] - off[cut]
+    ends = np.cumsum(counts)
+    dmax = np.empty(len(cut), np.float64)
+    far = np.empty((len(cut), 3), np.float64)
+    total = 0
+    lo = 0
+    while lo < len(cut):
+        hi = max(lo + 1, int(np.searchsorted(ends, ends[lo] - counts[lo] + HONEST_BATCH,
+                                             side="right")))
+        points, owner, measured = _batch_distances(dag, cut[lo:hi], samples_per_cluster, rng,
+                                                   measure, refine)
+        order = np.lexsort((-measured, owner))  # per cluster, its farthest point first
+        first = order[np.searchsorted(owner[order], np.arange(hi - lo))]
+        dmax[lo:hi] = measured[first]
+        far[lo:hi] = points[first]
+        total += len(points)
+        lo = hi
+    return dmax, far, total
+
+
+def _batch_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int,
+                     rng: np.random.Generator, measure, refine: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_measured_distances` of some clusters: (points (p, 3), the index in `cut` of each
+    point's cluster, their distances)."""
+    pos = np.asarray(dag.mesh.positions, np.float64)
     off = np.asarray(dag.cluster_tri_offset, np.int64)
     rows = triangle_index(dag, cut)
     counts = off[cut + 1] - off[cut]
-    owner = np.repeat(cut, counts)
+    owner = np.repeat(np.arange(len(cut)), counts)
     ptri = np.asarray(dag.mesh.wedge_position, np.int64)[np.asarray(dag.triangles)[rows]]
     # samples: a triangle of the cluster by area, then uniform barycentrics
     cum = np.cumsum(triangle_areas(pos, ptri))
@@ -199,9 +239,8 @@ def _measured_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int, 
     # vertices, once per cluster
     vkeys = np.unique(np.repeat(owner, 3) * len(pos) + ptri.reshape(-1))
     points = np.concatenate([samples, pos[vkeys % len(pos)]])
-    point_cluster = np.concatenate([cut[sample_owner], vkeys // len(pos)])
-    original = np.asarray(dag.mesh.position_triangles, np.int32)
-    measured = np.asarray(dist_fn(points, dag.mesh.positions, original), np.float64)
+    point_owner = np.concatenate([sample_owner, vkeys // len(pos)])
+    measured = measure(points)
     if refine > 0 and len(samples):
         # each cluster's `refine` farthest samples, by a sort on (cluster, -distance)
         near = measured[: len(samples)]
@@ -212,9 +251,7 @@ def _measured_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int, 
         g = np.array([(i / 9, j / 9, (9 - i - j) / 9) for i in range(10)
                       for j in range(10 - i)])
         grid = np.einsum("gk,tkd->tgd", g, pos[ptri[tris]]).reshape(-1, 3)
-        tri_cluster = np.repeat(owner[tris], len(g))
         points = np.concatenate([points, grid])
-        point_cluster = np.concatenate([point_cluster, tri_cluster])
-        measured = np.concatenate([measured, np.asarray(
-            dist_fn(grid, dag.mesh.positions, original), np.float64)])
-    return points, point_cluster, measured
+        point_owner = np.concatenate([point_owner, np.repeat(owner[tris], len(g))])
+        measured = np.concatenate([measured, measure(grid)])
+    return points, point_owner, measured

@@ -14,8 +14,10 @@ import numpy as np
 
 from preprocess.grid import farthest_distance
 from preprocess.lod import LodDag
-from preprocess.mesh import Mesh
+from preprocess.mesh import Mesh, column_bounds
+from preprocess.topology import edge_census
 from preprocess.verify.common import (
+    AREA_CHUNK,
     MAX_REPORTED,
     fail,
     first_few,
@@ -35,56 +37,26 @@ class Topology:
 
     def __init__(self, mesh: Mesh) -> None:
         self.n = int(mesh.positions.shape[0])
-        ptri = np.asarray(mesh.position_triangles, np.int64)
-        keys, counts, forward, inverse = _edges(ptri, self.n)
-        self.border_vertex = np.zeros(self.n, bool)
-        once = keys[counts == 1]
-        self.border_vertex[once // self.n] = True
-        self.border_vertex[once % self.n] = True
-        self.nonmanifold_vertex = np.zeros(self.n, bool)
-        many = keys[counts > 2]
-        self.nonmanifold_vertex[many // self.n] = True
-        self.nonmanifold_vertex[many % self.n] = True
-        self.flipped_edges = int(((counts == 2) & (forward != 1)).sum())
+        ptri = np.ascontiguousarray(mesh.position_triangles, np.int32)
+        census = edge_census(ptri, mesh.positions)  # marks the border and non-manifold ends
+        self.border_vertex = census.border_vertex
+        self.nonmanifold_vertex = census.nonmanifold_vertex
+        self.flipped_edges = census.flipped
         self.triangle_area = triangle_areas(mesh.positions, ptri)
         self.area = float(self.triangle_area.sum())
-        pos = np.asarray(mesh.positions, np.float64)
-        self.radius = max(0.5 * float(np.linalg.norm(pos.max(axis=0) - pos.min(axis=0))),
+        lo, hi = column_bounds(mesh.positions)
+        self.radius = max(0.5 * float(np.linalg.norm(hi.astype(np.float64) - lo)),
                           float(np.finfo(np.float64).tiny))  # no absolute floor: tiny meshes
-        self.border_edges = len(once)
-        self.nonmanifold_edges = len(many)
+        self.border_edges = census.border
+        self.nonmanifold_edges = census.nonmanifold
         # the radius of the area check: A / M, M the total mean curvature (the sum over interior
         # edges of |dihedral angle| x length / 2): a sphere's radius for a sphere; for a tube of
         # radius r, 2 r, whose area a surface within e of it can change by about e / r (a thin
         # limb shrunk or flattened), and small pieces that may vanish count the same way. At
         # most half the bounding-box diagonal (flat meshes: M ~ 0)
         self.area_radius = self.radius
-        order = np.argsort(inverse, kind="stable")
-        key_of = inverse[order]
-        pairs = np.flatnonzero((key_of[1:] == key_of[:-1]) & (counts[key_of[:-1]] == 2))
-        if len(pairs):
-            p = pos[ptri]
-            fn = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
-            fn /= np.maximum(np.linalg.norm(fn, axis=1, keepdims=True), 1e-300)
-            t1, t2 = order[pairs] // 3, order[pairs + 1] // 3
-            angle = np.arccos(np.clip(np.einsum("ij,ij->i", fn[t1], fn[t2]), -1.0, 1.0))
-            k = keys[key_of[pairs]]
-            length = np.linalg.norm(pos[k // self.n] - pos[k % self.n], axis=1)
-            curvature = 0.5 * float((angle * length).sum())
-            if curvature > 0:
-                self.area_radius = min(self.radius, self.area / curvature)
-
-
-def _edges(ptri: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Undirected edges of triangles (t, 3) position ids: (keys lo * n + hi, use counts, uses in
-    the lo -> hi direction, inverse (3t,) of each directed edge into keys)."""
-    a = ptri.reshape(-1)
-    b = ptri[:, [1, 2, 0]].reshape(-1)
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    keys, inverse, counts = np.unique(lo * n + hi, return_inverse=True, return_counts=True)
-    forward = np.bincount(inverse, weights=(a < b), minlength=len(keys)).astype(np.int64)
-    return keys, counts, forward, inverse
-
+        if census.curvature > 0:
+            self.area_radius = min(self.radius, self.area / census.curvature)
 
 
 def _check_coverage(dag: LodDag, cut: np.ndarray) -> None:
@@ -179,31 +151,25 @@ def check_cut(dag: LodDag, cut: np.ndarray, *, area_tolerance: float = 0.05,
     _check_coverage(dag, cut)
 
     topo = _topology or Topology(dag.mesh)
-    n = topo.n
     rows = triangle_index(dag, cut)
-    owner = np.repeat(cut, np.diff(np.asarray(dag.cluster_tri_offset, np.int64))[cut])
-    ptri = np.asarray(dag.mesh.wedge_position, np.int64)[np.asarray(dag.triangles)[rows]]
-    keys, counts, forward, inverse = _edges(ptri, n)
-    lo, hi = keys // n, keys % n
-    border = topo.border_vertex[lo] & topo.border_vertex[hi]
-    nonmanifold = topo.nonmanifold_vertex[lo] & topo.nonmanifold_vertex[hi]
-    ok = (counts == 2) | ((counts == 1) & border) | ((counts > 2) & nonmanifold)
-    if not ok.all():
-        bad = np.flatnonzero(~ok)
-        e = int(bad[0])
-        users = owner[np.flatnonzero(inverse == e) // 3]
+    ptri = _cut_triangles(np.asarray(dag.mesh.wedge_position, np.int32),
+                          np.asarray(dag.triangles), rows)
+    census = edge_census(ptri, dag.mesh.positions, topo.border_vertex, topo.nonmanifold_vertex)
+    if census.bad:
+        v, w, uses = census.first_bad
+        users = _users(dag, cut, ptri, v, w)
         pos = dag.mesh.positions
-        fail(f"crack: {len(bad)} edges of the cut are not shared by exactly two triangles, e.g. "
-             f"the edge between positions {lo[e]} {pos[lo[e]].tolist()} and {hi[e]} "
-             f"{pos[hi[e]].tolist()} is used by {counts[e]} triangles (of clusters "
+        fail(f"crack: {census.bad} edges of the cut are not shared by exactly two triangles, "
+             f"e.g. the edge between positions {v} {pos[v].tolist()} and {w} "
+             f"{pos[w].tolist()} is used by {uses} triangles (of clusters "
              f"{users.tolist()}, levels {dag.cluster_level[users].tolist()})"
-             + ("; its ends are on the original border" if border[e] else ""))
-    flipped = (counts == 2) & (forward != 1)
-    if topo.flipped_edges == 0 and flipped.any():
-        e = int(np.flatnonzero(flipped)[0])
-        users = owner[np.flatnonzero(inverse == e) // 3]
-        fail(f"orientation: {int(flipped.sum())} edges are used twice in the same direction, "
-             f"e.g. the edge {lo[e]}-{hi[e]} by clusters {users.tolist()} (levels "
+             + ("; its ends are on the original border"
+                if topo.border_vertex[v] and topo.border_vertex[w] else ""))
+    if topo.flipped_edges == 0 and census.flipped:
+        v, w = census.first_flipped
+        users = _users(dag, cut, ptri, v, w)
+        fail(f"orientation: {census.flipped} edges are used twice in the same direction, "
+             f"e.g. the edge {v}-{w} by clusters {users.tolist()} (levels "
              f"{dag.cluster_level[users].tolist()}); the original mesh is consistently oriented")
     area = float(triangle_areas(dag.mesh.positions, ptri).sum())
     ratio = area / topo.area if topo.area > 0 else float("nan")
@@ -228,10 +194,27 @@ def check_cut(dag: LodDag, cut: np.ndarray, *, area_tolerance: float = 0.05,
         "area_ratio": ratio,
         "lost_distance": far,  # where the area check fell back on it (else None)
         "material_area_ratio": material_ratio,
-        "border_edges": int((counts == 1).sum()),
-        "flipped_edges": int(flipped.sum()),
-        "nonmanifold_edges": int((counts > 2).sum()),
+        "border_edges": census.border,
+        "flipped_edges": census.flipped,
+        "nonmanifold_edges": census.nonmanifold,
     }
+
+
+def _cut_triangles(wedge_position: np.ndarray, triangles: np.ndarray, rows: np.ndarray
+                   ) -> np.ndarray:
+    """(t, 3) int32: the rows of the DAG's triangles as position ids, a million at a time (no
+    int64 copy of a scan's cut)."""
+    out = np.empty((len(rows), 3), np.int32)
+    for lo in range(0, len(rows), AREA_CHUNK):
+        out[lo:lo + AREA_CHUNK] = wedge_position[triangles[rows[lo:lo + AREA_CHUNK]]]
+    return out
+
+
+def _users(dag: LodDag, cut: np.ndarray, ptri: np.ndarray, v: int, w: int) -> np.ndarray:
+    """The clusters of the cut whose triangles use the edge v-w (for an error message)."""
+    uses = np.flatnonzero((ptri == v).any(axis=1) & (ptri == w).any(axis=1))
+    counts = np.diff(np.asarray(dag.cluster_tri_offset, np.int64))[cut]
+    return cut[np.searchsorted(np.cumsum(counts), uses, side="right")]
 
 
 def _farthest_lost(dag: LodDag, ptri: np.ndarray) -> float:

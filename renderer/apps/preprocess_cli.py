@@ -180,6 +180,11 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verify", action="store_true",
                    help="check the DAG invariants (limits, errors, crack-free cuts) before "
                         "writing; a failure writes nothing")
+    p.add_argument("--memory", type=float, metavar="GB", default=None,
+                   help="the memory the build may use: a mesh of a million triangles or more "
+                        "that needs more by the measured bytes a triangle is refused in one "
+                        "line once loaded, rather than killed by the system minutes later "
+                        "(default: what the machine has available)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or summary")
     b = p.add_argument_group("batch", "many inputs in one command: their outputs in one "
                              "folder, a manifest line each (JSON: input, output, status built | "
@@ -239,7 +244,8 @@ def _batch(args: argparse.Namespace, stop: StopSignals) -> int:
 
     for flag, given in (("--builtin", args.builtin), ("-o", args.output),
                         ("--texture", args.texture), ("--merge", args.merge),
-                        ("--instances", args.instances is not None)):
+                        ("--instances", args.instances is not None),
+                        ("--memory", args.memory is not None)):
         if given:
             return fail(f"{flag} applies to one input, not to a batch")
     if args.jobs < 0:
@@ -495,6 +501,8 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
         return _build_forest(args, stop)
     if args.instances is not None:
         return fail("--instances applies to --builtin forest")
+    if args.memory is not None and not 0 < args.memory < float("inf"):
+        return fail(f"--memory must be a positive number of GB, not {args.memory:g}")
     try:
         config = _config(args)
         scene, source, output = _source(args)
@@ -532,10 +540,10 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
             load_s = time.perf_counter() - t0
             stop.check()
             result = build_file(mesh, output, config, progress=progress, verify=args.verify,
-                                load_seconds=load_s)
+                                load_seconds=load_s, memory=_memory_limit(args))
         else:
             result = build_file(source, output, config, progress=progress, verify=args.verify,
-                                texture=args.texture)
+                                texture=args.texture, memory=_memory_limit(args))
     except MeshError as e:
         stop.check()
         return fail(str(e))
@@ -555,6 +563,17 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
     if not args.quiet:
         print(result.summary())
     return 0
+
+
+def _memory_limit(args) -> tuple[int, bool] | None:
+    """(bytes, given) for `build_file`'s memory check: --memory, or what the machine has
+    available (None where it does not say)."""
+    if args.memory is not None:
+        return int(args.memory * 1e9), True
+    from preprocess.build import available_memory
+
+    free = available_memory()
+    return None if free is None else (free, False)
 
 
 def one_line_warnings(prog: str) -> None:

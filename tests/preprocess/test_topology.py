@@ -13,7 +13,7 @@ import pytest
 
 from preprocess.io.normals import fan_normals
 from preprocess.load import mesh_from_arrays
-from preprocess.topology import _PAIRWISE, edge_neighbours, surface_topology
+from preprocess.topology import _PAIRWISE, edge_census, edge_neighbours, surface_topology
 
 
 def _soup(seed: int) -> tuple[np.ndarray, int]:
@@ -63,6 +63,38 @@ def test_edges_found_in_fans_match_brute_force(seed: int) -> None:
     np.testing.assert_array_equal(neighbour2, want)
     for v in range(p):  # the triangles around each position, in triangle order
         assert tris[off[v]:off[v + 1]].tolist() == [t for t in range(len(tri)) if v in tri[t]]
+
+
+@pytest.mark.parametrize("seed", range(9))
+def test_edge_census_matches_brute_force(seed: int) -> None:
+    """`edge_census` (what `verify` checks cuts with): open borders, non-manifold edges, edges
+    used twice the same way, the vertices they mark, the curvature sum; given an original's
+    flags, the edges they do not allow, and the first of them."""
+    tri, p = _soup(seed)
+    rng = np.random.default_rng(200 + seed)
+    P = rng.uniform(0, 1, (p, 3)).astype(np.float32)
+    uses = _edge_uses(tri)
+    border = [e for e, u in uses.items() if len(u) == 1]
+    many = [e for e, u in uses.items() if len(u) > 2]
+    two = [(e, u) for e, u in uses.items() if len(u) == 2]
+    P64 = P.astype(np.float64)
+    n = np.cross(P64[tri[:, 1]] - P64[tri[:, 0]], P64[tri[:, 2]] - P64[tri[:, 0]])
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    curvature = 0.5 * sum(np.arccos(np.clip(n[u[0][0]] @ n[u[1][0]], -1, 1))
+                          * np.linalg.norm(P64[a] - P64[b]) for (a, b), u in two)
+    census = edge_census(tri, P, threads=2)
+    assert (census.border, census.nonmanifold) == (len(border), len(many))
+    assert census.flipped == sum(u[0][2] == u[1][2] for _, u in two)
+    assert census.curvature == pytest.approx(curvature, rel=1e-9)
+    assert set(np.flatnonzero(census.border_vertex)) == {v for e in border for v in e}
+    assert set(np.flatnonzero(census.nonmanifold_vertex)) == {v for e in many for v in e}
+    # a cut of this mesh allowed nothing: every edge not used twice is bad, the first by v
+    none = np.zeros(p, bool)
+    check = edge_census(tri, P, none, none, threads=2)
+    bad = sorted(e for e, u in uses.items() if len(u) != 2)
+    assert check.bad == len(bad)
+    if bad:
+        assert check.first_bad == (*bad[0], len(uses[bad[0]]))
 
 
 def _reference_normals(tri: np.ndarray, P: np.ndarray, cos_crease: float) -> list:

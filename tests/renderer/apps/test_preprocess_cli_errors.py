@@ -144,6 +144,35 @@ def test_full_disk_during_the_write(tmp_path, capsys, monkeypatch):
     assert _left(tmp_path) == []
 
 
+@pytest.mark.parametrize("verify", [False, True])
+def test_a_mesh_that_needs_more_memory_is_refused_once_loaded(verify, tmp_path, capsys,
+                                                               monkeypatch):
+    """`--memory`: a mesh the measured bytes a triangle say will not fit is one line and exit 2
+    before anything is built (the system's killer gave no word, minutes in); one that fits
+    builds; the limit defaults to what the machine has available."""
+    monkeypatch.setattr(preprocess.build, "MEMORY_CHECK_TRIANGLES", 100)
+    monkeypatch.setattr(preprocess.build, "build_asset", _never_build)
+    out = tmp_path / "x.tess"
+    need = preprocess.build.BUILD_BYTES_PER_TRIANGLE + (
+        preprocess.build.VERIFY_BYTES_PER_TRIANGLE if verify else 0)
+    args = [*SMALL, "-o", str(out), "-q", "--memory", "0.000001"] + (["--verify"] * verify)
+    assert preprocess_cli.main(args) == 2
+    line = _one_error(capsys.readouterr().err)
+    assert re.search(rf"triangles need about .* GB to build{' and verify' * verify} \({need} "
+                     r"bytes a triangle\), and 0\.0 GB are the --memory limit", line), line
+    assert _left(tmp_path) == []
+    monkeypatch.setattr(preprocess.build, "available_memory", lambda: 1000)
+    assert preprocess_cli.main([*SMALL, "-o", str(out), "-q"]) == 2
+    assert "GB are available" in _one_error(capsys.readouterr().err)
+
+
+def test_a_mesh_within_the_memory_limit_builds(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(preprocess.build, "MEMORY_CHECK_TRIANGLES", 100)
+    out = tmp_path / "x.tess"
+    assert preprocess_cli.main([*SMALL, "-o", str(out), "-q", "--memory", "64"]) == 0
+    assert out.exists()
+
+
 @pytest.mark.parametrize("args", [["--triangles", "many"], ["--bogus"], ["-o"],
                                   # a negative size was a TypeError traceback (the sphere's
                                   # square root of it), 0 built a sphere of 20 triangles
