@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from preprocess.distance import point_segment_d2
+from preprocess.threads import balanced_spans, run_spans
 
 __all__ = ["build_triangle_grid", "farthest_distance", "max_distance_to_mesh", "measure_point",
            "nearest_triangle", "point_triangle_d2"]
@@ -381,15 +382,18 @@ def max_distance_to_mesh(
 
 def mesh_distances(positions: np.ndarray, pos_triangles: np.ndarray
                    ) -> Callable[[np.ndarray], np.ndarray]:
-    """`max_distance_to_mesh` to one mesh for many batches of points: its grid built once. The
-    returned function takes points (p, 3) and gives (p,) float64 distances."""
+    """`max_distance_to_mesh` to one mesh for many batches of points: its grid built once, each
+    batch's points shared among threads (`preprocess.threads`). The returned function takes
+    points (p, 3) and gives (p,) float64 distances."""
     pos = np.ascontiguousarray(positions, dtype=np.float64).reshape(-1, 3)
     tri = np.ascontiguousarray(pos_triangles, dtype=np.int32).reshape(-1, 3)
     grid = build_triangle_grid(pos, tri)
 
     def measure(points: np.ndarray) -> np.ndarray:
         pts = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
-        return _distances_on(pts, *grid)
+        spans = balanced_spans(np.arange(len(pts) + 1, dtype=np.int64))
+        return np.concatenate(run_spans(lambda lo, hi: _distances_on(pts[lo:hi], *grid), spans)
+                              or [np.zeros(0)])
 
     return measure
 
