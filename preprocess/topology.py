@@ -56,6 +56,15 @@ def corners_by_position(tri: np.ndarray, p: int, threads: int | None = None
 
 
 @nb.njit(cache=True, nogil=True)
+def largest_fan(off, lo, hi):
+    """The most corners any of positions lo..hi-1 has (at least 1): scratch size for a span."""
+    k = 1
+    for v in range(lo, hi):
+        k = max(k, off[v + 1] - off[v])
+    return k
+
+
+@nb.njit(cache=True, nogil=True)
 def fan_ends(tri, off, corners, v, nxt, prv):
     """The triangles around position v (corners[off[v]:off[v + 1]], `corners_by_position`): for
     the j-th, its corners after and before v (nxt[j], prv[j]). Returns their count."""
@@ -123,9 +132,7 @@ def fan_mates(k, nxt, prv, mate):
 @nb.njit(cache=True, nogil=True)
 def _fan_edges(lo, hi, tri, off, corners, neighbour, opposite):
     """`edge_neighbours` of the edges whose smaller end is in positions lo..hi-1."""
-    k = 1
-    for v in range(lo, hi):
-        k = max(k, off[v + 1] - off[v])
+    k = largest_fan(off, lo, hi)
     nxt = np.empty(k, np.int64)
     prv = np.empty(k, np.int64)
     mate = np.empty(2 * k, np.int64)
@@ -158,9 +165,7 @@ def _census(lo, hi, tri, P, off, corners, border_vertex, nonmanifold_vertex, mar
     non-manifold edges, edges used twice in the same direction, edges not allowed (`mark` False),
     the first of those (v, w, uses), the first same-direction edge (v, w), the summed
     |dihedral angle| x length of the edges of two triangles)."""
-    k = 1
-    for v in range(lo, hi):
-        k = max(k, off[v + 1] - off[v])
+    k = largest_fan(off, lo, hi)
     nxt = np.empty(k, np.int64)
     prv = np.empty(k, np.int64)
     ends = np.empty(2 * k, np.int64)

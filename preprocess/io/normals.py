@@ -23,7 +23,7 @@ import numba as nb
 import numpy as np
 
 from preprocess.threads import balanced_spans, run_spans
-from preprocess.topology import corners_by_position, fan_ends, fan_mates, find
+from preprocess.topology import corners_by_position, fan_ends, fan_mates, find, largest_fan
 
 
 def unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -137,9 +137,7 @@ def _arc_normal(sums, fn, last, a, out, o):
 
 @nb.njit(cache=True, nogil=True)
 def _scratch(off, lo, hi):
-    k = 1
-    for v in range(lo, hi):
-        k = max(k, off[v + 1] - off[v])
+    k = largest_fan(off, lo, hi)
     return (np.empty(k, np.int64), np.empty(k, np.int64), np.empty(2 * k, np.int64),
             np.empty((k, 3), np.float64), np.empty(k, np.float64), np.empty(k, np.int64),
             np.empty(k, np.int64), np.empty(k, np.int64), np.empty((k, 3), np.float64))

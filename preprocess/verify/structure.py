@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +39,20 @@ __all__ = ["check_bvh", "check_dag", "check_limits"]
 
 # --------------------------------------------------------------------------------------------------
 # Limits
+
+
+# the structure checks run over whole clusters this many triangles at a time: over the 40M
+# triangles of a 20M-triangle scan's DAG at once, their float64 corners and int64 keys held 16 GB
+CHECK_CHUNK = 1 << 21
+
+
+def cluster_chunks(off: np.ndarray) -> list[tuple[int, int]]:
+    """Ranges [a, b) of clusters (`cluster_tri_offset` ``off``) of about `CHECK_CHUNK` triangles
+    each, whole clusters."""
+    c = len(off) - 1
+    cuts = np.searchsorted(off, np.arange(CHECK_CHUNK, off[-1], CHECK_CHUNK))
+    bounds = np.unique(np.concatenate([[0], cuts, [c]]).clip(0, c))
+    return [(int(a), int(b)) for a, b in itertools.pairwise(bounds.tolist())]
 
 
 def check_limits(dag: LodDag, max_triangles: int = MAX_CLUSTER_TRIANGLES,
@@ -72,15 +88,20 @@ def check_limits(dag: LodDag, max_triangles: int = MAX_CLUSTER_TRIANGLES,
         t = int(np.flatnonzero((tris < 0).any(axis=1) | (tris >= k).any(axis=1))[0])
         fail(f"triangle {t} has wedge ids {tris[t].tolist()} out of range 0..{k - 1}")
     owner = cluster_of_triangles(dag)
-    keys = np.unique(owner.astype(np.int64)[:, None] * k + tris.astype(np.int64))
-    wedges = np.bincount(keys // k, minlength=c)
+    wedges = np.zeros(c, np.int64)
+    wpos = np.asarray(dag.mesh.wedge_position)
+    for a, b in cluster_chunks(off):  # whole clusters, a few million triangles at a time
+        rows = slice(off[a], off[b])
+        keys = np.unique(owner[rows].astype(np.int64)[:, None] * k + tris[rows].astype(np.int64))
+        wedges += np.bincount(keys // k, minlength=c)
+        p = wpos[tris[rows]]
+        degenerate = (p[:, 0] == p[:, 1]) | (p[:, 1] == p[:, 2]) | (p[:, 2] == p[:, 0])
+        for t in first_few(degenerate):
+            fail(f"triangle {off[a] + t} of cluster {owner[off[a] + t]} is degenerate: position "
+                 f"ids {p[t].tolist()}")
     for i in first_few(wedges > max_vertices):
         fail(f"cluster {i} (level {dag.cluster_level[i]}, {counts[i]} triangles) has {wedges[i]} "
              f"distinct vertices (wedges), limit {max_vertices}")
-    p = np.asarray(dag.mesh.wedge_position)[tris]
-    degenerate = (p[:, 0] == p[:, 1]) | (p[:, 1] == p[:, 2]) | (p[:, 2] == p[:, 0])
-    for t in first_few(degenerate):
-        fail(f"triangle {t} of cluster {owner[t]} is degenerate: position ids {p[t].tolist()}")
     level0 = np.asarray(dag.cluster_level) == 0
     fill = float(counts[level0].mean() / max_triangles) if level0.any() else 0.0
     return {
@@ -236,15 +257,20 @@ def _check_spheres(dag: LodDag) -> dict[str, Any]:
              f"group {cgroup[i]}")
     # cluster_bounds must hold every vertex of the cluster
     tris = np.asarray(dag.triangles)
+    off = np.asarray(dag.cluster_tri_offset, np.int64)
     pos = np.asarray(dag.mesh.positions, np.float64)
-    owner = np.repeat(cluster_of_triangles(dag), 3)
-    verts = pos[np.asarray(dag.mesh.wedge_position)[tris.reshape(-1)]]
+    wpos = np.asarray(dag.mesh.wedge_position)
+    owner = cluster_of_triangles(dag)
     bounds = np.asarray(dag.cluster_bounds, np.float32)
-    excess = containment_excess(bounds[owner], verts, np.zeros(len(verts)))
-    for k in first_few(excess > 0):
-        i = owner[k]
-        fail(f"cluster_bounds {sphere_str(bounds[i])} of cluster {i} misses its vertex "
-             f"{verts[k].tolist()} by {excess[k]:.6g}")
+    for a, b in cluster_chunks(off):  # whole clusters, a few million triangles at a time
+        rows = slice(off[a], off[b])
+        mine = np.repeat(owner[rows], 3)
+        verts = pos[wpos[tris[rows].reshape(-1)]]
+        excess = containment_excess(bounds[mine], verts, np.zeros(len(verts)))
+        for k in first_few(excess > 0):
+            i = mine[k]
+            fail(f"cluster_bounds {sphere_str(bounds[i])} of cluster {i} misses its vertex "
+                 f"{verts[k].tolist()} by {excess[k]:.6g}")
     # reported, not required: the LOD sphere of the group vs the clusters' own geometry
     outside = containment_excess(gsphere[cgroup], bounds[:, :3], bounds[:, 3]) > 0
     return {"bounds_outside_group_sphere": int(outside.sum())}
