@@ -93,7 +93,9 @@ def run_command(source: Path, out: Path, verify: bool) -> dict:
 
     with TessFile(out) as tess:
         meta = tess.meta
-    return {"wall": wall, "seconds": meta["seconds"], "load_seconds": meta.get("load_seconds", {}),
+    seconds = {k: v for k, v in meta["seconds"].items() if not k.startswith("load.")}
+    steps = {k[5:]: v for k, v in meta["seconds"].items() if k.startswith("load.")}
+    return {"wall": wall, "seconds": seconds, "load_seconds": steps,
             "peak_gb": peak * 1024 / 1e9, "triangles": meta["input_triangles"]}
 
 

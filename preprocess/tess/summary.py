@@ -54,11 +54,13 @@ def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> s
         lines.append(f"  up axis       {up.upper()} in the source, turned Y-up when built")
     seconds = meta.get("seconds", {})
     if seconds:  # pipeline order (the meta JSON stores its keys sorted)
-        order = [k for k in STAGES if k in seconds] + [k for k in seconds if k not in STAGES]
-        steps = meta.get("load_seconds") or {}  # the load's own steps (files of issue 37 on)
+        # the load's own steps, "load.read" and so on (files of issue 37 on), in its parentheses
+        steps = {k[5:]: v for k, v in seconds.items() if k.startswith("load.")}
+        stages = {k: v for k, v in seconds.items() if not k.startswith("load.")}
         named = [k for k in LOAD_STEPS if k in steps] + [k for k in steps if k not in LOAD_STEPS]
         detail = {"load": f" ({', '.join(f'{k} {steps[k]:.2f}' for k in named)})"} if named else {}
-        parts = ", ".join(f"{k} {seconds[k]:.2f}{detail.get(k, '')}" for k in order)
-        total = sum(v for k, v in seconds.items() if k != "load")
+        order = [k for k in STAGES if k in stages] + [k for k in stages if k not in STAGES]
+        parts = ", ".join(f"{k} {stages[k]:.2f}{detail.get(k, '')}" for k in order)
+        total = sum(v for k, v in stages.items() if k != "load")
         lines.append(f"  seconds       {parts} (build {total:.2f} without load)")
     return "\n".join(lines)
