@@ -1,10 +1,11 @@
 """Welding: rows grouped by exact equality, positions welded by their float32 bits, wedges.
 
-`group_keys` numbers the distinct rows of a uint32 array in order of first appearance (a hash
-table in numba); `first_use` does it for one column of small ids, with a lookup array;
+`group_keys` numbers the distinct rows of a uint32 array in order of first appearance (hash
+tables in numba, the rows shared among threads by their hash); `first_use` does it for one
+column of small ids, with a lookup array;
 `float_bits` gives the bit patterns positions and attributes are compared by (-0.0 folded into
-+0.0). `weld_bits` welds points in threads, each its share of the hashes (no copy of the points);
-`weld_positions` merges bit-identical points with it; `wedges` makes the wedges of a mesh, the
++0.0). `weld_bits` groups points by value without that copy; `weld_positions` merges
+bit-identical points with it; `wedges` makes the wedges of a mesh, the
 distinct (position, normal, uv, colour, material) combinations among the vertices still used.
 """
 
@@ -29,75 +30,33 @@ from preprocess.threads import MIN_SPAN, run_spans, thread_count
 MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-@nb.njit(cache=True, nogil=True)
-def group_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Group the rows of an (n, c) uint32 array by exact equality (see `group_rows`)."""
-    n, c = keys.shape
-    size = 16
-    while size < 2 * n:
-        size <<= 1
-    mask = size - 1
-    table = np.full(size, -1, np.int32)  # group id per slot (meshes stay below 2**31 rows)
-    inverse = np.empty(n, np.int32)
-    first = np.empty(n, np.int64)
-    groups = 0
-    for i in range(n):
-        h = np.uint64(0xCBF29CE484222325)
-        for k in range(c):
-            h = (h ^ np.uint64(keys[i, k])) * MIX
-            h ^= h >> np.uint64(31)
-        h ^= h >> np.uint64(29)
-        s = np.int64(h & np.uint64(mask))
-        while True:
-            g = table[s]
-            if g < 0:
-                table[s] = groups
-                first[groups] = i
-                inverse[i] = groups
-                groups += 1
-                break
-            f = first[g]
-            same = True
-            for k in range(c):
-                if keys[f, k] != keys[i, k]:
-                    same = False
-                    break
-            if same:
-                inverse[i] = g
-                break
-            s = (s + 1) & mask
-    return inverse, first[:groups].copy()
-
-
 @nb.njit(cache=True, nogil=True, inline="always")
-def _point_hash(bits, i):
-    """The hash of point i of ``bits`` (n, 3) uint32 float32 bit patterns, -0.0 as +0.0."""
-    h = np.uint64(0xCBF29CE484222325)
-    for k in range(3):
-        b = bits[i, k]
-        if b == np.uint32(0x80000000):
-            b = np.uint32(0)
-        h = (h ^ np.uint64(b)) * MIX
-        h ^= h >> np.uint64(31)
-    h ^= h >> np.uint64(29)
-    return h
+def _key(keys, i, k, fold):
+    """Column k of row i, -0.0's bits as +0.0's where ``fold``."""
+    b = keys[i, k]
+    if fold and b == np.uint32(0x80000000):
+        return np.uint32(0)
+    return b
 
 
 @nb.njit(cache=True, nogil=True)
-def _weld_part(bits, part, parts, rep):
-    """The points whose hash falls in ``part`` of ``parts`` (the top bits), in input order:
-    rep[i] = the first point equal to point i (-0.0 equal to +0.0), i itself for a first one.
-    Every point is hashed by every part (cheap beside the table), none stored."""
-    n = bits.shape[0]
+def _group_part(keys, part, parts, fold, rep):
+    """The rows whose hash falls in ``part`` of ``parts`` (its top bits), in input order:
+    rep[i] = the first row equal to row i, i itself for a first one. Every row is hashed by
+    every part (cheap beside the table's probes), no hash stored."""
+    n, c = keys.shape
     size = 16
     while size < 2 * (n // parts + 1):
         size <<= 1
     mask = np.uint64(size - 1)
-    table = np.full(size, -1, np.int32)  # the first point of a group per slot
-    shift = np.uint64(56)
+    table = np.full(size, -1, np.int32)  # the first row of a group per slot
     for i in range(n):
-        h = _point_hash(bits, i)
-        if np.int64(h >> shift) % parts != part:
+        h = np.uint64(0xCBF29CE484222325)
+        for k in range(c):
+            h = (h ^ np.uint64(_key(keys, i, k, fold))) * MIX
+            h ^= h >> np.uint64(31)
+        h ^= h >> np.uint64(29)
+        if parts > 1 and np.int64(h >> np.uint64(56)) % parts != part:
             continue
         s = h & mask
         while True:
@@ -107,9 +66,8 @@ def _weld_part(bits, part, parts, rep):
                 rep[i] = i
                 break
             same = True
-            for k in range(3):
-                a, b = bits[f, k], bits[i, k]
-                if a != b and not ((a | b) == np.uint32(0x80000000) and (a & b) == 0):
+            for k in range(c):
+                if _key(keys, f, k, fold) != _key(keys, i, k, fold):
                     same = False
                     break
             if same:
@@ -120,8 +78,8 @@ def _weld_part(bits, part, parts, rep):
 
 @nb.njit(cache=True, nogil=True)
 def _number_groups(rep):
-    """(group id per point (n,) int32, in order of first appearance; the first point of each
-    group (g,) int64) from rep (`_weld_part`)."""
+    """(group id per row (n,) int32, in order of first appearance; the first row of each
+    group (g,) int64) from rep (`_group_part`)."""
     n = rep.shape[0]
     inverse = np.empty(n, np.int32)
     first = np.empty(n, np.int64)
@@ -137,18 +95,25 @@ def _number_groups(rep):
     return inverse, first[:g].copy()
 
 
-def weld_bits(points: np.ndarray, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """`group_keys` of (n, 3) float32 points compared by value (-0.0 equal to +0.0, bits
-    otherwise): (group id per point (n,) int32, first point of each group (g,) int64), groups in
-    order of first appearance. The points are split among threads by their hash (up to 255
-    parts, one table each, none shared)."""
-    bits = np.ascontiguousarray(points, np.float32).view(np.uint32)
-    n = bits.shape[0]
+def group_keys(keys: np.ndarray, threads: int | None = None, fold: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Group the rows of an (n, c) uint32 array by exact equality (see `group_rows`); ``fold``:
+    the bits of -0.0 equal to those of +0.0 (float32 bit patterns, `weld_bits`). The rows are
+    split among threads by their hash (up to 255 parts, one table each, none shared)."""
+    keys = np.ascontiguousarray(keys, np.uint32)
+    n = keys.shape[0]
     parts = max(1, min(thread_count(threads), 255, n // MIN_SPAN))
-    rep = np.empty(n, np.int32)
-    run_spans(lambda lo, hi: _weld_part(bits, lo, parts, rep),
+    rep = np.empty(n, np.int32)  # meshes stay below 2**31 rows
+    run_spans(lambda lo, hi: _group_part(keys, lo, parts, fold, rep),
               [(q, q + 1) for q in range(parts)], threads)
     return _number_groups(rep)
+
+
+def weld_bits(points: np.ndarray, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`group_keys` of (n, 3) float32 points compared by value (-0.0 equal to +0.0, bits
+    otherwise), on their bits as they are (no folded copy)."""
+    bits = np.ascontiguousarray(points, np.float32).view(np.uint32)
+    return group_keys(bits, threads, fold=True)
 
 
 @nb.njit(cache=True, nogil=True)
