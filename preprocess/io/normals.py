@@ -1,4 +1,4 @@
-"""Normals: unit rows and cross products, and the normals a mesh without them is given.
+"""Normals: unit rows, and the normals a mesh without them is given.
 
 `fan_normals` looks at each position's fan (the triangles around it, `corners_by_position`) on
 its own: the fan's triangles are joined across every edge they share with a dihedral angle below
@@ -36,15 +36,6 @@ def unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out = np.zeros_like(v)
         out[ok] = v[ok] / length[ok, None]
     return out, ok
-
-
-def cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Row-wise cross product of (m, 3) arrays."""
-    out = np.empty_like(u)
-    out[:, 0] = u[:, 1] * v[:, 2] - u[:, 2] * v[:, 1]
-    out[:, 1] = u[:, 2] * v[:, 0] - u[:, 0] * v[:, 2]
-    out[:, 2] = u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]
-    return out
 
 
 class FanNormals(NamedTuple):
