@@ -68,11 +68,14 @@ class BuildResult:
 
 def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
                 progress: Progress | None = None, seconds: dict | None = None,
-                texture_set: TextureSet | None = None) -> tuple[LodDag, Bvh, PackedAsset]:
+                texture_set: TextureSet | None = None, chunks: int = 1,
+                ray: str | None = None) -> tuple[LodDag, Bvh, PackedAsset]:
     """Mesh -> (DAG, BVH, packed pages); stage times go into `seconds` if given; `texture_set`:
     the scene's textures, which the mesh's materials index (`pack_asset`). A mesh whose
     up axis is not Y (`config.up`) is turned Y-up first (`preprocess.up_axis.to_y_up`): the
-    DAG and everything after see the rotated mesh; `mesh` itself is not modified."""
+    DAG and everything after see the rotated mesh; `mesh` itself is not modified. chunks > 1:
+    the DAG built chunk by chunk (`preprocess.chunks`), the chunks as tasks on the Ray cluster
+    at `ray` where given (`preprocess.chunks_ray`)."""
     cfg = config or BuildConfig()
     mesh = to_y_up(mesh, cfg.up)
     sec = seconds if seconds is not None else {}
@@ -88,7 +91,18 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
     # encodes finished clusters while the DAG is being built (on this thread if asked for one)
     encoder = VertexEncoder(mesh, background=cfg.threads != 1)
     try:
-        dag = build_dag(mesh, cfg, progress=timed, on_clusters=encoder.add)
+        if chunks > 1:
+            from preprocess.chunks import build_chunked
+
+            runner = None
+            if ray is not None:
+                from preprocess.chunks_ray import ray_runner
+
+                runner = ray_runner(ray)
+            dag = build_chunked(mesh, chunks, cfg, progress=timed, on_clusters=encoder.add,
+                                runner=runner)
+        else:
+            dag = build_dag(mesh, cfg, progress=timed, on_clusters=encoder.add)
     except BaseException:
         encoder.close()
         raise
@@ -111,6 +125,8 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
     report("pack", 1, 1)
     sec["pack"] = time.perf_counter() - t - sec["bvh"]
     packed.meta.update(dag_stats(dag))
+    if chunks > 1:  # absent means one: a whole build's file is what it was before chunks
+        packed.meta["chunks"] = chunks
     packed.meta["page_size"] = cfg.page_size
     packed.meta["shading_weight"] = cfg.shading_weight_for(mesh)
     if cfg.normal_cost:  # absent means 0: a default build's file is what it was before
@@ -172,6 +188,9 @@ def compile_seconds(modules: dict[str, float]) -> float:
 # little over
 BUILD_BYTES_PER_TRIANGLE = 200
 VERIFY_BYTES_PER_TRIANGLE = 300
+# the chunked build's (`preprocess.chunks`): the mesh, the assembled DAG and encoded vertices,
+# one chunk's build
+CHUNKED_BYTES_PER_TRIANGLE = 150
 # below this many triangles nothing is checked (the interpreter, numba and the imports are most
 # of a small build's memory)
 MEMORY_CHECK_TRIANGLES = 1_000_000
@@ -190,24 +209,37 @@ def available_memory() -> int | None:
     return None
 
 
-def check_memory(name: str, triangles: int, verify: bool, limit: int,
-                 limit_is_given: bool = False) -> None:
-    """`MeshError` (one line) when building a mesh of ``triangles`` (and verifying it) needs
-    more than ``limit`` bytes by the measured figures above, before anything is built: the kernel
-    would kill the build minutes later with no word. The chunked build that would fit a mesh
-    larger than memory is not there yet (issue 37)."""
-    if triangles < MEMORY_CHECK_TRIANGLES:
-        return
-    per = BUILD_BYTES_PER_TRIANGLE + (VERIFY_BYTES_PER_TRIANGLE if verify else 0)
-    need = per * triangles
+def plan_chunks(name: str, triangles: int, verify: bool, limit: int | None,
+                limit_is_given: bool = False, chunks: int | None = None) -> int:
+    """How many chunks to build a mesh of ``triangles`` in: ``chunks`` where given, else one
+    (the whole build) where that fits ``limit`` bytes by the measured figures above, else the
+    chunked build's count (`preprocess.chunks.chunk_count`). `MeshError` (one line), before
+    anything is built, when even that needs more than ``limit`` (the kernel would kill the
+    build minutes later with no word). None: no limit known."""
+    from preprocess.chunks import chunk_count
+
+    if chunks is None:
+        chunks = 1
+        if (limit is not None and triangles >= MEMORY_CHECK_TRIANGLES
+                and _need(triangles, verify, 1) > limit):
+            chunks = chunk_count(triangles)
+    if limit is None or triangles < MEMORY_CHECK_TRIANGLES:
+        return chunks
+    need = _need(triangles, verify, chunks)
     if need <= limit:
-        return
+        return chunks
     what = "the --memory limit" if limit_is_given else "available"
-    raise MeshError(f"{name}: {triangles:,} triangles need about {need / 1e9:.1f} GB to build"
-                    f"{' and verify' if verify else ''} ({per} bytes a triangle), and "
-                    f"{limit / 1e9:.1f} GB are {what}: free memory, or give --memory GB if you "
-                    f"know it fits (a build that splits a mesh larger than memory into chunks "
-                    f"is not there yet)")
+    per = need / triangles
+    how = "chunked " if chunks > 1 else ""
+    raise MeshError(f"{name}: {triangles:,} triangles need about {need / 1e9:.1f} GB to "
+                    f"{how}build{' and verify' if verify else ''} ({per:.0f} bytes a triangle), "
+                    f"and {limit / 1e9:.1f} GB are {what}: free memory, or give --memory GB if "
+                    f"you know it fits")
+
+
+def _need(triangles: int, verify: bool, chunks: int) -> int:
+    per = BUILD_BYTES_PER_TRIANGLE if chunks <= 1 else CHUNKED_BYTES_PER_TRIANGLE
+    return (per + (VERIFY_BYTES_PER_TRIANGLE if verify else 0)) * triangles
 
 
 def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
@@ -217,7 +249,8 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
                stage_into: list[Path] | None = None,
                texture_set: TextureSet | None = None,
                source_key: str | None = None,
-               memory: tuple[int, bool] | None = None) -> BuildResult:
+               memory: tuple[int, bool] | None = None, chunks: int | None = None,
+               ray: str | None = None) -> BuildResult:
     """Load (unless given a Mesh), build, verify if asked, and write a `.tess` file atomically.
     `config.up` turns the mesh Y-up (`build_asset`); a glTF file with an up axis other than Y,
     its specification's, gives a `MeshWarning` and is rotated all the same.
@@ -233,8 +266,11 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     `texture_set.file`): the file's materials index them and it holds none of its own.
     source_key: what it was built from, kept in the meta (`preprocess.batch.source_key`: a
     batch's outputs up to date are not built again).
-    memory: (bytes, given by the user) the build may use: a mesh that needs more by the measured
-    figures is refused once loaded (`check_memory`); None checks nothing."""
+    memory: (bytes, given by the user) the build may use: a mesh that needs more for a whole
+    build by the measured figures is built in chunks (`preprocess.chunks`), and one that needs
+    more even so is refused once loaded (`plan_chunks`); None checks nothing. chunks: build in
+    this many chunks (1: whole) whatever the memory; ray: the chunks as tasks on the Ray cluster
+    at this address (`preprocess.chunks_ray`)."""
     from preprocess.load import load_mesh
 
     seconds: dict[str, float] = {}
@@ -250,10 +286,10 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
                          steps=load_steps)
         seconds["load"] = time.perf_counter() - t
         warn_against_spec(source, cfg.up)
-    if memory is not None:
-        check_memory(mesh.name, mesh.triangle_count, verify, *memory)
+    limit, given = memory if memory is not None else (None, False)
+    chunks = plan_chunks(mesh.name, mesh.triangle_count, verify, limit, given, chunks)
     dag, bvh, packed = build_asset(mesh, cfg, progress=progress, seconds=seconds,
-                                   texture_set=texture_set)
+                                   texture_set=texture_set, chunks=chunks, ray=ray)
     report = progress or (lambda stage, done, total: None)
     verified = None
     if verify:

@@ -508,7 +508,7 @@ class _Builder:
     clusters of the level being simplified, the main thread appends between levels."""
 
     def __init__(self, mesh: Mesh, config: BuildConfig, pool: ThreadPoolExecutor,
-                 threads: int) -> None:
+                 threads: int, original: Mesh | None = None) -> None:
         self.mesh = mesh
         self.config = config
         self.shading_weight = config.shading_weight_for(mesh)
@@ -552,7 +552,8 @@ class _Builder:
         # edge neighbours and the triangles around each position (where walks start and step);
         # made by a worker while this thread clusters level 0 and partitions it (the first job
         # of the pool, so a group job that waits for it never waits for a job queued behind it)
-        ptri = _position_triangles(mesh)
+        # (`original`: another mesh over the same positions, `build_top`'s)
+        ptri = _position_triangles(original or mesh)
         self.pool = pool
         self.threads = threads
         self._original = pool.submit(_surface_topology, ptri, len(self.positions), threads)
@@ -606,6 +607,44 @@ class _Builder:
         self.bounds.extend(bounds)
         self.group_of.extend(np.full(n, -1, np.int32))
         return np.arange(first, first + n, dtype=np.int32)
+
+    def add_given(self, given: Given) -> np.ndarray:
+        """Append clusters built elsewhere (a chunk's coarsest, `build_top`): the mesh's
+        triangles in cluster order, with their levels, LOD spheres, errors and carried
+        positions as they were built; returns their ids."""
+        ids = self.add_clusters(np.asarray(self.mesh.triangles, np.int32), given.offsets,
+                                given.bounds, 0, -1, None, 0.0, 0.0, given.witness,
+                                given.witness_off)
+        self.level.view[ids] = given.level
+        self.self_sphere.view[ids] = given.self_sphere
+        self.self_error.view[ids] = given.self_error
+        self.geo_error.view[ids] = given.geo_error
+        return ids
+
+    def part(self, top: np.ndarray) -> DagPart:
+        """What this builder built, as arrays (`DagPart`); top: the clusters no group of its
+        own holds (a chunk's coarsest), with the original positions they carry."""
+        goff = np.zeros(len(self.groups) + 1, np.int64)
+        np.cumsum([len(g) for g in self.groups], out=goff[1:])
+        woff = self.witness_off.view
+        top = np.asarray(top, np.int32)
+        counts = woff[top + 1] - woff[top]
+        top_witness_off = np.zeros(len(top) + 1, np.int64)
+        np.cumsum(counts, out=top_witness_off[1:])
+        top_witness = _carried_by(top, self.witness.view, woff)
+        return DagPart(
+            triangles=self.store.view.copy(), tri_offset=self.tri_off.view.copy(),
+            level=self.level.view.copy(), group=self.group_of.view.copy(),
+            source=self.source.view.copy(), bounds=self.bounds.view.copy(),
+            self_sphere=self.self_sphere.view.copy(), self_error=self.self_error.view.copy(),
+            geo_error=self.geo_error.view.copy(),
+            group_members=(np.concatenate(self.groups).astype(np.int32) if self.groups
+                           else np.zeros(0, np.int32)),
+            group_offset=goff, group_level=np.array(self.group_level, np.int32),
+            group_sphere=np.array(self.group_sphere, np.float32).reshape(-1, 4),
+            group_error=np.array(self.group_error, np.float64),
+            wedge_position=self.wpos.copy(), wedge_attributes=self.attrs.copy(),
+            top=top, top_witness=top_witness, top_witness_off=top_witness_off)
 
     def add_group(self, members: np.ndarray, level: int, error: float) -> int:
         g = len(self.groups)
@@ -766,6 +805,136 @@ def _halve_root(b: _Builder, pending: np.ndarray, level: int, coarsest: int,
     return pending, level
 
 
+class Given(NamedTuple):
+    """Clusters built elsewhere that a build starts from (`build_top`), rows in cluster order:
+    the offsets of their triangles in the mesh's, their bounds, levels, LOD spheres, LOD and
+    geometric errors, and the original positions each carries (`witness[witness_off[i]:
+    witness_off[i + 1]]`, ids of the mesh's positions)."""
+
+    offsets: np.ndarray
+    bounds: np.ndarray
+    level: np.ndarray
+    self_sphere: np.ndarray
+    self_error: np.ndarray
+    geo_error: np.ndarray
+    witness: np.ndarray
+    witness_off: np.ndarray
+
+
+class DagPart(NamedTuple):
+    """A build's clusters and groups as arrays, in the numbering of the mesh it built from (its
+    wedges, fresh ones appended: wedge_position, wedge_attributes): a chunk's (`build_chunk`,
+    whose `top` clusters no group holds yet) or the levels above the chunks (`build_top`, whose
+    last group is the root). Pickled between processes (`preprocess.chunks`)."""
+
+    triangles: np.ndarray
+    tri_offset: np.ndarray
+    level: np.ndarray
+    group: np.ndarray  # -1 for the top clusters of a chunk
+    source: np.ndarray
+    bounds: np.ndarray
+    self_sphere: np.ndarray
+    self_error: np.ndarray
+    geo_error: np.ndarray
+    group_members: np.ndarray
+    group_offset: np.ndarray
+    group_level: np.ndarray
+    group_sphere: np.ndarray
+    group_error: np.ndarray
+    wedge_position: np.ndarray
+    wedge_attributes: np.ndarray
+    top: np.ndarray
+    top_witness: np.ndarray
+    top_witness_off: np.ndarray
+
+
+class _Levels:
+    """The level loop of a build (`_Levels.run`), with the progress it reports."""
+
+    def __init__(self, b: _Builder, report: Progress, hand_over: Callable[..., None],
+                 work: int) -> None:
+        self.b, self.report, self.hand_over = b, report, hand_over
+        self.work = work  # for the progress bar: each level halves the last
+        self.done = 0
+
+    def tick(self) -> None:
+        self.report("simplify", min(self.done, self.work), self.work)
+
+    def run(self, pending: np.ndarray, level: int, coarsest: int,
+            border: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """Group, simplify and re-split level after level while that shrinks the level; returns
+        (the clusters left, the level they make). border: positions held at every level (a
+        chunk's border with the others): it stops where its level is one group (that group's
+        simplification wants its neighbours', in the levels above the chunks)."""
+        b, cfg = self.b, self.b.config
+        # seams and creases are crossed only where needed: by a group some of whose clusters
+        # already failed to shrink without crossing, while the level holds more than the
+        # coarsest level's target
+        stuck: set[int] = set()
+        permissive_round = False
+        while len(pending) > 1:
+            first = b.level.n
+            over = int(b.cluster_sizes(pending).sum()) > coarsest
+            members, locked = group_level(b.store.view, b.tri_off.view, pending, b.wpos,
+                                          len(b.positions), cfg.group_size)
+            if border is not None:
+                locked |= border
+            ngroups = len(members)
+            if ngroups == 1 and border is not None:
+                break  # a chunk in one group: the levels above the chunks go on with it
+            whole = ngroups == 1
+            # the biggest groups first, so that the level does not end waiting on one of them
+            sizes = [int(b.cluster_sizes(m).sum()) for m in members]
+            futures: list = [None] * ngroups
+            permissive = [over and any(int(c) in stuck for c in m) for m in members]
+            for g in sorted(range(ngroups), key=lambda g: -sizes[g]):
+                futures[g] = b.pool.submit(b.simplify_group, members[g], locked,
+                                           permissive[g], whole)
+            if whole and not over:
+                res = futures[0].result()
+                if res is not None and b.loses_surface(members[0], res):
+                    break  # at the coarsest level's target already: this level is the root
+            # each result is recorded as soon as it and those before it are in: group ids
+            # follow the members' order, and the bookkeeping overlaps the other workers
+            next_pending: list[np.ndarray] = []
+            progressed = False
+            for m, f, size in zip(members, futures, sizes, strict=True):
+                res = f.result()
+                self.done += size
+                self.tick()
+                if res is None:  # terminal for now: try again with other neighbours
+                    next_pending.append(m)
+                    stuck.update(m.tolist())
+                    continue
+                progressed = True
+                next_pending.append(b.add_simplified(m, level, res))
+            pending = np.concatenate(next_pending)
+            self.hand_over(b.store.view, b.tri_off.view, first, b.level.n, b.wpos,
+                           b.attrs[:, :3])
+            level += 1
+            if not progressed:
+                if over and not permissive_round:
+                    permissive_round = True  # every group failed: all may cross, once more
+                    continue
+                break
+            permissive_round = False
+        return pending, level
+
+
+def _level_zero(b: _Builder, mesh: Mesh, hand_over: Callable[..., None]) -> np.ndarray:
+    """Cluster the mesh: level 0 (its cluster ids)."""
+    cfg = b.config
+    order, offsets = build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position,
+                                    max_triangles=cfg.max_triangles,
+                                    max_vertices=cfg.max_vertices, threads=b.threads)
+    ordered, bounds = _level0(np.ascontiguousarray(mesh.triangles, np.int32), order,
+                              offsets, b.wpos, b.positions)
+    pending = b.add_clusters(ordered, offsets, bounds, 0, -1, None, 0.0, 0.0)
+    b.level0_positions(len(pending))
+    hand_over(b.store.view, b.tri_off.view, 0, b.level.n, b.wpos, b.attrs[:, :3])
+    return pending
+
+
 def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
               progress: Progress | None = None,
               on_clusters: Callable[..., None] | None = None
@@ -781,75 +950,61 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
     report = progress or (lambda stage, done, total: None)
     hand_over = on_clusters or (lambda *args: None)
     threads = cfg.threads or os.cpu_count() or 1
-
-    level = 0
-    work = 2 * mesh.triangle_count  # for the progress bar: each level halves the last
-    done_tris = 0
     _share_arenas(threads)
     with _stopping_pool(threads) as pool:
         b = _Builder(mesh, cfg, pool, threads)
         report("cluster", 0, 1)
-        order, offsets = build_clusters(mesh.positions, mesh.triangles, mesh.wedge_position,
-                                        max_triangles=cfg.max_triangles,
-                                        max_vertices=cfg.max_vertices, threads=threads)
-        ordered, bounds = _level0(np.ascontiguousarray(mesh.triangles, np.int32), order,
-                                  offsets, b.wpos, b.positions)
-        pending = b.add_clusters(ordered, offsets, bounds, 0, -1, None, 0.0, 0.0)
-        b.level0_positions(len(pending))
-        hand_over(b.store.view, b.tri_off.view, 0, b.level.n, b.wpos, b.attrs[:, :3])
+        pending = _level_zero(b, mesh, hand_over)
         report("cluster", 1, 1)
-        report("simplify", 0, work)  # grouping, simplifying and re-splitting, level by level
-        # seams and creases are crossed only where needed: by a group some of whose clusters
-        # already failed to shrink without crossing, while the level holds more than the
-        # coarsest level's target
+        report("simplify", 0, 2 * mesh.triangle_count)
+        levels = _Levels(b, report, hand_over, 2 * mesh.triangle_count)
         coarsest = coarsest_target(mesh.triangle_count)
-        stuck: set[int] = set()
-        permissive_round = False
-        while len(pending) > 1:
-            first = b.level.n
-            over = int(b.cluster_sizes(pending).sum()) > coarsest
-            members, locked = group_level(b.store.view, b.tri_off.view, pending, b.wpos,
-                                          len(b.positions), cfg.group_size)
-            ngroups = len(members)
-            # the biggest groups first, so that the level does not end waiting on one of them
-            sizes = [int(b.cluster_sizes(m).sum()) for m in members]
-            futures: list = [None] * ngroups
-            permissive = [over and any(int(c) in stuck for c in m) for m in members]
-            for g in sorted(range(ngroups), key=lambda g: -sizes[g]):
-                futures[g] = pool.submit(b.simplify_group, members[g], locked, permissive[g],
-                                         ngroups == 1)
-            if ngroups == 1 and not over:
-                res = futures[0].result()
-                if res is not None and b.loses_surface(members[0], res):
-                    break  # at the coarsest level's target already: this level is the root
-            # each result is recorded as soon as it and those before it are in: group ids
-            # follow the members' order, and the bookkeeping overlaps the other workers
-            next_pending: list[np.ndarray] = []
-            progressed = False
-            for m, f, size in zip(members, futures, sizes, strict=True):
-                res = f.result()
-                done_tris += size
-                report("simplify", min(done_tris, work), work)
-                if res is None:  # terminal for now: try again with other neighbours
-                    next_pending.append(m)
-                    stuck.update(m.tolist())
-                    continue
-                progressed = True
-                next_pending.append(b.add_simplified(m, level, res))
-            pending = np.concatenate(next_pending)
-            hand_over(b.store.view, b.tri_off.view, first, b.level.n, b.wpos, b.attrs[:, :3])
-            level += 1
-            if not progressed:
-                if over and not permissive_round:
-                    permissive_round = True  # every group failed: all may cross, once more
-                    continue
-                break
-            permissive_round = False
-        pending, level = _halve_root(b, pending, level, coarsest, lambda: report(
-            "simplify", min(done_tris, work), work), hand_over)
+        pending, level = levels.run(pending, 0, coarsest)
+        pending, level = _halve_root(b, pending, level, coarsest, levels.tick, hand_over)
     b.add_group(pending, level, ROOT_ERROR)
-    report("simplify", work, work)
+    report("simplify", levels.work, levels.work)
     return _finish(b, mesh)
+
+
+def build_chunk(mesh: Mesh, border: np.ndarray, config: BuildConfig, coarsest: int, *,
+                progress: Progress | None = None) -> DagPart:
+    """The levels of one chunk of a mesh (`preprocess.chunks`) with the positions it shares
+    with other chunks (border (n,) bool) held at every level, up to where no group shrinks: its
+    `top` clusters are left for `build_top`, which no group of the chunk holds. coarsest: the
+    triangles of the chunk's share of the coarsest level, below which seams and creases are not
+    crossed. Errors as `build_dag`'s, against the chunk's own triangles (never nearer than the
+    whole original's)."""
+    report = progress or (lambda stage, done, total: None)
+    threads = config.threads or os.cpu_count() or 1
+    _share_arenas(threads)
+    skip = lambda *args: None  # noqa: E731
+    with _stopping_pool(threads) as pool:
+        b = _Builder(mesh, config, pool, threads)
+        pending = _level_zero(b, mesh, skip)
+        levels = _Levels(b, report, skip, 2 * mesh.triangle_count)
+        pending, _ = levels.run(pending, 0, coarsest, np.ascontiguousarray(border, np.bool_))
+        return b.part(pending)
+
+
+def build_top(mesh: Mesh, given: Given, config: BuildConfig, original: Mesh, *,
+              coarsest: int, progress: Progress | None = None) -> DagPart:
+    """The levels above a chunked build's chunks: from their top clusters (`given`, the mesh's
+    triangles) to one root, as `build_dag` builds above level 0. mesh: the tops over the
+    original's positions (the same array), so that errors are measured against the original
+    itself, as a whole build's are (its surface walked; at a whole level, every position)."""
+    report = progress or (lambda stage, done, total: None)
+    threads = config.threads or os.cpu_count() or 1
+    _share_arenas(threads)
+    with _stopping_pool(threads) as pool:
+        b = _Builder(mesh, config, pool, threads, original)
+        pending = b.add_given(given)
+        b.level0_positions(len(pending))
+        levels = _Levels(b, report, lambda *args: None, 2 * mesh.triangle_count)
+        pending, level = levels.run(pending, int(given.level.max()), coarsest)
+        pending, level = _halve_root(b, pending, level, coarsest, levels.tick,
+                                     lambda *args: None)
+    b.add_group(pending, level, ROOT_ERROR)
+    return b.part(np.zeros(0, np.int32))
 
 
 # glibc's allocator gives each thread that allocates beside another an arena of its own (up to 8

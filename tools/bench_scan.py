@@ -74,11 +74,14 @@ def write_scan(path: Path, triangles: int, band_rows: int = 256) -> int:
     return faces
 
 
-def run_command(source: Path, out: Path, verify: bool) -> dict:
-    """One `preprocess` command in a child process: wall seconds, the meta's seconds, peak RSS."""
+def run_command(source: Path, out: Path, verify: bool, chunks: int | None = None) -> dict:
+    """One `preprocess` command in a child process: wall seconds, the meta's seconds, peak RSS
+    (chunks: `--chunks`, None: the command's default)."""
     args = [str(BIN / "preprocess"), str(source), "-o", str(out), "-q"]
     if verify:
         args.append("--verify")
+    if chunks is not None:
+        args += ["--chunks", str(chunks)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t = time.perf_counter()
     done = subprocess.run(args, capture_output=True, text=True)
@@ -96,7 +99,8 @@ def run_command(source: Path, out: Path, verify: bool) -> dict:
     seconds = {k: v for k, v in meta["seconds"].items() if not k.startswith("load.")}
     steps = {k[5:]: v for k, v in meta["seconds"].items() if k.startswith("load.")}
     return {"wall": wall, "seconds": seconds, "load_seconds": steps,
-            "peak_gb": peak * 1024 / 1e9, "triangles": meta["input_triangles"]}
+            "peak_gb": peak * 1024 / 1e9, "triangles": meta["input_triangles"],
+            "chunks": meta.get("chunks", 1)}
 
 
 def main() -> None:
@@ -105,6 +109,9 @@ def main() -> None:
                     help="sizes to generate (20M, 100M, 4.5M, 800k)")
     ap.add_argument("--runs", type=int, default=1, help="commands a size (median quoted)")
     ap.add_argument("--verify", action="store_true", help="preprocess --verify")
+    ap.add_argument("--chunks", type=int, nargs="+", default=[None],
+                    help="preprocess --chunks N, each in turn on every size (1: whole; default: "
+                         "the command's choice)")
     ap.add_argument("--dir", type=Path, default=None,
                     help="where the PLY and .tess files go (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the files")
@@ -125,22 +132,9 @@ def main() -> None:
                   f"(written in {time.perf_counter() - t:.1f} s)", flush=True)
             if args.write_only:
                 continue
-            runs = [run_command(ply, work / f"scan-{size}.tess", args.verify)
-                    for _ in range(args.runs)]
-            median = sorted(runs, key=lambda r: r["wall"])[len(runs) // 2]
-            sec = median["seconds"]
-            build = sum(v for k, v in sec.items() if k not in ("load", "write"))
-            steps = ", ".join(f"{k} {v:.2f}" for k, v in median["load_seconds"].items())
-            peak = max(r["peak_gb"] for r in runs)
-            print(json.dumps({
-                "triangles": faces, "runs": len(runs),
-                "wall_s": round(statistics.median(r["wall"] for r in runs), 2),
-                "load_s": round(sec["load"], 2), "build_s": round(build, 2),
-                "build_s_per_million": round(build / faces * 1e6, 3),
-                "peak_gb": round(peak, 2), "bytes_per_triangle": round(peak * 1e9 / faces),
-                "verify": args.verify}))
-            print(f"  load steps: {steps}; stages: "
-                  + ", ".join(f"{k} {v:.1f}" for k, v in sec.items()), flush=True)
+            for chunks in args.chunks:
+                _report(args, [run_command(ply, work / f"scan-{size}.tess", args.verify, chunks)
+                               for _ in range(args.runs)], faces)
             if not args.keep:
                 ply.unlink()
                 (work / f"scan-{size}.tess").unlink(missing_ok=True)
@@ -151,6 +145,25 @@ def main() -> None:
             work.rmdir()
         else:
             print(f"files in {work}")
+
+
+def _report(args: argparse.Namespace, runs: list[dict], faces: int) -> None:
+    """One line of figures (JSON) for the runs of one size and chunk count: medians, and the
+    peak of them all."""
+    median = sorted(runs, key=lambda r: r["wall"])[len(runs) // 2]
+    sec = median["seconds"]
+    build = sum(v for k, v in sec.items() if k not in ("load", "write"))
+    steps = ", ".join(f"{k} {v:.2f}" for k, v in median["load_seconds"].items())
+    peak = max(r["peak_gb"] for r in runs)
+    print(json.dumps({
+        "triangles": faces, "runs": len(runs),
+        "wall_s": round(statistics.median(r["wall"] for r in runs), 2),
+        "load_s": round(sec["load"], 2), "build_s": round(build, 2),
+        "build_s_per_million": round(build / faces * 1e6, 3),
+        "peak_gb": round(peak, 2), "bytes_per_triangle": round(peak * 1e9 / faces),
+        "verify": args.verify, "chunks": median["chunks"]}))
+    print(f"  load steps: {steps}; stages: "
+          + ", ".join(f"{k} {v:.1f}" for k, v in sec.items()), flush=True)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ def summarize(meta: dict, file_size: int, page_count: int, root_pages: int) -> s
         f"  input         {meta['input_triangles']:,} triangles, "
         f"{meta['input_vertices']:,} vertices",
         f"  clusters      {meta['clusters']:,} in {meta['levels']} levels, "
-        f"{meta['groups']:,} groups; level-0 fill {100 * meta['level0_fill']:.1f}%",
+        f"{meta['groups']:,} groups; level-0 fill {100 * meta['level0_fill']:.1f}%"
+        + (f"; built in {meta['chunks']} chunks" if meta.get("chunks", 1) > 1 else ""),
     ]
     for lv, (c, t) in enumerate(zip(per_level, tris_level, strict=True)):
         noun = "clusters" if c != 1 else "cluster "

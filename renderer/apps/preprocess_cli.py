@@ -182,9 +182,15 @@ def add_build_options(p: argparse.ArgumentParser) -> None:
                         "writing; a failure writes nothing")
     p.add_argument("--memory", type=float, metavar="GB", default=None,
                    help="the memory the build may use: a mesh of a million triangles or more "
-                        "that needs more by the measured bytes a triangle is refused in one "
+                        "whose whole build needs more by the measured bytes a triangle is "
+                        "built in chunks, and one that needs more even so is refused in one "
                         "line once loaded, rather than killed by the system minutes later "
                         "(default: what the machine has available)")
+    p.add_argument("--chunks", type=whole(1), default=None, metavar="N",
+                   help="build the mesh in N spatial chunks with locked borders, then the "
+                        "levels above them (1: whole; default: whole where it fits --memory, "
+                        "else chunks of 4M triangles); with --ray, the chunks are Ray tasks "
+                        "of --threads CPUs each (docs/ARCHITECTURE.md, the chunked build)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or summary")
     b = p.add_argument_group("batch", "many inputs in one command: their outputs in one "
                              "folder, a manifest line each (JSON: input, output, status built | "
@@ -229,8 +235,8 @@ def _is_batch(args: argparse.Namespace) -> bool:
     output folder, a manifest, a Ray cluster): a batch."""
     from preprocess.batch import names_a_batch
 
-    return (args.out_dir is not None or args.manifest is not None or args.ray is not None
-            or names_a_batch(args.mesh))
+    return (args.out_dir is not None or args.manifest is not None
+            or (args.ray is not None and args.chunks is None) or names_a_batch(args.mesh))
 
 
 def _batch(args: argparse.Namespace, stop: StopSignals) -> int:
@@ -245,7 +251,8 @@ def _batch(args: argparse.Namespace, stop: StopSignals) -> int:
     for flag, given in (("--builtin", args.builtin), ("-o", args.output),
                         ("--texture", args.texture), ("--merge", args.merge),
                         ("--instances", args.instances is not None),
-                        ("--memory", args.memory is not None)):
+                        ("--memory", args.memory is not None),
+                        ("--chunks", args.chunks is not None)):
         if given:
             return fail(f"{flag} applies to one input, not to a batch")
     if args.jobs < 0:
@@ -498,6 +505,8 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
     from preprocess.mesh import MeshError
 
     if args.builtin == "forest":
+        if args.chunks is not None:
+            return fail("--chunks applies to one mesh, not to --builtin forest")
         return _build_forest(args, stop)
     if args.instances is not None:
         return fail("--instances applies to --builtin forest")
@@ -507,6 +516,15 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
         config = _config(args)
         scene, source, output = _source(args)
         _check_output(output)
+        if scene is not None and args.chunks is not None:
+            raise _RefusedError("--chunks applies to one mesh, not to a scene's meshes")
+        if args.ray is not None:
+            from preprocess.batch import BatchError, check_ray
+
+            try:
+                check_ray(args.ray)
+            except BatchError as e:
+                raise _RefusedError(str(e)) from None
     except _RefusedError as e:
         return fail(str(e))
     verify_errors: tuple[type[BaseException], ...] = ()
@@ -540,10 +558,12 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
             load_s = time.perf_counter() - t0
             stop.check()
             result = build_file(mesh, output, config, progress=progress, verify=args.verify,
-                                load_seconds=load_s, memory=_memory_limit(args))
+                                load_seconds=load_s, memory=_memory_limit(args),
+                                chunks=args.chunks, ray=args.ray)
         else:
             result = build_file(source, output, config, progress=progress, verify=args.verify,
-                                texture=args.texture, memory=_memory_limit(args))
+                                texture=args.texture, memory=_memory_limit(args),
+                                chunks=args.chunks, ray=args.ray)
     except MeshError as e:
         stop.check()
         return fail(str(e))
