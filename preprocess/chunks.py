@@ -1,32 +1,32 @@
 """The chunked build: one mesh split into spatial chunks whose DAGs are built one at a time (or
 as tasks on a Ray cluster, `preprocess.chunks_ray`), then the levels above them.
 
-Why. A whole build holds the mesh, the original's adjacency, every level's triangles and the
-workers' sub-meshes at once (about 185 bytes a triangle at 20M); a chunk's build holds its own
-share, so the peak is the assembled result plus one chunk. It is also how one mesh's work
-spreads over many machines.
+Why. A whole build holds, beside the mesh and its result, the original's adjacency and every
+level's working arrays at once (about 185 bytes a triangle at 20M); a chunk's build holds its
+own share, so that what grows with the mesh is the mesh, the assembled result and, for the top
+levels, the original's adjacency. It is also how one mesh's work spreads over many machines.
 
 How (the DAG's own rule, one level up):
 1. `split`: the triangles in `chunks` spatial cells of nearly equal counts (a k-d split of their
-   centroids along the longest axis); `chunk_border`: the positions used by more than one chunk.
-2. `build_chunk` (`preprocess.dag`), for each chunk's sub-mesh (`chunk_mesh`): level 0 and the
+   centroids across the longest axis); `chunk_border`: the positions used by more than one chunk.
+2. `build_chunk` (`preprocess.dag`), for each chunk's sub-mesh (`chunk_inputs`): level 0 and the
    levels above it with its border held at every level, so that whatever each chunk does, their
-   surfaces still meet; up to where no group shrinks. The clusters left (the chunk's *top*: its
-   coarse interior, the fine strip along its border) are in no group yet.
-3. `build_top`: the tops of all chunks as one mesh (positions welded, the border's are the
-   same), grouped across the chunk borders and simplified level by level to one root. Its
-   errors are measured against the tops' surface, each triangle counting its cluster's error
-   on top (the triangle inequality: the original itself is not held), and the whole levels'
-   measure of every position adds the tops' largest error.
+   surfaces still meet; up to where the chunk is one group or no group shrinks. The clusters
+   left (the chunk's *top*: its coarse interior and the fine strip along its border) are in no
+   group yet. Errors are measured against the chunk's own triangles, never nearer than the
+   whole original's.
+3. `build_top`: the tops of all chunks as one mesh over the original's positions, grouped across
+   the chunk borders and simplified level by level to one root, measured against the whole
+   original as a whole build measures (its surface walked; at a whole level every position).
 4. `_Assembly`: the chunks' clusters and groups, then the top's, renumbered into one `LodDag`
    over the mesh's wedges (fresh coarse wedges appended); the vertex encoder is handed each
    chunk's clusters as they come.
 
 The result has every invariant of a whole build (`preprocess.verify`): level 0 the original
 triangles, crack-free cuts, honest and monotonic errors, one root. What it costs: the strip
-along each border stays at full detail up to the top levels (more triangles drawn near chunk
-borders at middle distances) and the top levels' errors are bounds through the tops, looser
-than a measure against the original (BENCHMARKS.md, "Scans at photogrammetry scale").
+along each border stays at full detail until the levels above the chunks (a few more triangles
+drawn near chunk borders at middle distances), measured in BENCHMARKS.md ("Scans at
+photogrammetry scale").
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from preprocess.dag import (
     build_chunk,
     build_top,
     coarsest_target,
+    trim_heap,
 )
 from preprocess.lod import LodDag
 from preprocess.mesh import Mesh
@@ -244,14 +245,16 @@ class _Assembly:
         self.attrs = _Rows((attrs.shape[1],), np.float32, len(attrs) + 1024)
         self.attrs.extend(attrs)
         del attrs
-        self.store = _Rows((3,), np.int32, 2 * m + 1024)
+        # about 2m triangles and m / 55 clusters in all: reserved at 3m and m / 32 so that they
+        # never grow (a copy, both held; pages never written cost no memory)
+        self.store = _Rows((3,), np.int32, 3 * m + 1024)
         self.tri_off = _Rows((), np.int64, m // 32 + 64)
         self.tri_off.extend([0])
         names = (("level", (), np.int32), ("group", (), np.int32), ("source", (), np.int32),
                  ("bounds", (4,), np.float32), ("self_sphere", (4,), np.float32),
                  ("self_error", (), np.float64), ("geo_error", (), np.float64))
-        self.rows = {name: _Rows(tail, dtype, m // 64 + 64) for name, tail, dtype in names}
-        self.members = _Rows((), np.int32, m // 64 + 64)
+        self.rows = {name: _Rows(tail, dtype, m // 32 + 64) for name, tail, dtype in names}
+        self.members = _Rows((), np.int32, m // 32 + 64)
         self.goff = _Rows((), np.int64)
         self.goff.extend([0])
         self.group_rows = {"level": _Rows((), np.int32), "sphere": _Rows((4,), np.float32),
@@ -406,6 +409,9 @@ def build_chunked(mesh: Mesh, chunks: int, config: BuildConfig | None = None, *,
         built = runner(inputs, cfg, chunk_coarsest)
     for chunk, part in built:
         first, end = whole.add_chunk(part, chunk)
+        chunk.mesh = None
+        del part
+        trim_heap()
         state["base"] += 2 * chunk.triangles
         report("simplify", min(state["base"], work), work)
         hand_over(whole.store.view, whole.tri_off.view, first, end, whole.wpos.view,

@@ -632,18 +632,18 @@ class _Builder:
         top_witness_off = np.zeros(len(top) + 1, np.int64)
         np.cumsum(counts, out=top_witness_off[1:])
         top_witness = _carried_by(top, self.witness.view, woff)
-        return DagPart(
-            triangles=self.store.view.copy(), tri_offset=self.tri_off.view.copy(),
-            level=self.level.view.copy(), group=self.group_of.view.copy(),
-            source=self.source.view.copy(), bounds=self.bounds.view.copy(),
-            self_sphere=self.self_sphere.view.copy(), self_error=self.self_error.view.copy(),
-            geo_error=self.geo_error.view.copy(),
+        return DagPart(  # views: the builder is done with them
+            triangles=self.store.view, tri_offset=self.tri_off.view,
+            level=self.level.view, group=self.group_of.view,
+            source=self.source.view, bounds=self.bounds.view,
+            self_sphere=self.self_sphere.view, self_error=self.self_error.view,
+            geo_error=self.geo_error.view,
             group_members=(np.concatenate(self.groups).astype(np.int32) if self.groups
                            else np.zeros(0, np.int32)),
             group_offset=goff, group_level=np.array(self.group_level, np.int32),
             group_sphere=np.array(self.group_sphere, np.float32).reshape(-1, 4),
             group_error=np.array(self.group_error, np.float64),
-            wedge_position=self.wpos.copy(), wedge_attributes=self.attrs.copy(),
+            wedge_position=self.wpos, wedge_attributes=self.attrs,
             top=top, top_witness=top_witness, top_witness_off=top_witness_off)
 
     def add_group(self, members: np.ndarray, level: int, error: float) -> int:
@@ -1028,6 +1028,17 @@ def _share_arenas(threads: int) -> None:
         ctypes.CDLL(None).mallopt(-8, ARENAS)  # M_ARENA_MAX
     except (OSError, AttributeError):  # not glibc
         pass
+
+
+def trim_heap() -> None:
+    """Give back to the system what glibc's allocator keeps of the memory freed so far
+    (malloc_trim): between a chunked build's chunks, whose builders held hundreds of MB each
+    (a no-op where the allocator is not glibc's)."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
 
 
 @contextlib.contextmanager

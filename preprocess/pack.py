@@ -334,6 +334,8 @@ class VertexEncoder:
             pos_min.append(run_min)
             mode.append(run_mode)
             runs.append(EncodedRun(first, end, vertices, local, vgrid, normals))
+        self.runs = []  # the futures held the arrays too (the pages consume the runs)
+        del parts
         return EncodedVertices(self.step, self.bounds, np.concatenate(vertex_offset),
                                np.concatenate(pos_min), np.concatenate(mode), runs)
 
@@ -354,8 +356,9 @@ def pack_asset(dag: LodDag, bvh: Bvh, config: BuildConfig | None = None,
                encoded: EncodedVertices | None = None, *,
                texture_set: TextureSet | None = None) -> PackedAsset:
     """Lay out the DAG's clusters in pages, coarse to fine, and build the hierarchy sections.
-    encoded: `encode_vertices(dag)`, when the caller made it already. texture_set: the scene's
-    textures (in a file of their own, `texture_set.file`), which the materials index."""
+    encoded: `encode_vertices(dag)`, when the caller made it already (its runs are consumed:
+    each is freed once written into the pages). texture_set: the scene's textures (in a file of
+    their own, `texture_set.file`), which the materials index."""
     cfg = config or BuildConfig()
     mesh = dag.mesh
     enc = encoded if encoded is not None else encode_vertices(dag)
@@ -533,7 +536,8 @@ def _write_cluster_data(pages: np.ndarray, dag: LodDag, enc: EncodedVertices,
     if has_uv:
         uv_min = mesh.wedge_uv.min(axis=0).astype(np.float64)
         uv_max = mesh.wedge_uv.max(axis=0).astype(np.float64)
-    for run in enc.runs:
+    while enc.runs:  # each run freed once written: its bytes become the pages' (zeros: not
+        run = enc.runs.pop(0)  # resident until written), so both are never held whole
         uvs = np.zeros(0, np.uint32)
         if has_uv and not uv_float:
             uv = mesh.wedge_uv[run.vertices].astype(np.float64)

@@ -2,8 +2,9 @@
 mesh (`check_honest_error`), and how tight each level's stored error is to the measured distance,
 one way and both ways (`error_tightness`).
 
-Distances are the builder's own, exact (`preprocess.grid.max_distance_to_mesh`: the nearest
-of the original's triangles to each sample point, through a hash grid).
+Distances are the builder's own, exact (`preprocess.grid`: the nearest of the original's
+triangles to each sample point, through a hash grid; each cluster's largest exact, the search
+for a point nearer than it stopping early: `mesh_maxima`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from preprocess.cut import level_cut
-from preprocess.grid import max_distance_to_mesh, mesh_distances
+from preprocess.grid import max_distance_to_mesh, mesh_maxima
 from preprocess.lod import LodDag
 from preprocess.verify.common import (
     MAX_REPORTED,
@@ -182,9 +183,9 @@ def _measured_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int, 
     that distance (k, 3) float64, the number of points measured)."""
     original = np.asarray(dag.mesh.position_triangles, np.int32)
     if distance is None:
-        measure = mesh_distances(dag.mesh.positions, original)  # its grid built once
+        measure = mesh_maxima(dag.mesh.positions, original)  # its grid built once
     else:
-        def measure(points: np.ndarray) -> np.ndarray:
+        def measure(points: np.ndarray, owner: np.ndarray, groups: int) -> np.ndarray:
             return np.asarray(distance(points, dag.mesh.positions, original), np.float64)
     rng = np.random.default_rng(rng_seed)
     off = np.asarray(dag.cluster_tri_offset, np.int64)
@@ -213,7 +214,7 @@ def _batch_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int,
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`_measured_distances` of some clusters: (points (p, 3), the index in `cut` of each
     point's cluster, their distances)."""
-    pos = np.asarray(dag.mesh.positions, np.float64)
+    pos = np.asarray(dag.mesh.positions)  # float32: corners are made float64 a batch at a time
     off = np.asarray(dag.cluster_tri_offset, np.int64)
     rows = triangle_index(dag, cut)
     counts = off[cut + 1] - off[cut]
@@ -241,9 +242,10 @@ def _batch_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int,
     vkeys = np.unique(np.repeat(owner, 3) * len(pos) + ptri.reshape(-1))
     points = np.concatenate([samples, pos[vkeys % len(pos)]])
     point_owner = np.concatenate([sample_owner, vkeys // len(pos)])
-    measured = measure(points)
+    measured = measure(points, point_owner, len(cut))
     if refine > 0 and len(samples):
-        # each cluster's `refine` farthest samples, by a sort on (cluster, -distance)
+        # each cluster's `refine` farthest samples, by a sort on (cluster, -distance) (the
+        # distances of `grid.mesh_maxima`: exact for the farthest, bounds below it for the rest)
         near = measured[: len(samples)]
         order = np.lexsort((-near, sample_owner))
         start = np.searchsorted(sample_owner[order], np.arange(len(cut)))
@@ -254,5 +256,6 @@ def _batch_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int,
         grid = np.einsum("gk,tkd->tgd", g, pos[ptri[tris]]).reshape(-1, 3)
         points = np.concatenate([points, grid])
         point_owner = np.concatenate([point_owner, np.repeat(owner[tris], len(g))])
-        measured = np.concatenate([measured, measure(grid)])
+        measured = np.concatenate([measured, measure(grid, np.repeat(owner[tris], len(g)),
+                                                     len(cut))])
     return points, point_owner, measured
