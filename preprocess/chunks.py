@@ -38,6 +38,7 @@ import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba as nb
 import numpy as np
 
+from preprocess.cluster import kd_split, triangle_centroids
 from preprocess.config import BuildConfig
 from preprocess.dag import (
     DagPart,
@@ -63,74 +64,52 @@ def chunk_count(triangles: int, chunk_triangles: int = CHUNK_TRIANGLES) -> int:
     return max(1, -(-triangles // chunk_triangles))
 
 
-@nb.njit(cache=True, nogil=True)
-def _centroids(positions: np.ndarray, tri: np.ndarray, wpos: np.ndarray) -> np.ndarray:
-    out = np.empty((tri.shape[0], 3), np.float32)
-    for t in range(tri.shape[0]):
-        for a in range(3):
-            s = 0.0
-            for c in range(3):
-                s += positions[wpos[tri[t, c]], a]
-            out[t, a] = s / 3.0
-    return out
-
-
-def split(mesh: Mesh, chunks: int) -> np.ndarray:
-    """(m,) int32: the chunk of each triangle: a k-d split of the triangle centroids, each cell
-    cut across its longest axis at the count that gives its halves' chunks equal shares."""
+def split(mesh: Mesh, chunks: int) -> tuple[np.ndarray, np.ndarray]:
+    """The triangles in `chunks` spatial cells of nearly equal counts: (triangle ids (m,) int32,
+    cell offsets (chunks + 1,) int64), each cell's ids ascending. A k-d split of the triangle
+    centroids (`cluster.kd_split`, level 0's): each cell cut across its longest axis at the
+    count that gives its halves' chunks equal shares."""
     m = mesh.triangle_count
-    chunk_of = np.zeros(m, np.int32)
-    if chunks <= 1 or m == 0:
-        return chunk_of
-    cent = _centroids(np.ascontiguousarray(mesh.positions, np.float32),
-                      np.ascontiguousarray(mesh.triangles, np.int32),
-                      np.ascontiguousarray(mesh.wedge_position, np.int32))
-    cells = [(np.arange(m, dtype=np.int64), 0, chunks)]
-    while cells:
-        ids, first, k = cells.pop()
-        if k == 1 or len(ids) == 0:
-            chunk_of[ids] = first
-            continue
-        c = cent[ids]
-        axis = int(np.argmax(c.max(axis=0) - c.min(axis=0)))
-        left = k // 2
-        cut = len(ids) * left // k
-        order = np.argpartition(c[:, axis], cut) if 0 < cut < len(ids) else np.arange(len(ids))
-        cells.append((ids[order[:cut]], first, left))
-        cells.append((ids[order[cut:]], first + left, k - left))
-    return chunk_of
+    tri = np.ascontiguousarray(mesh.triangles, np.int32)
+    perm = np.arange(m, dtype=np.int32)
+    offsets = np.zeros(chunks + 1, np.int64)
+    offsets[-1] = m
+    if chunks > 1 and m:
+        cs = np.ascontiguousarray(triangle_centroids(
+            np.ascontiguousarray(mesh.positions, np.float32),
+            np.ascontiguousarray(mesh.wedge_position, np.int32), tri).T)
+        cells = [(0, m, 0, chunks)]
+        while cells:
+            lo, hi, first, k = cells.pop()
+            if k == 1:
+                continue
+            left = k // 2
+            cut = lo + (hi - lo) * left // k
+            if lo < cut < hi:
+                kd_split(cs, perm, lo, hi, cut)
+            offsets[first + left] = cut
+            cells += [(lo, cut, first, left), (cut, hi, first + left, k - left)]
+        del cs
+        for c in range(chunks):
+            perm[offsets[c]:offsets[c + 1]].sort()  # the mesh's order: reads in sequence
+    return perm, offsets
 
 
 @nb.njit(cache=True, nogil=True)
-def chunk_border(tri: np.ndarray, wpos: np.ndarray, chunk_of: np.ndarray, n: int) -> np.ndarray:
-    """(n,) bool: the positions used by triangles of more than one chunk."""
+def chunk_border(tri: np.ndarray, wpos: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
+                 n: int) -> np.ndarray:
+    """(n,) bool: the positions used by triangles of more than one chunk (`split`'s)."""
     first = np.full(n, -1, np.int32)
     border = np.zeros(n, np.bool_)
-    for t in range(tri.shape[0]):
-        c = chunk_of[t]
-        for k in range(3):
-            p = wpos[tri[t, k]]
-            if first[p] < 0:
-                first[p] = c
-            elif first[p] != c:
-                border[p] = True
+    for c in range(offsets.shape[0] - 1):
+        for i in range(offsets[c], offsets[c + 1]):
+            for k in range(3):
+                p = wpos[tri[ids[i], k]]
+                if first[p] < 0:
+                    first[p] = c
+                elif first[p] != c:
+                    border[p] = True
     return border
-
-
-@nb.njit(cache=True, nogil=True)
-def _chunk_order(chunk_of: np.ndarray, chunks: int) -> tuple[np.ndarray, np.ndarray]:
-    """The triangles chunk after chunk (a counting sort): (ids, chunk offsets)."""
-    off = np.zeros(chunks + 1, np.int64)
-    for t in range(chunk_of.shape[0]):
-        off[chunk_of[t] + 1] += 1
-    for c in range(chunks):
-        off[c + 1] += off[c]
-    fill = off[:chunks].copy()
-    ids = np.empty(chunk_of.shape[0], np.int64)
-    for t in range(chunk_of.shape[0]):
-        ids[fill[chunk_of[t]]] = t
-        fill[chunk_of[t]] += 1
-    return ids, off
 
 
 @nb.njit(cache=True, nogil=True)
@@ -211,10 +190,8 @@ def chunk_inputs(mesh: Mesh, chunks: int) -> Iterator[Chunk]:
     """The chunks of a mesh (`split`), made one at a time as they are asked for."""
     tri = np.ascontiguousarray(mesh.triangles, np.int32)
     wpos = np.ascontiguousarray(mesh.wedge_position, np.int32)
-    chunk_of = split(mesh, chunks)
-    border = chunk_border(tri, wpos, chunk_of, len(mesh.positions))
-    ids, off = _chunk_order(chunk_of, chunks)
-    del chunk_of
+    ids, off = split(mesh, chunks)
+    border = chunk_border(tri, wpos, ids, off, len(mesh.positions))
     attrs = mesh.wedge_attributes()
     wslot = np.full(len(wpos), -1, np.int32)
     pslot = np.full(len(mesh.positions), -1, np.int32)

@@ -77,7 +77,7 @@ def _count_wedges(tris: np.ndarray, perm: np.ndarray, lo: int, hi: int, stamp: n
 
 
 @nb.njit(cache=True, nogil=True)
-def _kd_split(cs: np.ndarray, perm: np.ndarray, lo: int, hi: int, cut: int) -> None:
+def kd_split(cs: np.ndarray, perm: np.ndarray, lo: int, hi: int, cut: int) -> None:
     """Partition perm[lo:hi] (and cs) at cut along the longest axis of the centroid box."""
     extent = np.empty(3)
     for a in range(3):
@@ -134,7 +134,7 @@ def _kd_range(cs: np.ndarray, tris: np.ndarray, perm: np.ndarray, lo: int, hi: i
             cut = lo_ + s // 2
         else:
             cut = _top_cut(lo_, hi_, max_triangles)
-        _kd_split(cs, perm, lo_, hi_, cut)
+        kd_split(cs, perm, lo_, hi_, cut)
         stack[top, 0] = cut
         stack[top, 1] = hi_
         stack[top + 1, 0] = lo_
@@ -167,7 +167,7 @@ def _kd_clusters_2(centroids: np.ndarray, tris: np.ndarray, wedge_count: int,
     perm = np.arange(m).astype(np.int32)
     cs = np.ascontiguousarray(centroids.T)  # (3, m), permuted along with perm
     cut = int(_top_cut(0, m, max_triangles))
-    _kd_split(cs, perm, 0, m, cut)
+    kd_split(cs, perm, 0, m, cut)
     with ThreadPoolExecutor(max_workers=2) as pool:
         sides = [pool.submit(_kd_range, cs, tris, perm, a, b,
                              np.full(wedge_count, -1, np.int64), max_triangles, max_vertices)

@@ -4,7 +4,7 @@ more than a band), then preprocessed by the `preprocess` command as a user runs 
 
 For each size: the file's bytes, the wall time of the command, the load and build seconds from
 the file's meta (and the load's steps), the command's peak resident memory (its own, from the
-kernel: getrusage of the child) in GB and in bytes a triangle, and the build's seconds per
+kernel: wait4's rusage of the child) in GB and in bytes a triangle, and the build's seconds per
 million triangles. ``--verify`` runs the build's checks (`preprocess --verify`); ``--runs N``
 takes the median of N commands (the numba caches warmed by a small build first).
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -82,16 +81,17 @@ def run_command(source: Path, out: Path, verify: bool, chunks: int | None = None
         args.append("--verify")
     if chunks is not None:
         args += ["--chunks", str(chunks)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t = time.perf_counter()
-    done = subprocess.run(args, capture_output=True, text=True)
-    wall = time.perf_counter() - t
-    if done.returncode != 0:
-        raise SystemExit(f"preprocess failed ({done.returncode}): {done.stderr.strip()}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if peak <= before:
-        print("  (peak memory not above an earlier child's: read it from /usr/bin/time -v)",
-              file=sys.stderr)
+    with tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not all children's
+        wall = time.perf_counter() - t
+        code = os.waitstatus_to_exitcode(status)
+        child.returncode = code
+        if code != 0:
+            err.seek(0)
+            raise SystemExit(f"preprocess failed ({code}): {err.read().strip()}")
+    peak = usage.ru_maxrss
     from preprocess.tess import TessFile
 
     with TessFile(out) as tess:

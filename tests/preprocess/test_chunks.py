@@ -45,7 +45,12 @@ def terrain() -> Mesh:
 
 def test_the_split_is_balanced_and_the_border_is_the_shared_positions():
     mesh = bumpy_sphere(4)
-    chunk_of = split(mesh, 5)
+    ids, offsets = split(mesh, 5)
+    assert np.array_equal(np.sort(ids), np.arange(mesh.triangle_count))
+    chunk_of = np.empty(mesh.triangle_count, np.int64)
+    for c in range(5):
+        assert (np.diff(ids[offsets[c]:offsets[c + 1]]) > 0).all()  # each chunk ascending
+        chunk_of[ids[offsets[c]:offsets[c + 1]]] = c
     counts = np.bincount(chunk_of, minlength=5)
     assert counts.sum() == mesh.triangle_count and np.ptp(counts) <= 1, counts
     ptri = mesh.wedge_position[mesh.triangles]
@@ -59,7 +64,7 @@ def test_the_split_is_balanced_and_the_border_is_the_shared_positions():
     brute = np.zeros(mesh.vertex_count, bool)
     for p in range(mesh.vertex_count):
         brute[p] = sum(p in u for u in used) > 1
-    border = chunk_border(mesh.triangles, mesh.wedge_position, chunk_of, mesh.vertex_count)
+    border = chunk_border(mesh.triangles, mesh.wedge_position, ids, offsets, mesh.vertex_count)
     assert np.array_equal(border, brute) and border.any()
 
 
