@@ -182,15 +182,15 @@ def compile_seconds(modules: dict[str, float]) -> float:
 
 
 # The peak memory of a whole `preprocess` command a triangle of the input (the loaded mesh, the
-# DAG's triangles and wedges, the original's adjacency, the encoded vertices), and what --verify
-# adds (its hash grid of the original, 176 bytes a triangle, and each cut's corners), measured on
-# generated scans of 20M triangles (BENCHMARKS "Scans at photogrammetry scale", session 41), a
-# little over
+# DAG's triangles and wedges, the original's adjacency, the encoded vertices), measured on
+# generated scans of 20M triangles (BENCHMARKS "Scans at photogrammetry scale"), a little over:
+# a whole build's (176 measured), a chunked one's (`preprocess.chunks`: the mesh, the assembled
+# result and one chunk's build: 172 at 20M, ~0.9 GB of it one chunk's, so less a triangle on a
+# bigger mesh), and the peak while --verify checks what the build left (the mesh, the DAG, the
+# pages) with its lean grid of the original (72) and each cut's corners
 BUILD_BYTES_PER_TRIANGLE = 200
-VERIFY_BYTES_PER_TRIANGLE = 300
-# the chunked build's (`preprocess.chunks`): the mesh, the assembled DAG and encoded vertices,
-# one chunk's build
 CHUNKED_BYTES_PER_TRIANGLE = 150
+VERIFIED_BYTES_PER_TRIANGLE = 200
 # below this many triangles nothing is checked (the interpreter, numba and the imports are most
 # of a small build's memory)
 MEMORY_CHECK_TRIANGLES = 1_000_000
@@ -237,9 +237,15 @@ def plan_chunks(name: str, triangles: int, verify: bool, limit: int | None,
                     f"you know it fits")
 
 
-def _need(triangles: int, verify: bool, chunks: int) -> int:
+def bytes_per_triangle(chunks: int, verify: bool) -> int:
+    """The measured peak of a build in `chunks` chunks (1: whole), verified or not, a triangle
+    (the verify comes after the build's peak: the larger of the two counts)."""
     per = BUILD_BYTES_PER_TRIANGLE if chunks <= 1 else CHUNKED_BYTES_PER_TRIANGLE
-    return (per + (VERIFY_BYTES_PER_TRIANGLE if verify else 0)) * triangles
+    return max(per, VERIFIED_BYTES_PER_TRIANGLE if verify else 0)
+
+
+def _need(triangles: int, verify: bool, chunks: int) -> int:
+    return bytes_per_triangle(chunks, verify) * triangles
 
 
 def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,

@@ -174,10 +174,14 @@ def build_triangle_grid(positions, pt):
         G[t, 14] = d11
         # a (nearly) degenerate triangle takes the edge path
         G[t, 15] = 1.0 / det if det > 1.0e-12 * d00 * d11 and ln > 0.0 else 0.0
-    gp, boff, btri = _buckets(G, lo, hi, area)
+    gp, boff, btri = _buckets(G, lo, hi, area, 1.0, np.int64)
     return G, gp, boff, btri
 
 
+# `build_lean_grid`'s cells are this many times the usual side: a triangle is listed in ~2 cells,
+# not ~6 (a 20M-triangle scan's bucket lists took 77 bytes a triangle); its queries start at a
+# hint, so bigger buckets cost them little
+LEAN_CELLS = 2.0
 # `build_lean_grid`'s second grid has cells this many times the first's: a point farther from
 # the mesh than FAR_CELLS / 2 fine cells is searched on it (an exact search visits every cell
 # within the distance: a coarse level's point 20 cells away visited ~30,000 fine cells, ~40
@@ -188,7 +192,8 @@ FAR_CELLS = 8.0
 @_jit
 def build_lean_grid(positions, pt):
     """`build_triangle_grid` with lean records (`_LEAN_SIZE`): the same buckets and answers,
-    a fifth of the memory, each test a little dearer; and a second grid of FAR_CELLS times
+    a fifth of the memory, each test a little dearer, cells LEAN_CELLS times the side and int32
+    bucket offsets (a mesh of up to 2^31 / 12 triangles); and a second grid of FAR_CELLS times
     the cell side for far points (`nearest_lean`). Returns (G, gp, boff, btri, gp2, boff2,
     btri2)."""
     m = pt.shape[0]
@@ -213,15 +218,16 @@ def build_lean_grid(positions, pt):
         ny = e0z * e1x - e0x * e1z
         nz = e0x * e1y - e0y * e1x
         area += 0.5 * np.sqrt(nx * nx + ny * ny + nz * nz)
-    gp, boff, btri = _buckets(G, lo, hi, area)
-    gp2, boff2, btri2 = _buckets(G, lo, hi, area, FAR_CELLS)
+    gp, boff, btri = _buckets(G, lo, hi, area, LEAN_CELLS, np.int32)
+    gp2, boff2, btri2 = _buckets(G, lo, hi, area, LEAN_CELLS * FAR_CELLS, np.int32)
     return G, gp, boff, btri, gp2, boff2, btri2
 
 
 @_jit
-def _buckets(G, lo, hi, area, scale=1.0):
+def _buckets(G, lo, hi, area, scale, offset_type):
     """The grid over G's triangles (boxes lo..hi, total area): (gp, boff, btri) as
-    `build_triangle_grid` returns them; scale: its cells this many times the usual side."""
+    `build_triangle_grid` returns them; scale: its cells this many times the usual side;
+    offset_type: boff's (int32 where the entries are known to fit)."""
     m = G.shape[0]
     gp = np.zeros(8, np.float64)
     gp[3] = 1.0
@@ -229,7 +235,7 @@ def _buckets(G, lo, hi, area, scale=1.0):
     gp[5] = 1.0
     gp[6] = 1.0
     if m == 0:
-        return gp, np.zeros(2, np.int64), np.zeros(0, np.int32)
+        return gp, np.zeros(2, offset_type), np.zeros(0, np.int32)
     ext = 0.0
     for j in range(3):
         gp[j] = lo[j]
@@ -258,7 +264,7 @@ def _buckets(G, lo, hi, area, scale=1.0):
     while size < entries:
         size *= 2
     mask = size - 1
-    boff = np.zeros(size + 1, np.int64)
+    boff = np.zeros(size + 1, offset_type)
     for t in range(m):
         x0 = int((_box_lo(G, t, 0) - lo[0]) * inv)
         y0 = int((_box_lo(G, t, 1) - lo[1]) * inv)
@@ -497,6 +503,8 @@ def mesh_maxima(positions: np.ndarray, pos_triangles: np.ndarray
     built once, the points shared among threads. positions: float32 (or exactly so)."""
     pos = np.ascontiguousarray(positions, dtype=np.float32).reshape(-1, 3)
     tri = np.ascontiguousarray(pos_triangles, dtype=np.int32).reshape(-1, 3)
+    if 12 * len(tri) + 64 >= 2**31:  # the lean grid's int32 bucket offsets
+        raise ValueError(f"{len(tri):,} triangles: at most {(2**31 - 65) // 12:,} for a lean grid")
     grid = build_lean_grid(pos, tri)  # float32 corners: the positions exactly
 
     def measure(points: np.ndarray, owner: np.ndarray, groups: int) -> np.ndarray:

@@ -153,8 +153,7 @@ def test_a_mesh_that_needs_more_memory_is_refused_once_loaded(verify, tmp_path, 
     monkeypatch.setattr(preprocess.build, "MEMORY_CHECK_TRIANGLES", 100)
     monkeypatch.setattr(preprocess.build, "build_asset", _never_build)
     out = tmp_path / "x.tess"
-    need = preprocess.build.BUILD_BYTES_PER_TRIANGLE + (
-        preprocess.build.VERIFY_BYTES_PER_TRIANGLE if verify else 0)
+    need = preprocess.build.bytes_per_triangle(1, verify)  # a small mesh: one chunk
     args = [*SMALL, "-o", str(out), "-q", "--memory", "0.000001"] + (["--verify"] * verify)
     assert preprocess_cli.main(args) == 2
     line = _one_error(capsys.readouterr().err)
