@@ -11,9 +11,9 @@ How (the DAG's own rule, one level up):
    centroids across the longest axis); `chunk_border`: the positions used by more than one chunk.
 2. `build_chunk` (`preprocess.dag`), for each chunk's sub-mesh (`chunk_inputs`): level 0 and the
    levels above it with its border held at every level, so that whatever each chunk does, their
-   surfaces still meet; up to where the chunk is one group or no group shrinks. The clusters
-   left (the chunk's *top*: its coarse interior and the fine strip along its border) are in no
-   group yet. Errors are measured against the chunk's own triangles, never nearer than the
+   surfaces still meet; `dag.CHUNK_LEVELS` (4) levels at most, fewer where the chunk is one
+   group or no group shrinks. The clusters left (the chunk's *top*: its interior at level 4,
+   the full-detail fans of its border positions) are in no group yet. Errors are measured against the chunk's own triangles, never nearer than the
    whole original's.
 3. `build_top`: the tops of all chunks as one mesh over the original's positions, grouped across
    the chunk borders and simplified level by level to one root, measured against the whole
@@ -23,10 +23,11 @@ How (the DAG's own rule, one level up):
    chunk's clusters as they come.
 
 The result has every invariant of a whole build (`preprocess.verify`): level 0 the original
-triangles, crack-free cuts, honest and monotonic errors, one root. What it costs: the strip
-along each border stays at full detail until the levels above the chunks (a few more triangles
-drawn near chunk borders at middle distances), measured in BENCHMARKS.md ("Scans at
-photogrammetry scale").
+triangles, crack-free cuts, honest and monotonic errors, one root. What it costs: the fans of
+the border positions stay at full detail until the levels above the chunks (more triangles
+drawn near chunk borders while the chunks' interiors are drawn at levels 0-4), and those levels
+are built here, on one machine (a sixteenth of the triangles and the borders' fans); measured
+in BENCHMARKS.md ("Scans at photogrammetry scale").
 """
 
 from __future__ import annotations

@@ -70,6 +70,11 @@ KEEP_TRIES = 4
 # surface that no hold kept (an ear at 40 triangles): it is not taken, the level below it is the
 # root. Far copies draw a few more triangles; no level stores an error its surface does not show
 LOSS_RATIO = 1.1
+# a chunk's levels (`build_chunk`) stop at this one at the latest: its border stays at full
+# detail until the levels above the chunks, which a cut keeps while the chunk's interior is
+# finer than the first of those; built to one group, chunks drew 68x the triangles of a whole
+# build from far (the border's fans under a group of the chunk's coarsest error), 4 levels ...
+CHUNK_LEVELS = 4
 # a whole level's measure of every original position (`farthest_by_cluster`) is split into
 # ranges of level-0 clusters holding at least this many positions, one a worker (the coarse
 # levels are single groups: the other cores are idle there)
@@ -861,18 +866,20 @@ class _Levels:
         self.report("simplify", min(self.done, self.work), self.work)
 
     def run(self, pending: np.ndarray, level: int, coarsest: int,
-            border: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+            border: np.ndarray | None = None, last: int | None = None
+            ) -> tuple[np.ndarray, int]:
         """Group, simplify and re-split level after level while that shrinks the level; returns
         (the clusters left, the level they make). border: positions held at every level (a
         chunk's border with the others): it stops where its level is one group (that group's
-        simplification wants its neighbours', in the levels above the chunks)."""
+        simplification wants its neighbours', in the levels above the chunks). last: the level
+        it stops at, at the latest."""
         b, cfg = self.b, self.b.config
         # seams and creases are crossed only where needed: by a group some of whose clusters
         # already failed to shrink without crossing, while the level holds more than the
         # coarsest level's target
         stuck: set[int] = set()
         permissive_round = False
-        while len(pending) > 1:
+        while len(pending) > 1 and (last is None or level < last):
             first = b.level.n
             over = int(b.cluster_sizes(pending).sum()) > coarsest
             members, locked = group_level(b.store.view, b.tri_off.view, pending, b.wpos,
@@ -967,13 +974,14 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
 
 
 def build_chunk(mesh: Mesh, border: np.ndarray, config: BuildConfig, coarsest: int, *,
-                progress: Progress | None = None) -> DagPart:
+                last_level: int | None = None, progress: Progress | None = None) -> DagPart:
     """The levels of one chunk of a mesh (`preprocess.chunks`) with the positions it shares
-    with other chunks (border (n,) bool) held at every level, up to where no group shrinks: its
-    `top` clusters are left for `build_top`, which no group of the chunk holds. coarsest: the
-    triangles of the chunk's share of the coarsest level, below which seams and creases are not
-    crossed. Errors as `build_dag`'s, against the chunk's own triangles (never nearer than the
-    whole original's)."""
+    with other chunks (border (n,) bool) held at every level, up to level `last_level` (None:
+    CHUNK_LEVELS; or up
+    to where no group shrinks, or the chunk is one group): its `top` clusters are left for
+    `build_top`, which no group of the chunk holds. coarsest: the triangles of the chunk's share
+    of the coarsest level, below which seams and creases are not crossed. Errors as
+    `build_dag`'s, against the chunk's own triangles (never nearer than the whole original's)."""
     report = progress or (lambda stage, done, total: None)
     threads = config.threads or os.cpu_count() or 1
     _share_arenas(threads)
@@ -982,7 +990,8 @@ def build_chunk(mesh: Mesh, border: np.ndarray, config: BuildConfig, coarsest: i
         b = _Builder(mesh, config, pool, threads)
         pending = _level_zero(b, mesh, skip)
         levels = _Levels(b, report, skip, 2 * mesh.triangle_count)
-        pending, _ = levels.run(pending, 0, coarsest, np.ascontiguousarray(border, np.bool_))
+        pending, _ = levels.run(pending, 0, coarsest, np.ascontiguousarray(border, np.bool_),
+                                CHUNK_LEVELS if last_level is None else last_level)
         return b.part(pending)
 
 

@@ -35,6 +35,8 @@ def main() -> None:
     ap.add_argument("--taus", type=float, nargs="+", default=list(quality.TAUS))
     ap.add_argument("--no-verify", action="store_true", help="skip preprocess --verify")
     ap.add_argument("--dir", type=Path, default=None, help="where the files go (kept)")
+    ap.add_argument("--images", type=Path, default=None,
+                    help="a side-by-side PNG per view and build in this folder")
     args = ap.parse_args()
     work = args.dir or Path(tempfile.mkdtemp(prefix="chunked-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -49,8 +51,9 @@ def main() -> None:
         print(json.dumps({"chunks": chunks, "build_s": round(build, 2),
                           "peak_gb": round(built["peak_gb"], 2),
                           "verified": not args.no_verify}), flush=True)
+        images = None if args.images is None else args.images / f"chunks-{chunks}"
         rows[chunks] = [r for r in quality.measure_quality(out, quality.VIEWS, args.taus,
-                                                             args.size)
+                                                             args.size, images=images)
                         if r["tau"] is not None]
     print(f"{'view':>5} {'tau':>4} {'chunks':>6} {'tri/px':>8} {'whole':>8} {'ratio':>6} "
           f"{'PSNR':>7} {'whole':>7} {'diff dB':>7}")
@@ -60,7 +63,25 @@ def main() -> None:
             print(f"{whole['view']:>5} {whole['tau']:>4g} {chunks:>6} {part['tri_per_px']:8.3f} "
                   f"{whole['tri_per_px']:8.3f} {ratio:6.3f} {part['psnr']:7.2f} "
                   f"{whole['psnr']:7.2f} {part['psnr'] - whole['psnr']:+7.2f}")
+    # pooled over the views per tau, as the quality suite pools them: all triangles over all
+    # covered pixels, the PSNR of all squared errors
+    print(f"{'all':>5} {'tau':>4} {'chunks':>6} {'tri/px':>8} {'whole':>8} {'ratio':>6} "
+          f"{'PSNR':>7} {'whole':>7} {'ratio':>7}")
+    for chunks in args.chunks:
+        for tau in args.taus:
+            a, b = (_pooled([r for r in rows[c] if r["tau"] == tau]) for c in (chunks, 1))
+            print(f"{'all':>5} {tau:>4g} {chunks:>6} {a[0]:8.3f} {b[0]:8.3f} {a[0] / b[0]:6.3f} "
+                  f"{a[1]:7.2f} {b[1]:7.2f} {a[1] / b[1]:7.3f}")
     print(f"files in {work}")
+
+
+def _pooled(rows: list[dict]) -> tuple[float, float]:
+    """(triangles per covered pixel, PSNR) of rows pooled."""
+    from renderer.bench.quality import psnr_from
+
+    pixels = sum(r["triangles"] / max(r["tri_per_px"], 1e-12) for r in rows)
+    return (sum(r["triangles"] for r in rows) / pixels,
+            psnr_from(sum(r["sse"] for r in rows), sum(r["psnr_samples"] for r in rows)))
 
 
 if __name__ == "__main__":
