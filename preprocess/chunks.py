@@ -13,8 +13,8 @@ How (the DAG's own rule, one level up):
    levels above it with its border held at every level, so that whatever each chunk does, their
    surfaces still meet; `dag.CHUNK_LEVELS` (4) levels at most, fewer where the chunk is one
    group or no group shrinks. The clusters left (the chunk's *top*: its interior at level 4,
-   the full-detail fans of its border positions) are in no group yet. Errors are measured against the chunk's own triangles, never nearer than the
-   whole original's.
+   the full-detail fans of its border positions) are in no group yet. Errors are measured
+   against the chunk's own triangles, never nearer than the whole original's.
 3. `build_top`: the tops of all chunks as one mesh over the original's positions, grouped across
    the chunk borders and simplified level by level to one root, measured against the whole
    original as a whole build measures (its surface walked; at a whole level every position).

@@ -139,6 +139,25 @@ def test_level0_must_be_the_original(dag: LodDag) -> None:
         check_dag(dag)
 
 
+def test_level0_must_hold_the_original_triangles_as_oriented(dag: LodDag,
+                                                              monkeypatch) -> None:
+    # the same count, one triangle flipped: the multiset hashes differ, and the sorted rows
+    # name it (or, past EXACT_LEVEL0_TRIANGLES, only say so)
+    import preprocess.verify.structure as structure
+
+    check_dag(dag)  # rotated rows are the same triangle
+    dag.mesh.triangles = np.roll(dag.mesh.triangles, 1, axis=1)
+    check_dag(dag)
+    dag.mesh.triangles[5] = dag.mesh.triangles[5, ::-1]
+    with pytest.raises(VerifyError, match=r"level 0 triangles differ from the original mesh's: "
+                                          r"sorted row \d+ is \[.*\] at level 0 but"):
+        check_dag(dag)
+    monkeypatch.setattr(structure, "EXACT_LEVEL0_TRIANGLES", 10)
+    with pytest.raises(VerifyError, match=r"level 0 triangles differ from the original mesh's "
+                                          r"\(wedge ids, orientation kept\)"):
+        check_dag(dag)
+
+
 def test_root_group_mismatch(dag: LodDag) -> None:
     dag.root_group = 2
     with pytest.raises(VerifyError, match="generated from the root group 2"):
