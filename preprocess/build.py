@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,13 +70,13 @@ class BuildResult:
 def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
                 progress: Progress | None = None, seconds: dict | None = None,
                 texture_set: TextureSet | None = None, chunks: int = 1,
-                ray: str | None = None) -> tuple[LodDag, Bvh, PackedAsset]:
+                runner: Callable | None = None) -> tuple[LodDag, Bvh, PackedAsset]:
     """Mesh -> (DAG, BVH, packed pages); stage times go into `seconds` if given; `texture_set`:
     the scene's textures, which the mesh's materials index (`pack_asset`). A mesh whose
     up axis is not Y (`config.up`) is turned Y-up first (`preprocess.up_axis.to_y_up`): the
     DAG and everything after see the rotated mesh; `mesh` itself is not modified. chunks > 1:
-    the DAG built chunk by chunk (`preprocess.chunks`), the chunks as tasks on the Ray cluster
-    at `ray` where given (`preprocess.chunks_ray`)."""
+    the DAG built chunk by chunk (`preprocess.chunks`), by `runner` where given
+    (`chunks.ChunkRunner`: `preprocess.chunks_ray.ray_runner`, the chunks as Ray tasks)."""
     cfg = config or BuildConfig()
     mesh = to_y_up(mesh, cfg.up)
     sec = seconds if seconds is not None else {}
@@ -94,11 +95,6 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
         if chunks > 1:
             from preprocess.chunks import build_chunked
 
-            runner = None
-            if ray is not None:
-                from preprocess.chunks_ray import ray_runner
-
-                runner = ray_runner(ray)
             dag = build_chunked(mesh, chunks, cfg, progress=timed, on_clusters=encoder.add,
                                 runner=runner)
         else:
@@ -257,7 +253,7 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
                texture_set: TextureSet | None = None,
                source_key: str | None = None,
                memory: tuple[int, bool] | None = None, chunks: int | None = None,
-               ray: str | None = None) -> BuildResult:
+               runner: Callable | None = None) -> BuildResult:
     """Load (unless given a Mesh), build, verify if asked, and write a `.tess` file atomically.
     `config.up` turns the mesh Y-up (`build_asset`); a glTF file with an up axis other than Y,
     its specification's, gives a `MeshWarning` and is rotated all the same.
@@ -276,8 +272,8 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     memory: (bytes, given by the user) the build may use: a mesh that needs more for a whole
     build by the measured figures is built in chunks (`preprocess.chunks`), and one that needs
     more even so is refused once loaded (`plan_chunks`); None checks nothing. chunks: build in
-    this many chunks (1: whole) whatever the memory; ray: the chunks as tasks on the Ray cluster
-    at this address (`preprocess.chunks_ray`)."""
+    this many chunks (1: whole) whatever the memory; runner: who builds the chunks
+    (`build_asset`)."""
     from preprocess.load import load_mesh
 
     seconds: dict[str, float] = {}
@@ -296,7 +292,7 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     limit, given = memory if memory is not None else (None, False)
     chunks = plan_chunks(mesh.name, mesh.triangle_count, verify, limit, given, chunks)
     dag, bvh, packed = build_asset(mesh, cfg, progress=progress, seconds=seconds,
-                                   texture_set=texture_set, chunks=chunks, ray=ray)
+                                   texture_set=texture_set, chunks=chunks, runner=runner)
     report = progress or (lambda stage, done, total: None)
     verified = None
     if verify:

@@ -45,7 +45,7 @@ from preprocess.dag import (
     DagPart,
     Given,
     Progress,
-    _Rows,
+    Rows,
     build_chunk,
     build_top,
     coarsest_target,
@@ -218,25 +218,25 @@ class _Assembly:
         m = mesh.triangle_count
         attrs = np.ascontiguousarray(mesh.wedge_attributes(), np.float32)
         self.mesh = mesh
-        self.wpos = _Rows((), np.int32, len(mesh.wedge_position) + 1024)
+        self.wpos = Rows((), np.int32, len(mesh.wedge_position) + 1024)
         self.wpos.extend(np.asarray(mesh.wedge_position, np.int32))
-        self.attrs = _Rows((attrs.shape[1],), np.float32, len(attrs) + 1024)
+        self.attrs = Rows((attrs.shape[1],), np.float32, len(attrs) + 1024)
         self.attrs.extend(attrs)
         del attrs
         # about 2m triangles and m / 55 clusters in all: reserved at 3m and m / 32 so that they
         # never grow (a copy, both held; pages never written cost no memory)
-        self.store = _Rows((3,), np.int32, 3 * m + 1024)
-        self.tri_off = _Rows((), np.int64, m // 32 + 64)
+        self.store = Rows((3,), np.int32, 3 * m + 1024)
+        self.tri_off = Rows((), np.int64, m // 32 + 64)
         self.tri_off.extend([0])
         names = (("level", (), np.int32), ("group", (), np.int32), ("source", (), np.int32),
                  ("bounds", (4,), np.float32), ("self_sphere", (4,), np.float32),
                  ("self_error", (), np.float64), ("geo_error", (), np.float64))
-        self.rows = {name: _Rows(tail, dtype, m // 32 + 64) for name, tail, dtype in names}
-        self.members = _Rows((), np.int32, m // 32 + 64)
-        self.goff = _Rows((), np.int64)
+        self.rows = {name: Rows(tail, dtype, m // 32 + 64) for name, tail, dtype in names}
+        self.members = Rows((), np.int32, m // 32 + 64)
+        self.goff = Rows((), np.int64)
         self.goff.extend([0])
-        self.group_rows = {"level": _Rows((), np.int32), "sphere": _Rows((4,), np.float32),
-                           "error": _Rows((), np.float64)}
+        self.group_rows = {"level": Rows((), np.int32), "sphere": Rows((4,), np.float32),
+                           "error": Rows((), np.float64)}
         self.top: list[np.ndarray] = []  # each chunk's top clusters (whole-DAG ids)
         self.top_witness: list[np.ndarray] = []  # the positions they carry (whole-mesh ids)
         self.top_witness_off: list[np.ndarray] = []

@@ -437,7 +437,7 @@ def _drop_small_pieces(pos: np.ndarray, tris: np.ndarray, local_wp: np.ndarray,
     return out
 
 
-class _Rows:
+class Rows:
     """A numpy array that grows along its first axis (capacity doubles: appends are amortized
     O(rows) and need no per-row Python objects)."""
 
@@ -520,9 +520,9 @@ class _Builder:
         self.positions = np.ascontiguousarray(mesh.positions, np.float32)
         # the wedges: the mesh's, then the fresh ones of coarse levels (prefiltered normals)
         attrs = np.ascontiguousarray(mesh.wedge_attributes(), np.float32)
-        self.wedge_rows = _Rows((), np.int32, 2 * len(mesh.wedge_position) + 1024)
+        self.wedge_rows = Rows((), np.int32, 2 * len(mesh.wedge_position) + 1024)
         self.wedge_rows.extend(np.asarray(mesh.wedge_position, np.int32))
-        self.attr_rows = _Rows((attrs.shape[1],), np.float32, 2 * len(attrs) + 1024)
+        self.attr_rows = Rows((attrs.shape[1],), np.float32, 2 * len(attrs) + 1024)
         self.attr_rows.extend(attrs)
         columns = mesh.attribute_columns()
         color, uv = columns.get("color"), columns.get("uv")
@@ -532,23 +532,23 @@ class _Builder:
         # every cluster's (t, 3) wedge ids: about 2m in all (each level about half the one below,
         # some more), 3m reserved so that it never grows (a copy at the end of the build, both
         # held at once; pages never written cost no memory)
-        self.store = _Rows((3,), np.int32, 3 * m + 1024)
-        self.tri_off = _Rows((), np.int64, m // 32 + 64)
+        self.store = Rows((3,), np.int32, 3 * m + 1024)
+        self.tri_off = Rows((), np.int64, m // 32 + 64)
         self.tri_off.extend([0])
-        self.level = _Rows((), np.int32)
-        self.source = _Rows((), np.int32)
-        self.self_sphere = _Rows((4,), np.float32)
-        self.self_error = _Rows((), np.float64)
+        self.level = Rows((), np.int32)
+        self.source = Rows((), np.int32)
+        self.self_sphere = Rows((4,), np.float32)
+        self.self_error = Rows((), np.float64)
         # the part of self_error that is distance (without the shading term): what the
         # input of the next level lies within, for the triangle inequality of its measurement
-        self.geo_error = _Rows((), np.float64)
-        self.bounds = _Rows((4,), np.float32)
+        self.geo_error = Rows((), np.float64)
+        self.bounds = Rows((4,), np.float32)
         # per cluster, original positions not on it that it answers for (`dropped_distance`):
         # rows witness_off[c]:witness_off[c + 1] of witness
-        self.witness = _Rows((), np.int32)
-        self.witness_off = _Rows((), np.int64, m // 32 + 64)
+        self.witness = Rows((), np.int32)
+        self.witness_off = Rows((), np.int64, m // 32 + 64)
         self.witness_off.extend([0])
-        self.group_of = _Rows((), np.int32)
+        self.group_of = Rows((), np.int32)
         self.groups: list[np.ndarray] = []  # member cluster ids
         self.group_level: list[int] = []
         self.group_sphere: list[np.ndarray] = []

@@ -559,11 +559,11 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
             stop.check()
             result = build_file(mesh, output, config, progress=progress, verify=args.verify,
                                 load_seconds=load_s, memory=_memory_limit(args),
-                                chunks=args.chunks, ray=args.ray)
+                                chunks=args.chunks, runner=_chunk_runner(args))
         else:
             result = build_file(source, output, config, progress=progress, verify=args.verify,
                                 texture=args.texture, memory=_memory_limit(args),
-                                chunks=args.chunks, ray=args.ray)
+                                chunks=args.chunks, runner=_chunk_runner(args))
     except MeshError as e:
         stop.check()
         return fail(str(e))
@@ -583,6 +583,15 @@ def _build(args: argparse.Namespace, stop: StopSignals) -> int:
     if not args.quiet:
         print(result.summary())
     return 0
+
+
+def _chunk_runner(args: argparse.Namespace):
+    """Who builds the chunks of a chunked build: the Ray cluster of --ray, or this process."""
+    if args.ray is None:
+        return None
+    from preprocess.chunks_ray import ray_runner
+
+    return ray_runner(args.ray)
 
 
 def _memory_limit(args) -> tuple[int, bool] | None:
