@@ -16,7 +16,7 @@ import preprocess.numba_cache  # noqa: F401  (first: drops stale numba caches)
 import numba
 import numpy as np
 
-from preprocess.distance import point_segment_d2
+from preprocess.distance import point_segment_d2, point_triangle_d2_of
 from preprocess.threads import balanced_spans, run_spans
 
 __all__ = ["build_lean_grid", "build_triangle_grid", "farthest_distance", "max_distance_to_mesh",
@@ -54,8 +54,9 @@ def _box_hi(G, t, j):
 def point_triangle_d2(px, py, pz, G, t):
     """Exact squared distance from p to triangle t of G: the projection when it falls inside,
     else the nearest of the three edges."""
-    if G.shape[1] == _LEAN_SIZE:
-        return _corners_d2(px, py, pz, G, t)
+    if G.shape[1] == _LEAN_SIZE:  # the corners, as the distance engine takes them
+        return point_triangle_d2_of(px, py, pz, G.reshape((G.shape[0] * 3, 3)), 3 * t,
+                                    3 * t + 1, 3 * t + 2)
     vx = px - G[t, 0]
     vy = py - G[t, 1]
     vz = pz - G[t, 2]
@@ -68,48 +69,15 @@ def point_triangle_d2(px, py, pz, G, t):
         b2 = (G[t, 12] * d21 - G[t, 13] * d20) * inv
         if b1 >= 0.0 and b2 >= 0.0 and b1 + b2 <= 1.0:
             return h * h
-    return _edges_d2(px, py, pz, G[t, 0], G[t, 1], G[t, 2], G[t, 3], G[t, 4], G[t, 5], G[t, 6],
-                     G[t, 7], G[t, 8])
-
-
-@_jit_inline
-def _corners_d2(px, py, pz, G, t):
-    """point_triangle_d2 for a lean record: the same arithmetic, on the corners."""
-    ax = np.float64(G[t, 0])
-    ay = np.float64(G[t, 1])
-    az = np.float64(G[t, 2])
-    e0x = np.float64(G[t, 3]) - ax
-    e0y = np.float64(G[t, 4]) - ay
-    e0z = np.float64(G[t, 5]) - az
-    e1x = np.float64(G[t, 6]) - ax
-    e1y = np.float64(G[t, 7]) - ay
-    e1z = np.float64(G[t, 8]) - az
-    nx = e0y * e1z - e0z * e1y
-    ny = e0z * e1x - e0x * e1z
-    nz = e0x * e1y - e0y * e1x
-    ln = np.sqrt(nx * nx + ny * ny + nz * nz)
-    d00 = e0x * e0x + e0y * e0y + e0z * e0z
-    d01 = e0x * e1x + e0y * e1y + e0z * e1z
-    d11 = e1x * e1x + e1y * e1y + e1z * e1z
-    det = d00 * d11 - d01 * d01
-    if det > 1.0e-12 * d00 * d11 and ln > 0.0:
-        vx = px - ax
-        vy = py - ay
-        vz = pz - az
-        d20 = vx * e0x + vy * e0y + vz * e0z
-        d21 = vx * e1x + vy * e1y + vz * e1z
-        inv = 1.0 / det
-        b1 = (d11 * d20 - d01 * d21) * inv
-        b2 = (d00 * d21 - d01 * d20) * inv
-        if b1 >= 0.0 and b2 >= 0.0 and b1 + b2 <= 1.0:
-            h = (vx * nx + vy * ny + vz * nz) / ln
-            return h * h
-    return _edges_d2(px, py, pz, ax, ay, az, e0x, e0y, e0z, e1x, e1y, e1z)
-
-
-@_jit_inline
-def _edges_d2(px, py, pz, ax, ay, az, e0x, e0y, e0z, e1x, e1y, e1z):
-    """The squared distance from p to the nearest edge of the triangle a, a + e0, a + e1."""
+    ax = G[t, 0]
+    ay = G[t, 1]
+    az = G[t, 2]
+    e0x = G[t, 3]
+    e0y = G[t, 4]
+    e0z = G[t, 5]
+    e1x = G[t, 6]
+    e1y = G[t, 7]
+    e1z = G[t, 8]
     r = point_segment_d2(px, py, pz, ax, ay, az, e0x, e0y, e0z)
     r = min(r, point_segment_d2(px, py, pz, ax, ay, az, e1x, e1y, e1z))
     r = min(
