@@ -188,20 +188,25 @@ class Chunk:
 
 
 def chunk_inputs(mesh: Mesh, chunks: int) -> Iterator[Chunk]:
-    """The chunks of a mesh (`split`), made one at a time as they are asked for."""
+    """The chunks of a mesh: split (`split`, `chunk_border`) now, each chunk's sub-mesh made
+    as it is asked for."""
     tri = np.ascontiguousarray(mesh.triangles, np.int32)
     wpos = np.ascontiguousarray(mesh.wedge_position, np.int32)
     ids, off = split(mesh, chunks)
     border = chunk_border(tri, wpos, ids, off, len(mesh.positions))
-    attrs = mesh.wedge_attributes()
-    wslot = np.full(len(wpos), -1, np.int32)
-    pslot = np.full(len(mesh.positions), -1, np.int32)
-    for c in range(chunks):
-        local, wedges, local_wp, pos = _sub_mesh(tri, ids[off[c]:off[c + 1]], wpos, wslot,
-                                                 pslot)
-        sub = _mesh_of(mesh, mesh.positions[pos], local, local_wp, attrs[wedges],
-                       f"{mesh.name} chunk {c + 1}/{chunks}")
-        yield Chunk(sub, border[pos], wedges, pos)
+
+    def made() -> Iterator[Chunk]:
+        attrs = mesh.wedge_attributes()
+        wslot = np.full(len(wpos), -1, np.int32)
+        pslot = np.full(len(mesh.positions), -1, np.int32)
+        for c in range(chunks):
+            local, wedges, local_wp, pos = _sub_mesh(tri, ids[off[c]:off[c + 1]], wpos, wslot,
+                                                     pslot)
+            sub = _mesh_of(mesh, mesh.positions[pos], local, local_wp, attrs[wedges],
+                           f"{mesh.name} chunk {c + 1}/{chunks}")
+            yield Chunk(sub, border[pos], wedges, pos)
+
+    return made()
 
 
 def build_one_chunk(chunk: Chunk, config: BuildConfig, coarsest: int,
@@ -359,9 +364,10 @@ def build_chunked(mesh: Mesh, chunks: int, config: BuildConfig | None = None, *,
                   on_clusters: Callable[..., None] | None = None,
                   runner: ChunkRunner | None = None) -> LodDag:
     """The DAG of a mesh built chunk by chunk (module docstring): `chunks` spatial chunks, built
-    by `runner` (default: here, one after another: `run_here`; `preprocess.chunks_ray.on_ray`:
-    as Ray tasks), then the levels above them here. progress and on_clusters as `build_dag`'s
-    (the "simplify" stage runs over the chunks, then the top levels)."""
+    by `runner` (default: here, one after another: `run_here`;
+    `preprocess.chunks_ray.ray_runner`: as Ray tasks), then the levels above them here.
+    progress and on_clusters as `build_dag`'s (the "cluster" stage is the split, the "simplify"
+    stage runs over the chunks, then the top levels)."""
     cfg = config or BuildConfig()
     report = progress or (lambda stage, done, total: None)
     hand_over = on_clusters or (lambda *args: None)
@@ -369,11 +375,10 @@ def build_chunked(mesh: Mesh, chunks: int, config: BuildConfig | None = None, *,
     m = mesh.triangle_count
     coarsest = coarsest_target(m)
     work = 2 * m
-    state = {"done": 0, "base": 0}
+    base = 0  # the work of the chunks done
 
     def chunk_progress(stage: str, done: int, total: int) -> None:
-        state["done"] = done
-        report("simplify", min(state["base"] + done, work), work)
+        report("simplify", min(base + done, work), work)
 
     report("cluster", 0, 1)
     inputs = chunk_inputs(mesh, chunks)
@@ -390,8 +395,8 @@ def build_chunked(mesh: Mesh, chunks: int, config: BuildConfig | None = None, *,
         chunk.mesh = None
         del part
         trim_heap()
-        state["base"] += 2 * chunk.triangles
-        report("simplify", min(state["base"], work), work)
+        base += 2 * chunk.triangles
+        report("simplify", min(base, work), work)
         hand_over(whole.store.view, whole.tri_off.view, first, end, whole.wpos.view,
                   whole.attrs.view[:, :3])
     top_mesh, given, wedges = whole.top_input()

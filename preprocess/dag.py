@@ -73,7 +73,8 @@ LOSS_RATIO = 1.1
 # a chunk's levels (`build_chunk`) stop at this one at the latest: its border stays at full
 # detail until the levels above the chunks, which a cut keeps while the chunk's interior is
 # finer than the first of those; built to one group, chunks drew 68x the triangles of a whole
-# build from far (the border's fans under a group of the chunk's coarsest error), 4 levels ...
+# build from far (the border's fans under a group of the chunk's coarsest error); at 4 levels a
+# 1M scan's chunked build drew 1.045x the whole one's over the quality views (BENCHMARKS.md)
 CHUNK_LEVELS = 4
 # a whole level's measure of every original position (`farthest_by_cluster`) is split into
 # ranges of level-0 clusters holding at least this many positions, one a worker (the coarse
@@ -974,11 +975,10 @@ def build_dag(mesh: Mesh, config: BuildConfig | None = None, *,
 
 
 def build_chunk(mesh: Mesh, border: np.ndarray, config: BuildConfig, coarsest: int, *,
-                last_level: int | None = None, progress: Progress | None = None) -> DagPart:
+                progress: Progress | None = None) -> DagPart:
     """The levels of one chunk of a mesh (`preprocess.chunks`) with the positions it shares
-    with other chunks (border (n,) bool) held at every level, up to level `last_level` (None:
-    CHUNK_LEVELS; or up
-    to where no group shrinks, or the chunk is one group): its `top` clusters are left for
+    with other chunks (border (n,) bool) held at every level, up to level CHUNK_LEVELS (or to
+    where no group shrinks, or the chunk is one group): its `top` clusters are left for
     `build_top`, which no group of the chunk holds. coarsest: the triangles of the chunk's share
     of the coarsest level, below which seams and creases are not crossed. Errors as
     `build_dag`'s, against the chunk's own triangles (never nearer than the whole original's)."""
@@ -991,7 +991,7 @@ def build_chunk(mesh: Mesh, border: np.ndarray, config: BuildConfig, coarsest: i
         pending = _level_zero(b, mesh, skip)
         levels = _Levels(b, report, skip, 2 * mesh.triangle_count)
         pending, _ = levels.run(pending, 0, coarsest, np.ascontiguousarray(border, np.bool_),
-                                CHUNK_LEVELS if last_level is None else last_level)
+                                CHUNK_LEVELS)
         return b.part(pending)
 
 

@@ -500,7 +500,9 @@ def nearest_lean(px, py, pz, hint, G, gp, boff, btri, gp2, boff2, btri2, stamp, 
     if hint >= 0:
         far = 0.5 * FAR_CELLS / gp[3]
         d2 = point_triangle_d2(px, py, pz, G, hint)
-        if d2 > enough and d2 > far * far:
+        if d2 <= enough:  # as nearest_triangle answers it, without testing the hint again
+            return d2, hint
+        if d2 > far * far:
             return nearest_triangle(px, py, pz, hint, G, gp2, boff2, btri2, stamp, qid, enough)
     return nearest_triangle(px, py, pz, hint, G, gp, boff, btri, stamp, qid, enough)
 

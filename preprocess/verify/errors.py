@@ -255,8 +255,8 @@ def _batch_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int,
         g = np.array([(i / 9, j / 9, (9 - i - j) / 9) for i in range(10)
                       for j in range(10 - i)])
         grid = np.einsum("gk,tkd->tgd", g, pos[ptri[tris]]).reshape(-1, 3)
+        grid_owner = np.repeat(owner[tris], len(g))
         points = np.concatenate([points, grid])
-        point_owner = np.concatenate([point_owner, np.repeat(owner[tris], len(g))])
-        measured = np.concatenate([measured, measure(grid, np.repeat(owner[tris], len(g)),
-                                                     len(cut))])
+        point_owner = np.concatenate([point_owner, grid_owner])
+        measured = np.concatenate([measured, measure(grid, grid_owner, len(cut))])
     return points, point_owner, measured
