@@ -4,7 +4,9 @@ write. Times every stage and produces the statistics that `preprocess` prints at
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +27,11 @@ from preprocess.tess.records import DEFLATED_SECTIONS
 from preprocess.tess.summary import summarize
 from preprocess.textures import TextureSet
 from preprocess.up_axis import to_y_up, warn_against_spec
+
+
+# from this many triangles the encoded clusters wait for the pages on disk (`build_asset`):
+# ~35 bytes a triangle that would otherwise stay in memory to the end of the build
+SPILL_TRIANGLES = 1_000_000
 
 
 def dag_stats(dag: LodDag) -> dict:
@@ -70,17 +77,33 @@ class BuildResult:
 def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
                 progress: Progress | None = None, seconds: dict | None = None,
                 texture_set: TextureSet | None = None, chunks: int = 1,
-                runner: Callable | None = None) -> tuple[LodDag, Bvh, PackedAsset]:
+                runner: Callable | None = None, spill: bool | None = None,
+                spill_dir: str | os.PathLike | None = None
+                ) -> tuple[LodDag, Bvh, PackedAsset]:
     """Mesh -> (DAG, BVH, packed pages); stage times go into `seconds` if given; `texture_set`:
     the scene's textures, which the mesh's materials index (`pack_asset`). A mesh whose
     up axis is not Y (`config.up`) is turned Y-up first (`preprocess.up_axis.to_y_up`): the
     DAG and everything after see the rotated mesh; `mesh` itself is not modified. chunks > 1:
     the DAG built chunk by chunk (`preprocess.chunks`), by `runner` where given
-    (`chunks.ChunkRunner`: `preprocess.chunks_ray.ray_runner`, the chunks as Ray tasks)."""
+    (`chunks.ChunkRunner`: `preprocess.chunks_ray.ray_runner`, the chunks as Ray tasks).
+    spill: the encoded clusters wait for the pages in an unnamed temporary file (in `spill_dir`,
+    else the system's) rather than in memory (`VertexEncoder`); None: where the mesh has at least
+    SPILL_TRIANGLES triangles."""
     cfg = config or BuildConfig()
     mesh = to_y_up(mesh, cfg.up)
     sec = seconds if seconds is not None else {}
     report = progress or (lambda stage, done, total: None)
+    if spill is None:
+        spill = mesh.triangle_count >= SPILL_TRIANGLES
+    with contextlib.ExitStack() as stack:
+        where = spill_dir if spill_dir is not None and os.path.isdir(spill_dir) else None
+        file = stack.enter_context(tempfile.TemporaryFile(dir=where)) if spill else None
+        return _build_asset(mesh, cfg, sec, report, texture_set, chunks, runner, file)
+
+
+def _build_asset(mesh: Mesh, cfg: BuildConfig, sec: dict, report: Progress,
+                 texture_set: TextureSet | None, chunks: int, runner: Callable | None,
+                 spill) -> tuple[LodDag, Bvh, PackedAsset]:
     stamps: dict[str, float] = {}
 
     def timed(stage: str, done: int, total: int) -> None:
@@ -90,7 +113,7 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
         report(stage, done, total)
 
     # encodes finished clusters while the DAG is being built (on this thread if asked for one)
-    encoder = VertexEncoder(mesh, background=cfg.threads != 1)
+    encoder = VertexEncoder(mesh, background=cfg.threads != 1, spill=spill)
     try:
         if chunks > 1:
             from preprocess.chunks import build_chunked
@@ -117,6 +140,7 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
         bvh, sec["bvh"] = pending.result()
     report("bvh", 1, 1)
     report("pack", 0, 1)
+    trim_heap()  # what the DAG's builder freed goes back before the pages are made
     packed = pack_asset(dag, bvh, cfg, encoded, texture_set=texture_set)
     report("pack", 1, 1)
     sec["pack"] = time.perf_counter() - t - sec["bvh"]
@@ -292,7 +316,8 @@ def build_file(source: str | os.PathLike | Mesh, output: str | os.PathLike,
     limit, given = memory if memory is not None else (None, False)
     chunks = plan_chunks(mesh.name, mesh.triangle_count, verify, limit, given, chunks)
     dag, bvh, packed = build_asset(mesh, cfg, progress=progress, seconds=seconds,
-                                   texture_set=texture_set, chunks=chunks, runner=runner)
+                                   texture_set=texture_set, chunks=chunks, runner=runner,
+                                   spill_dir=Path(output).parent)
     report = progress or (lambda stage, done, total: None)
     verified = None
     if verify:

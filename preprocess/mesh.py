@@ -95,7 +95,11 @@ class Mesh:
         cols = self.attribute_columns()
 
         def col(name: str):
-            return attributes[:, cols[name]].copy() if name in cols else None
+            if name not in cols:
+                return None
+            if attributes.shape[1] == cols[name].stop - cols[name].start:  # the whole table
+                return attributes  # (normals only: at 20M triangles a copy was ~180 MB)
+            return attributes[:, cols[name]].copy()
 
         material = col("material")
         return Mesh(positions=self.positions, triangles=self.triangles,

@@ -11,6 +11,7 @@ position error is sqrt(3)/2 * step, stored in the meta as `quantization_error`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -248,6 +249,45 @@ class EncodedRun:
     vgrid: np.ndarray  # (V, 3) int32 grid coordinates
     normals: np.ndarray  # (V,) uint32 octahedral normals
 
+    def load(self) -> EncodedRun:
+        return self
+
+
+# the arrays of an `EncodedRun` in the order a spilled run holds them: (name, dtype, columns)
+_RUN_ARRAYS = (("vertices", np.int32, 0), ("local", np.uint8, 3), ("vgrid", np.int32, 3),
+               ("normals", np.uint32, 0))
+
+
+@dataclass
+class SpilledRun:
+    """An `EncodedRun` written to a temporary file (`VertexEncoder(spill=...)`): its arrays one
+    after the other from `offset`, V vertices and T triangles; `load` reads them back."""
+
+    first: int
+    end: int
+    file: object  # an open binary file (a `tempfile.TemporaryFile`)
+    offset: int
+    vertex_count: int
+    triangle_count: int
+
+    @staticmethod
+    def write(file, first: int, end: int, run: EncodedRun) -> SpilledRun:
+        """Append the run's arrays to `file` (its end: only the encoder's thread writes)."""
+        offset = file.seek(0, 2)
+        for name, dtype, _ in _RUN_ARRAYS:
+            np.ascontiguousarray(getattr(run, name), dtype).tofile(file)
+        file.flush()
+        return SpilledRun(first, end, file, offset, len(run.vertices), len(run.local))
+
+    def load(self) -> EncodedRun:
+        arrays = {}
+        self.file.seek(self.offset)
+        for name, dtype, cols in _RUN_ARRAYS:
+            rows = self.triangle_count if name == "local" else self.vertex_count
+            a = np.fromfile(self.file, dtype, rows * max(cols, 1))
+            arrays[name] = a.reshape(rows, cols) if cols else a
+        return EncodedRun(self.first, self.end, **arrays)
+
 
 @dataclass
 class EncodedVertices:
@@ -260,7 +300,13 @@ class EncodedVertices:
     vertex_offset: np.ndarray  # (c + 1,) int64: cluster i's vertices are [offset[i], offset[i+1])
     pos_min: np.ndarray  # (c, 3) int64: per cluster, the least grid coordinates
     mode: np.ndarray  # (c,) int64: 0 = 16-bit offsets, 1 = 32-bit
-    runs: list[EncodedRun]  # in cluster order, covering every cluster once
+    runs: list[EncodedRun | SpilledRun]  # in cluster order, covering every cluster once
+
+    def take(self) -> Iterator[EncodedRun]:
+        """The runs in order, each dropped from `runs` (and read back if spilled) as it comes:
+        the caller frees each once used."""
+        while self.runs:
+            yield self.runs.pop(0).load()
 
 
 @nb.njit(cache=True, nogil=True)
@@ -273,14 +319,27 @@ def _encode_clusters(triangles, offsets, slot, positions, wedge_position, wedge_
     return vertex_offset, vertices, local, vgrid, pos_min, mode, normals
 
 
+def _encode_run(first: int, end: int, spill, *args) -> tuple:
+    """(vertex_offset, pos_min, mode, run) of clusters first..end-1 (`_encode_clusters`' args);
+    the run written to `spill` where given (`SpilledRun`)."""
+    voff, vertices, local, vgrid, pos_min, mode, normals = _encode_clusters(*args)
+    run = EncodedRun(first, end, vertices, local, vgrid, normals)
+    if spill is not None:
+        run = SpilledRun.write(spill, first, end, run)
+    return voff, pos_min, mode, run
+
+
 class VertexEncoder:
     """Encodes the vertices of clusters in a background thread while the DAG is being built:
     `build_dag(on_clusters=encoder.add)` hands it each run of clusters as soon as they are final
     (their triangles never change after), so the work fills the cores' idle moments (METIS, the
     end of a level) instead of adding to the end of the build. `result()` joins the runs.
-    background=False encodes on the caller's thread instead (a build asked to use one thread)."""
+    background=False encodes on the caller's thread instead (a build asked to use one thread).
+    spill: a binary file (a `tempfile.TemporaryFile`) the encoded runs wait in for the pages,
+    instead of memory (`SpilledRun`: at 20M triangles they held ~700 MB, a fifth of the build's
+    peak); the caller closes it once the pages are written."""
 
-    def __init__(self, mesh: Mesh, background: bool = True) -> None:
+    def __init__(self, mesh: Mesh, background: bool = True, spill=None) -> None:
         self.positions = np.ascontiguousarray(mesh.positions, np.float32)
         self.wedge_position = np.ascontiguousarray(mesh.wedge_position, np.int32)
         self.wedge_normal = np.ascontiguousarray(mesh.wedge_normal, np.float32)
@@ -295,6 +354,7 @@ class VertexEncoder:
                             f"nearer the origin")
         self.slot = np.full(len(self.wedge_position), -1, np.int32)  # one run at a time
         self.pool = ThreadPoolExecutor(max_workers=1) if background else None
+        self.spill = spill
         self.runs: list = []
 
     def add(self, triangles: np.ndarray, tri_offset: np.ndarray, first: int, end: int,
@@ -311,29 +371,30 @@ class VertexEncoder:
             self.slot = np.full(2 * len(self.wedge_position), -1, np.int32)  # a new scratch
         rows = triangles[tri_offset[first] : tri_offset[end]]
         offsets = tri_offset[first : end + 1] - tri_offset[first]
-        args = (rows, offsets, self.slot, self.positions, self.wedge_position, self.wedge_normal,
-                float(self.step))
+        args = (first, end, self.spill, rows, offsets, self.slot, self.positions,
+                self.wedge_position, self.wedge_normal, float(self.step))
         if self.pool is None:
             done: Future = Future()
-            done.set_result(_encode_clusters(*args))
-            self.runs.append((first, end, done))
+            done.set_result(_encode_run(*args))
+            self.runs.append(done)
         else:
-            self.runs.append((first, end, self.pool.submit(_encode_clusters, *args)))
+            self.runs.append(self.pool.submit(_encode_run, *args))
 
     def result(self) -> EncodedVertices:
         try:
-            parts = [(first, end, f.result()) for first, end, f in self.runs]
+            parts = [f.result() for f in self.runs]
         finally:
             self.close()
+        self.slot = None  # its scratch (8 bytes a wedge) is not needed by the pages
         vertex_offset = [np.zeros(1, np.int64)]
         pos_min = []
         mode = []
         runs = []
-        for first, end, (voff, vertices, local, vgrid, run_min, run_mode, normals) in parts:
+        for voff, run_min, run_mode, run in parts:
             vertex_offset.append(voff[1:] + vertex_offset[-1][-1])
             pos_min.append(run_min)
             mode.append(run_mode)
-            runs.append(EncodedRun(first, end, vertices, local, vgrid, normals))
+            runs.append(run)
         self.runs = []  # the futures held the arrays too (the pages consume the runs)
         del parts
         return EncodedVertices(self.step, self.bounds, np.concatenate(vertex_offset),
@@ -536,8 +597,8 @@ def _write_cluster_data(pages: np.ndarray, dag: LodDag, enc: EncodedVertices,
     if has_uv:
         uv_min = mesh.wedge_uv.min(axis=0).astype(np.float64)
         uv_max = mesh.wedge_uv.max(axis=0).astype(np.float64)
-    while enc.runs:  # each run freed once written: its bytes become the pages' (zeros: not
-        run = enc.runs.pop(0)  # resident until written), so both are never held whole
+    for run in enc.take():  # each run freed once written: its bytes become the pages' (zeros:
+        # not resident until written), so both are never held whole
         uvs = np.zeros(0, np.uint32)
         if has_uv and not uv_float:
             uv = mesh.wedge_uv[run.vertices].astype(np.float64)
@@ -588,15 +649,32 @@ def _hierarchy_sections(dag: LodDag, bvh: Bvh, step: float, parts: np.ndarray,
     return nodes, groups, part_arr
 
 
-def _surface_area(mesh) -> float:
-    """The mesh's triangles' total area, in float64, in chunks."""
-    tri = mesh.position_triangles
+@nb.njit(cache=True, nogil=True)
+def _area_sum(positions: np.ndarray, triangles: np.ndarray, wedge_position: np.ndarray) -> float:
+    """The triangles' (wedge ids) total area, in float64, without a temporary per triangle."""
     total = 0.0
-    for lo in range(0, len(tri), 1 << 20):
-        p = mesh.positions[tri[lo : lo + (1 << 20)]].astype(np.float64)
-        total += float(np.linalg.norm(np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]),
-                                      axis=1).sum()) / 2
-    return total
+    for t in range(triangles.shape[0]):
+        a = wedge_position[triangles[t, 0]]
+        b = wedge_position[triangles[t, 1]]
+        c = wedge_position[triangles[t, 2]]
+        ux = np.float64(positions[b, 0]) - positions[a, 0]
+        uy = np.float64(positions[b, 1]) - positions[a, 1]
+        uz = np.float64(positions[b, 2]) - positions[a, 2]
+        vx = np.float64(positions[c, 0]) - positions[a, 0]
+        vy = np.float64(positions[c, 1]) - positions[a, 1]
+        vz = np.float64(positions[c, 2]) - positions[a, 2]
+        x = uy * vz - uz * vy
+        y = uz * vx - ux * vz
+        z = ux * vy - uy * vx
+        total += np.sqrt(x * x + y * y + z * z)
+    return total / 2
+
+
+def _surface_area(mesh) -> float:
+    """The mesh's triangles' total area, in float64 (at 20M triangles the position triangles
+    and float64 corners a numpy version made were the build's peak)."""
+    return float(_area_sum(mesh.positions, np.ascontiguousarray(mesh.triangles),
+                           np.ascontiguousarray(mesh.wedge_position)))
 
 
 def _asset_meta(dag: LodDag, step: float, bounds: np.ndarray, uv_float: bool) -> dict:

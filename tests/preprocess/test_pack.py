@@ -130,12 +130,14 @@ def test_file_round_trip_bit_exact(built, tmp_path):
 def test_build_is_the_same_with_one_thread_or_several():
     """The groups of a level run in parallel and the vertices are encoded in a background thread
     (`VertexEncoder`) while the DAG grows; none of it may change the result. One thread also
-    encodes on the caller's thread, and `pack_asset` alone encodes everything at the end: all
-    three must give the same pages and sections, byte for byte."""
+    encodes on the caller's thread, and `pack_asset` alone encodes everything at the end; the
+    encoded clusters of a big mesh wait for the pages in a temporary file (`spill`, read back
+    run by run): all must give the same pages and sections, byte for byte."""
     from preprocess.pack import pack_asset
 
-    mesh = make_terrain(64, seed=3)  # uvs, open borders
-    builds = [build_asset(mesh, BuildConfig(threads=t)) for t in (1, 2, 3)]
+    mesh = make_terrain(64, seed=3)  # uvs (read back with the spilled runs), open borders
+    builds = [build_asset(mesh, BuildConfig(threads=t), spill=spill)
+              for t, spill in ((1, False), (2, False), (3, False), (1, True), (2, True))]
     dag, bvh, first = builds[0]
     others = [packed for _, _, packed in builds[1:]] + [pack_asset(dag, bvh, BuildConfig())]
     for packed in others:
