@@ -160,10 +160,10 @@ def error_tightness(dag: LodDag, *, samples_per_cluster: int = 256, rng_seed: in
 
 
 
-# the clusters of a verify's honest check are sampled this many triangles at a time (about a
-# GB of points and corners): the points of all the clusters above level 0 of a 20M-triangle scan
-# at once held 15 GB
-HONEST_BATCH = 1 << 20
+# the clusters of a verify's honest check are sampled this many triangles at a time (~300 MB of
+# points, corners and their sorts; the points of all the clusters above level 0 of a 20M-triangle
+# scan at once held 15 GB, and a million triangles a batch ~1.5 GB: a 4M scan's peak)
+HONEST_BATCH = 1 << 18
 
 
 def _measured_distances(dag: LodDag, cut: np.ndarray, samples_per_cluster: int, rng_seed: int,

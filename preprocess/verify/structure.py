@@ -41,9 +41,10 @@ __all__ = ["check_bvh", "check_dag", "check_limits"]
 # Limits
 
 
-# the structure checks run over whole clusters this many triangles at a time: over the 40M
-# triangles of a 20M-triangle scan's DAG at once, their float64 corners and int64 keys held 16 GB
-CHECK_CHUNK = 1 << 21
+# the structure checks run over whole clusters this many triangles at a time (~250 MB of
+# float64 corners and their spheres): over the 40M triangles of a 20M-triangle scan's DAG at
+# once, their float64 corners and int64 keys held 16 GB, and 2M at a time ~0.9 GB
+CHECK_CHUNK = 1 << 19
 
 
 def cluster_chunks(off: np.ndarray) -> list[tuple[int, int]]:
