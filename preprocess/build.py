@@ -202,14 +202,14 @@ def compile_seconds(modules: dict[str, float]) -> float:
 
 
 # The peak memory of a whole `preprocess` command a triangle of the input (the loaded mesh, the
-# DAG's triangles and wedges, the original's adjacency, the encoded vertices), measured on
-# generated scans of 20M triangles (BENCHMARKS "Scans at photogrammetry scale"), a little over:
-# a whole build's (176 measured), a chunked one's (`preprocess.chunks`: the mesh, the assembled
-# result and one chunk's build: 172 at 20M, ~0.9 GB of it one chunk's, so less a triangle on a
-# bigger mesh), and the peak while --verify checks what the build left (the mesh, the DAG, the
-# pages) with its lean grid of the original (72) and a batch of samples: 237 at 100M triangles
-# (the whole command, before the heap was trimmed and the position triangles dropped ahead of it)
-BUILD_BYTES_PER_TRIANGLE = 200
+# DAG's triangles and wedges, the original's adjacency; the encoded vertices wait on disk from
+# SPILL_TRIANGLES), measured on generated scans of 20M triangles (BENCHMARKS "Scans at
+# photogrammetry scale", session 43), a little over: a whole build's (141 measured), a chunked
+# one's (`preprocess.chunks`: the mesh, the assembled result and one chunk's build: 135 at 20M,
+# part of it one chunk's, so less a triangle on a bigger mesh), and the peak while --verify
+# checks what the build left (the mesh, the DAG, the pages) with its lean grid of the original
+# (72) and a batch of samples: 217 for a chunked build of 20M triangles
+BUILD_BYTES_PER_TRIANGLE = 160
 CHUNKED_BYTES_PER_TRIANGLE = 150
 VERIFIED_BYTES_PER_TRIANGLE = 240
 # below this many triangles nothing is checked (the interpreter, numba and the imports are most

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from preprocess.build import MEMORY_CHECK_TRIANGLES, plan_chunks
+from preprocess.build import (BUILD_BYTES_PER_TRIANGLE, CHUNKED_BYTES_PER_TRIANGLE,
+                              MEMORY_CHECK_TRIANGLES, plan_chunks)
 from preprocess.bvh import build_bvh
 from preprocess.chunks import build_chunked, chunk_border, chunk_count, chunk_inputs, split
 from preprocess.config import BuildConfig
@@ -121,7 +122,8 @@ def test_a_chunked_build_draws_about_what_the_whole_one_does():
 def test_plan_chunks_builds_whole_where_it_fits_and_chunked_where_not():
     big = 50_000_000
     assert plan_chunks("m", big, False, int(100e9)) == 1
-    assert plan_chunks("m", big, False, int(9e9)) == chunk_count(big)
+    between = big * (BUILD_BYTES_PER_TRIANGLE + CHUNKED_BYTES_PER_TRIANGLE) // 2
+    assert plan_chunks("m", big, False, between) == chunk_count(big)
     assert plan_chunks("m", big, False, None) == 1
     assert plan_chunks("m", 1000, False, 1) == 1  # small meshes are never refused
     assert plan_chunks("m", big, False, int(100e9), chunks=3) == 3
