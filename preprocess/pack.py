@@ -653,20 +653,19 @@ def _hierarchy_sections(dag: LodDag, bvh: Bvh, step: float, parts: np.ndarray,
 def _area_sum(positions: np.ndarray, triangles: np.ndarray, wedge_position: np.ndarray) -> float:
     """The triangles' (wedge ids) total area, in float64, without a temporary per triangle."""
     total = 0.0
+    d = np.empty((2, 3))  # the edges from the first corner
     for t in range(triangles.shape[0]):
         a = wedge_position[triangles[t, 0]]
-        b = wedge_position[triangles[t, 1]]
-        c = wedge_position[triangles[t, 2]]
-        ux = np.float64(positions[b, 0]) - positions[a, 0]
-        uy = np.float64(positions[b, 1]) - positions[a, 1]
-        uz = np.float64(positions[b, 2]) - positions[a, 2]
-        vx = np.float64(positions[c, 0]) - positions[a, 0]
-        vy = np.float64(positions[c, 1]) - positions[a, 1]
-        vz = np.float64(positions[c, 2]) - positions[a, 2]
-        x = uy * vz - uz * vy
-        y = uz * vx - ux * vz
-        z = ux * vy - uy * vx
-        total += np.sqrt(x * x + y * y + z * z)
+        for e in range(2):
+            b = wedge_position[triangles[t, e + 1]]
+            for k in range(3):
+                d[e, k] = np.float64(positions[b, k]) - positions[a, k]
+        cross = 0.0
+        for k in range(3):
+            i, j = (k + 1) % 3, (k + 2) % 3
+            c = d[0, i] * d[1, j] - d[0, j] * d[1, i]
+            cross += c * c
+        total += np.sqrt(cross)
     return total / 2
 
 
