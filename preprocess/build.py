@@ -5,6 +5,7 @@ write. Times every stage and produces the statistics that `preprocess` prints at
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 import time
@@ -32,6 +33,7 @@ from preprocess.up_axis import to_y_up, warn_against_spec
 # from this many triangles the encoded clusters wait for the pages on disk (`build_asset`):
 # ~35 bytes a triangle that would otherwise stay in memory to the end of the build
 SPILL_TRIANGLES = 1_000_000
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def dag_stats(dag: LodDag) -> dict:
@@ -98,7 +100,14 @@ def build_asset(mesh: Mesh, config: BuildConfig | None = None, *,
     with contextlib.ExitStack() as stack:
         where = spill_dir if spill_dir is not None and os.path.isdir(spill_dir) else None
         file = stack.enter_context(tempfile.TemporaryFile(dir=where)) if spill else None
-        return _build_asset(mesh, cfg, sec, report, texture_set, chunks, runner, file)
+        try:
+            return _build_asset(mesh, cfg, sec, report, texture_set, chunks, runner, file)
+        except OSError as e:  # a full disk under the spill: say where (its file has no name)
+            if file is None or e.filename is not None or e.errno not in _DISK_FULL:
+                raise
+            folder = os.path.abspath(where or tempfile.gettempdir())
+            raise OSError(e.errno, e.strerror, f"{folder} (the build's temporary file of "
+                                               f"encoded clusters)") from e
 
 
 def _build_asset(mesh: Mesh, cfg: BuildConfig, sec: dict, report: Progress,

@@ -155,3 +155,21 @@ def test_a_mesh_too_far_from_the_origin_for_the_grid_is_refused():
     mesh.positions = mesh.positions + np.float32(1.0e6)
     with pytest.raises(MeshError, match="31-bit grid"):
         build_asset(mesh, BuildConfig())
+
+
+def test_a_full_disk_under_the_spill_names_its_folder(tmp_path, monkeypatch):
+    """The encoded clusters' temporary file has no name: a disk that fills under it gives an
+    OSError naming the folder it was in (the CLI's one line), not a bare errno."""
+    import errno
+
+    from preprocess import pack
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pack.SpilledRun, "write", staticmethod(full))
+    with pytest.raises(OSError, match="No space left") as caught:
+        build_asset(geodesic_sphere(4), BuildConfig(), spill=True, spill_dir=tmp_path)
+    assert caught.value.filename.startswith(str(tmp_path))
+    assert "temporary file" in caught.value.filename
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
